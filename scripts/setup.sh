@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Creates .venv (Python >= 3.11) and installs the pinned requirements and the
+# analysis package into it. Idempotent: reinstalls only when requirements.txt
+# or pyproject.toml changed since the last install.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+py=${PYTHON:-}
+if [ -z "$py" ]; then
+  for cand in python3.11 python3 python; do
+    if command -v "$cand" >/dev/null 2>&1; then py=$cand; break; fi
+  done
+fi
+[ -n "$py" ] || { echo "setup: no python3 found (need Python >= 3.11)" >&2; exit 1; }
+"$py" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' ||
+  { echo "setup: $py is older than Python 3.11" >&2; exit 1; }
+
+venv=$root/.venv
+stamp=$venv/.installed-requirements
+want=$(cat requirements.txt pyproject.toml | sha256sum | cut -c1-64)
+[ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: installing requirements into $venv (first run takes a few minutes)"
+  pip_install() {
+    # Some machines list local indexes that may be absent: keep those notices out.
+    "$venv/bin/python" -m pip install --quiet "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+  }
+  pip_install -r requirements.txt
+  pip_install --no-deps -e .
+  echo "$want" > "$stamp"
+fi
