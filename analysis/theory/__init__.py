@@ -1,0 +1,1 @@
+"""Pure functions: closed forms, exact predictions and symbolic derivations."""
