@@ -1,0 +1,202 @@
+"""Recorded runs: one JSON file per experiment and scale, with provenance.
+
+A record is written atomically (temporary file, fsync, rename), so an
+interrupted run never leaves half a file, and validated on load: a corrupted,
+truncated or foreign file raises :class:`ResultsFileError` naming the file.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analysis.scale import validate_scale
+
+SCHEMA = "analysis.results/1"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+RESULTS_DIR_ENV = "ANALYSIS_RESULTS_DIR"
+PROVENANCE_KEYS = ("device", "torch", "cuda", "python", "git_commit", "git_dirty", "date", "wall_time_s")
+
+
+class ResultsFileError(ValueError):
+    """A results file that cannot be used; the message names the file and the reason."""
+
+
+def results_dir() -> Path:
+    """$ANALYSIS_RESULTS_DIR, or the repository's results/ folder."""
+    return Path(os.environ.get(RESULTS_DIR_ENV) or REPO_ROOT / "results")
+
+
+def to_jsonable(value: Any) -> Any:
+    """Plain JSON data from numpy/torch scalars and arrays, tuples and nested containers."""
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return to_jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return to_jsonable(value.item())
+    if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor
+        return to_jsonable(value.detach().cpu().numpy())
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)  # "nan", "inf": JSON has no literal for them
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"cannot store a {type(value).__name__} in a results record")
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def device_name() -> str:
+    """The CUDA device's name, else the CPU's model name."""
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return f"CPU: {line.split(':', 1)[1].strip()} ({os.cpu_count()} cores)"
+    except OSError:
+        pass
+    return f"CPU: {platform.processor() or platform.machine()} ({os.cpu_count()} cores)"
+
+
+def provenance(wall_time_s: float) -> dict[str, Any]:
+    """Device, torch and CUDA versions, Python, git commit (and whether the tree was dirty), date, wall time."""
+    import torch
+
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return {
+        "device": device_name(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "python": platform.python_version(),
+        "git_commit": _git("rev-parse", "HEAD"),
+        "git_dirty": None if status is None else bool(status),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "wall_time_s": round(float(wall_time_s), 2),
+    }
+
+
+@dataclass(frozen=True)
+class Record:
+    """One recorded run: what ran (experiment, scale, config, seed), what it measured (data), where (provenance)."""
+
+    experiment: str
+    scale: str
+    seed: int
+    config: dict[str, Any]
+    data: dict[str, Any]
+    provenance: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document of this record."""
+        return {
+            "schema": SCHEMA,
+            "experiment": self.experiment,
+            "scale": self.scale,
+            "seed": self.seed,
+            "config": to_jsonable(self.config),
+            "provenance": to_jsonable(self.provenance),
+            "data": to_jsonable(self.data),
+        }
+
+    def describe(self) -> str:
+        """One line of provenance for a figure caption or a table."""
+        p = self.provenance
+        commit = (p.get("git_commit") or "unknown")[:10] + (" (dirty tree)" if p.get("git_dirty") else "")
+        cuda = f", CUDA {p['cuda']}" if p.get("cuda") else ""
+        return (
+            f"{self.experiment} at {self.scale} scale, measured on {p.get('device')}, torch {p.get('torch')}{cuda}, "
+            f"commit {commit}, {str(p.get('date', ''))[:10]}, seed {self.seed}, {p.get('wall_time_s')} s"
+        )
+
+
+def record_path(experiment: str, scale: str, directory: str | os.PathLike[str] | None = None) -> Path:
+    """results/<experiment>.<scale>.json"""
+    validate_scale(scale)
+    if not experiment or "/" in experiment or experiment.startswith("."):
+        raise ValueError(f"experiment must be a plain name; got {experiment!r}")
+    return Path(directory if directory is not None else results_dir()) / f"{experiment}.{scale}.json"
+
+
+def save_record(record: Record, directory: str | os.PathLike[str] | None = None) -> Path:
+    """Write ``record`` atomically to its path and return the path."""
+    path = record_path(record.experiment, record.scale, directory)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(record.to_dict(), indent=1, allow_nan=False)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def load_record(path: str | os.PathLike[str]) -> Record:
+    """Read and validate a record; any problem raises ResultsFileError naming the file."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise ResultsFileError(f"{p}: no such results file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ResultsFileError(f"{p}: cannot be read as text ({err})") from None
+    if not text.strip():
+        raise ResultsFileError(f"{p}: the file is empty")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ResultsFileError(f"{p}: not valid JSON, the file may be truncated or corrupted ({err})") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise ResultsFileError(f"{p}: not a results record (expected schema {SCHEMA!r})")
+    problems = []
+    for key, kind in (("experiment", str), ("scale", str), ("seed", int), ("config", dict), ("data", dict), ("provenance", dict)):
+        if not isinstance(doc.get(key), kind):
+            problems.append(f"'{key}' missing or not a {kind.__name__}")
+    if not problems:
+        try:
+            validate_scale(doc["scale"])
+        except ValueError as err:
+            problems.append(str(err))
+        missing = [k for k in PROVENANCE_KEYS if k not in doc["provenance"]]
+        if missing:
+            problems.append(f"provenance lacks {', '.join(missing)}")
+    if problems:
+        raise ResultsFileError(f"{p}: malformed results record: {'; '.join(problems)}")
+    return Record(doc["experiment"], doc["scale"], doc["seed"], doc["config"], doc["data"], doc["provenance"])
+
+
+def find_record(experiment: str, scale: str, directory: str | os.PathLike[str] | None = None) -> Record | None:
+    """The stored record of ``experiment`` at ``scale``, or None when none was recorded."""
+    path = record_path(experiment, scale, directory)
+    if not path.exists():
+        return None
+    record = load_record(path)
+    if record.experiment != experiment or record.scale != scale:
+        raise ResultsFileError(f"{path}: holds {record.experiment!r} at {record.scale!r}, not {experiment!r} at {scale!r}")
+    return record

@@ -1,0 +1,227 @@
+"""Claims: a prediction, a measurement with its error, a tolerance, and a verdict.
+
+Verdicts, for a claim of kind ``equal`` (|measured - predicted|), ``upper_bound``
+(measured - predicted) or ``lower_bound`` (predicted - measured), with ``excess``
+that signed or absolute deviation:
+
+* holds: excess <= tolerance (the tolerance comes from the measurement's own
+  error and is fixed before the comparison; ``tolerance_basis`` says how);
+* holds approximately: excess <= tolerance + approx_rel * |predicted| (the
+  deviation in percent is reported: "holds within X%");
+* fails: otherwise; a ``corrected`` prediction, if given, gets its own verdict
+  against the same measurement and tolerance.
+
+A chapter collects its claims in a :class:`ChapterClaims`; when the book is
+built, each chapter writes them to $ANALYSIS_CLAIMS_DIR and the ledger page is
+generated from those files (``analysis.sphinx_ledger``).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Kind = Literal["equal", "upper_bound", "lower_bound"]
+Verdict = Literal["holds", "holds approximately", "fails"]
+KINDS: tuple[Kind, ...] = ("equal", "upper_bound", "lower_bound")
+DEFAULT_APPROX_REL = 0.10
+CLAIMS_DIR_ENV = "ANALYSIS_CLAIMS_DIR"
+
+
+def _finite(name: str, value: float, minimum: float | None = None) -> float:
+    v = float(value)
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite; got {value!r}")
+    if minimum is not None and v < minimum:
+        raise ValueError(f"{name} must be >= {minimum}; got {value!r}")
+    return v
+
+
+def judge(kind: Kind, predicted: float, measured: float, tolerance: float, approx_rel: float) -> Verdict:
+    """Verdict of one comparison (see the module docstring for the rule)."""
+    if kind == "equal":
+        excess = abs(measured - predicted)
+    elif kind == "upper_bound":
+        excess = measured - predicted
+    else:
+        excess = predicted - measured
+    if excess <= tolerance:
+        return "holds"
+    if excess <= tolerance + approx_rel * abs(predicted):
+        return "holds approximately"
+    return "fails"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of a source, its prediction and its measurement."""
+
+    key: str
+    statement: str
+    source: str
+    predicted: float
+    measured: float
+    uncertainty: float
+    tolerance: float
+    tolerance_basis: str
+    kind: Kind = "equal"
+    approx_rel: float = DEFAULT_APPROX_REL
+    unit: str = ""
+    corrected: float | None = None
+    corrected_note: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.key or not self.key.replace("-", "").replace("_", "").isalnum():
+            raise ValueError(f"key must be a non-empty identifier of letters, digits, - and _; got {self.key!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {self.kind!r}")
+        _finite("predicted", self.predicted)
+        _finite("measured", self.measured)
+        _finite("uncertainty", self.uncertainty, 0.0)
+        _finite("tolerance", self.tolerance, 0.0)
+        _finite("approx_rel", self.approx_rel, 0.0)
+        if self.corrected is not None:
+            _finite("corrected", self.corrected)
+        if not self.tolerance_basis.strip():
+            raise ValueError("tolerance_basis must say how the tolerance was chosen")
+
+    @property
+    def verdict(self) -> Verdict:
+        """holds / holds approximately / fails for the source's prediction."""
+        return judge(self.kind, self.predicted, self.measured, self.tolerance, self.approx_rel)
+
+    @property
+    def corrected_verdict(self) -> Verdict | None:
+        """The verdict of the corrected prediction, or None when there is none."""
+        if self.corrected is None:
+            return None
+        return judge(self.kind, self.corrected, self.measured, self.tolerance, self.approx_rel)
+
+    @property
+    def deviation_pct(self) -> float:
+        """100 |measured - predicted| / |predicted| (inf when predicted is 0 and they differ)."""
+        diff = abs(self.measured - self.predicted)
+        if self.predicted == 0:
+            return 0.0 if diff == 0 else math.inf
+        return 100.0 * diff / abs(self.predicted)
+
+    def verdict_text(self) -> str:
+        """The verdict in words, with the deviation when it holds only approximately."""
+        v = self.verdict
+        if v == "holds approximately":
+            return f"holds within {self.deviation_pct:.3g}%"
+        return v
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data, with the verdicts, for JSON."""
+        d = asdict(self)
+        d["verdict"] = self.verdict
+        d["verdict_text"] = self.verdict_text()
+        d["corrected_verdict"] = self.corrected_verdict
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Claim":
+        """Inverse of :meth:`to_dict` (the stored verdicts are recomputed, not trusted)."""
+        names = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def fmt(x: float, digits: int = 4) -> str:
+    """A number for tables: ``digits`` significant figures, scientific when very small or large."""
+    if x == 0:
+        return "0"
+    if abs(x) < 1e-3 or abs(x) >= 1e5:
+        return f"{x:.{digits - 1}e}"
+    return f"{x:.{digits}g}"
+
+
+_TABLE_CSS = (
+    "table.claims-table{border-collapse:collapse;font-size:0.85em;margin:0.5em 0 1.5em;width:100%}"
+    "table.claims-table th,table.claims-table td{border:1px solid #ccc;padding:0.3em 0.5em;vertical-align:top;text-align:left}"
+    "table.claims-table th{background:#f3f3f3}table.claims-table small{color:#555}"
+)
+VERDICT_COLOURS = {"holds": "#1b7f3b", "holds approximately": "#a36b00", "fails": "#b3261e"}
+
+
+def claims_html(claims: list[Claim], link: str | None = None) -> str:
+    """An HTML table of claims with predictions, measurements and verdicts side by side."""
+    head = ["claim", "predicted", "measured ± error", "tolerance (basis)", "verdict", "corrected"]
+    rows = []
+    for c in claims:
+        colour = VERDICT_COLOURS[c.verdict]
+        corrected = "" if c.corrected is None else (
+            f"{fmt(c.corrected)} ({c.corrected_verdict}){': ' + html.escape(c.corrected_note) if c.corrected_note else ''}"
+        )
+        stmt = html.escape(c.statement)
+        if link:
+            stmt = f'<a href="{html.escape(link)}">{stmt}</a>'
+        sign = {"equal": "=", "upper_bound": "≤", "lower_bound": "≥"}[c.kind]
+        rows.append(
+            "<tr>"
+            f"<td>{stmt}<br><small>{html.escape(c.source)}</small></td>"
+            f"<td>{sign} {fmt(c.predicted)} {html.escape(c.unit)}</td>"
+            f"<td>{fmt(c.measured)} ± {fmt(c.uncertainty, 2)}</td>"
+            f"<td>{fmt(c.tolerance, 2)}<br><small>{html.escape(c.tolerance_basis)}</small></td>"
+            f'<td style="color:{colour};font-weight:bold">{html.escape(c.verdict_text())}</td>'
+            f"<td>{corrected}</td>"
+            "</tr>"
+        )
+    header = "".join(f"<th>{h}</th>" for h in head)
+    return (
+        f"<style>{_TABLE_CSS}</style>"
+        f'<table class="claims-table"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    )
+
+
+@dataclass
+class ChapterClaims:
+    """The claims of one chapter; ``record`` adds, displays and (during a book build) stores them."""
+
+    chapter: str
+    title: str
+    claims: list[Claim] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.chapter or "/" in self.chapter or self.chapter.startswith("."):
+            raise ValueError(f"chapter must be a plain document name; got {self.chapter!r}")
+
+    def record(self, claim: Claim) -> Claim:
+        """Add (or replace, by key) a claim, store the chapter's claims, and return the claim."""
+        self.claims = [c for c in self.claims if c.key != claim.key] + [claim]
+        self.save()
+        return claim
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON."""
+        return {"chapter": self.chapter, "title": self.title, "claims": [c.to_dict() for c in self.claims]}
+
+    def save(self, directory: str | os.PathLike[str] | None = None) -> Path | None:
+        """Write the claims to ``directory`` (default $ANALYSIS_CLAIMS_DIR; nothing when unset)."""
+        target = directory if directory is not None else os.environ.get(CLAIMS_DIR_ENV)
+        if not target:
+            return None
+        path = Path(target) / f"{self.chapter}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=1))
+        os.replace(tmp, path)
+        return path
+
+    def _repr_html_(self) -> str:
+        return claims_html(self.claims)
+
+
+def load_chapter_claims(path: str | os.PathLike[str]) -> ChapterClaims:
+    """Read a file written by :meth:`ChapterClaims.save`; a malformed file raises ValueError naming it."""
+    p = Path(path)
+    try:
+        d = json.loads(p.read_text())
+        return ChapterClaims(d["chapter"], d["title"], [Claim.from_dict(c) for c in d["claims"]])
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{p}: not a valid claims file ({err})") from err
