@@ -1,0 +1,1 @@
+"""Torch modules used by the experiments."""

@@ -1,0 +1,172 @@
+"""Training and evaluation of byte-level language models."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm import tqdm  # console bars; disabled when stderr is not a terminal (notebooks, CI)
+
+
+def pick_device() -> torch.device:
+    """CUDA when available, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """AdamW with linear warmup then cosine decay; clipping optional."""
+
+    steps: int
+    batch: int
+    lr: float = 3e-3
+    warmup: int = 0
+    weight_decay: float = 0.1
+    grad_clip: float | None = 1.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.steps, int) or self.steps < 1:
+            raise ValueError(f"steps must be a positive integer; got {self.steps!r}")
+        if not isinstance(self.batch, int) or self.batch < 1:
+            raise ValueError(f"batch must be a positive integer; got {self.batch!r}")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise ValueError(f"lr must be positive and finite; got {self.lr!r}")
+        if not isinstance(self.warmup, int) or not 0 <= self.warmup <= self.steps:
+            raise ValueError(f"warmup must be an integer in [0, steps]; got {self.warmup!r}")
+        if self.grad_clip is not None and not self.grad_clip > 0:
+            raise ValueError(f"grad_clip must be positive or None; got {self.grad_clip!r}")
+
+    def lr_at(self, step: int) -> float:
+        """Learning rate at ``step`` (0-based): linear warmup, then cosine decay to 10%."""
+        if step < self.warmup:
+            return self.lr * (step + 1) / self.warmup
+        frac = (step - self.warmup) / max(1, self.steps - self.warmup)
+        return self.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+
+
+def random_windows(
+    tokens: npt.NDArray[np.uint8], ctx: int, batch: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A batch of (input, next-token target) windows of length ``ctx`` at random offsets."""
+    if tokens.size < ctx + 2:
+        raise ValueError(f"need more than ctx + 1 = {ctx + 1} tokens; got {tokens.size}")
+    starts = torch.randint(0, tokens.size - ctx - 1, (batch,), generator=generator)
+    data = torch.from_numpy(tokens.astype(np.int64))
+    offsets = torch.arange(ctx + 1)
+    win = data[starts[:, None] + offsets[None, :]]
+    return win[:, :-1], win[:, 1:]
+
+
+def fixed_windows(tokens: npt.NDArray[np.uint8], ctx: int, count: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``count`` evenly spaced, non-overlapping validation windows; also returns each target's index in ``tokens``."""
+    usable = (tokens.size - 1) // ctx
+    if usable < 1:
+        raise ValueError(f"need at least ctx + 1 = {ctx + 1} tokens; got {tokens.size}")
+    count = min(count, usable)
+    starts = (np.arange(count) * (usable // count)) * ctx
+    idx = starts[:, None] + np.arange(ctx + 1)[None, :]
+    win = torch.from_numpy(tokens.astype(np.int64)[idx])
+    return win[:, :-1], win[:, 1:], torch.from_numpy(idx[:, 1:])
+
+
+@dataclass
+class TokenStats:
+    """Per target token: probability of the correct token, entropy of the prediction, loss (nats)."""
+
+    p_correct: npt.NDArray[np.float64]
+    entropy: npt.NDArray[np.float64]
+    loss: npt.NDArray[np.float64]
+    target_index: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    position: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+
+@torch.no_grad()
+def token_stats(model: nn.Module, tokens: npt.NDArray[np.uint8], ctx: int, windows: int, device: torch.device) -> TokenStats:
+    """Log-softmax in float64 over fixed validation windows -> (p_correct, entropy, loss) per token."""
+    was_training = model.training
+    model.eval()
+    x, y, target_index = fixed_windows(tokens, ctx, windows)
+    out_p, out_h, out_l = [], [], []
+    for i in range(0, x.shape[0], 64):
+        logits = model(x[i : i + 64].to(device)).double()
+        logp = F.log_softmax(logits, dim=-1)
+        lp_y = logp.gather(-1, y[i : i + 64].to(device)[..., None]).squeeze(-1)
+        out_l.append((-lp_y).cpu())
+        out_p.append(lp_y.exp().cpu())
+        out_h.append(-(logp.exp() * logp).sum(-1).cpu())
+    model.train(was_training)
+    pos = np.broadcast_to(np.arange(x.shape[1]), x.shape)
+    return TokenStats(
+        p_correct=torch.cat(out_p).numpy().ravel(),
+        entropy=torch.cat(out_h).numpy().ravel(),
+        loss=torch.cat(out_l).numpy().ravel(),
+        target_index=target_index.numpy().ravel(),
+        position=pos.ravel().copy(),
+    )
+
+
+@dataclass
+class TrainLog:
+    """What a run did: steps, losses, and whether (and when) it diverged."""
+
+    steps: list[int] = field(default_factory=list)
+    train_loss: list[float] = field(default_factory=list)
+    diverged_at: int | None = None
+
+
+def train_lm(
+    model: nn.Module,
+    tokens: npt.NDArray[np.uint8],
+    cfg: TrainConfig,
+    ctx: int,
+    device: torch.device,
+    on_step: Callable[[int, nn.Module], None] | None = None,
+    progress: bool = True,
+    log_every: int = 10,
+) -> TrainLog:
+    """Train on random windows; ``on_step(step, model)`` is called before step 0 and after every step.
+
+    A non-finite loss stops the run and is recorded as ``diverged_at`` rather than raised.
+    """
+    gen = torch.Generator().manual_seed(cfg.seed)
+    model.to(device).train()
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=cfg.lr,
+        betas=(0.9, 0.95),
+    )
+    autocast = device.type == "cuda"
+    log = TrainLog()
+    if on_step:
+        on_step(0, model)
+    for step in tqdm(range(cfg.steps), disable=None if progress else True, desc="train", leave=False):
+        for g in opt.param_groups:
+            g["lr"] = cfg.lr_at(step)
+        x, y = random_windows(tokens, ctx, cfg.batch, gen)
+        x, y = x.to(device), y.to(device)
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=autocast):
+            logits = model(x)
+        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), y.reshape(-1))
+        if not torch.isfinite(loss):
+            log.diverged_at = step
+            break
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if cfg.grad_clip is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        opt.step()
+        if step % log_every == 0 or step == cfg.steps - 1:
+            log.steps.append(step + 1)
+            log.train_loss.append(loss.item())
+        if on_step:
+            on_step(step + 1, model)
+    return log
