@@ -1,0 +1,208 @@
+"""Command line: ``python -m analysis SUBCOMMAND ...`` (``--help`` lists them).
+
+Invalid arguments exit with status 2 and one line on stderr, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """Raised for invalid input; printed as one line, exit status 2."""
+
+
+def _emit(args: argparse.Namespace, payload: dict[str, Any], lines: list[str]) -> None:
+    if getattr(args, "json", False):
+        print(json.dumps(payload, indent=1))
+    else:
+        print("\n".join(lines))
+
+
+# --- entropy ---------------------------------------------------------------------------
+
+
+def cmd_entropy(args: argparse.Namespace) -> None:
+    """Entropy of the spread prediction and its cross-entropy loss, in nats and bits."""
+    from analysis.theory.entropy import cross_entropy_loss, entropy_bits, peak_probability, spread_prediction_entropy
+
+    h = float(spread_prediction_entropy(args.p, args.classes))
+    loss = float(cross_entropy_loss(args.p))
+    payload = {
+        "classes": args.classes,
+        "p": args.p,
+        "entropy_nats": h,
+        "entropy_bits": float(entropy_bits(h)),
+        "cross_entropy_nats": loss,
+        "cross_entropy_bits": float(entropy_bits(loss)),
+        "max_entropy_nats": math.log(args.classes),
+        "peak_p": float(peak_probability(args.classes)),
+    }
+    _emit(
+        args,
+        payload,
+        [
+            f"K = {args.classes} classes, p(correct) = {args.p:g}, the rest spread evenly",
+            f"entropy of the prediction: {h:.6g} nats = {payload['entropy_bits']:.6g} bits",
+            f"cross-entropy loss -ln p:  {loss:.6g} nats = {payload['cross_entropy_bits']:.6g} bits",
+            f"(this is the largest entropy any prediction with this p can have; the maximum over p is ln K = {math.log(args.classes):.6g} nats at p = 1/K)",
+        ],
+    )
+
+
+# --- run -------------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace) -> None:
+    """Run an experiment at a scale and record it under results/."""
+    from analysis.experiments import run_and_record
+
+    record, path = run_and_record(args.experiment, args.scale, directory=args.out, progress=not args.quiet,
+                                  corpus_file=args.corpus, seed=args.seed)
+    corpus = record.data.get("real", {}).get("corpus", {})
+    if corpus:
+        print(f"corpus: {corpus.get('description')} sha256 {corpus.get('sha256')}")
+    print(f"recorded {path}")
+    print(record.describe())
+
+
+def cmd_list(args: argparse.Namespace) -> None:
+    """List the experiments and the records present for each scale."""
+    from analysis.experiments import EXPERIMENTS
+    from analysis.results import find_record
+
+    for name, module in sorted(EXPERIMENTS.items()):
+        have = []
+        for scale in ("smoke", "cpu", "gpu"):
+            rec = find_record(name, scale)
+            have.append(f"{scale}: {'recorded ' + str(rec.provenance.get('date', ''))[:10] if rec else 'none'}")
+        print(f"{name}  ({'; '.join(have)})  {(module.__doc__ or '').strip().splitlines()[0]}")
+
+
+# --- build helpers ---------------------------------------------------------------------
+
+
+def cmd_scale_default(args: argparse.Namespace) -> None:
+    """Print the scale this machine defaults to (gpu with CUDA, else cpu)."""
+    from analysis.scale import default_scale
+
+    print(default_scale())
+
+
+CELL_TIMEOUT_S = {"smoke": 120, "cpu": 1800, "gpu": 1800}
+
+
+def cmd_book_config(args: argparse.Namespace) -> None:
+    """Write _config.yml with the per-cell timeout of ``--scale`` to OUT/_config.SCALE.yml; print its path."""
+    import yaml
+
+    root = Path(__file__).resolve().parent.parent
+    config = yaml.safe_load((root / "_config.yml").read_text())
+    config.setdefault("execute", {})["timeout"] = CELL_TIMEOUT_S[args.scale]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"_config.{args.scale}.yml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    print(path)
+
+
+# --- parser ----------------------------------------------------------------------------
+
+
+def _positive_int(name: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise UsageError(f"{name} must be a positive integer; got {text!r}") from None
+        if value < 1:
+            raise UsageError(f"{name} must be a positive integer; got {text!r}")
+        return value
+
+    return parse
+
+
+def _probability(name: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise UsageError(f"{name} must be a probability in (0, 1]; got {text!r}") from None
+        if not (0 < value <= 1):
+            raise UsageError(f"{name} must be a probability in (0, 1]; got {text!r}")
+        return value
+
+    return parse
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser with every subcommand."""
+    from analysis.scale import SCALES
+
+    parser = _Parser(prog="python -m analysis", description="Compute and measure the numbers of the book.")
+    sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("entropy", help="entropy and cross-entropy of a prediction with p on the correct class")
+    p.add_argument("--classes", "-K", type=_positive_int("--classes"), required=True, help="number of classes K >= 1")
+    p.add_argument("--p", type=_probability("--p"), required=True, help="probability of the correct class, in (0, 1]")
+    p.add_argument("--json", action="store_true", help="print a JSON object")
+    p.set_defaults(func=cmd_entropy)
+
+    p = sub.add_parser("run", help="run an experiment and record it under results/")
+    p.add_argument("experiment", help="experiment name (see 'list')")
+    p.add_argument("--scale", choices=SCALES, required=True)
+    p.add_argument("--corpus", metavar="FILE", help="train on this UTF-8 text file instead of the standard-library corpus")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--out", metavar="DIR", help="results folder (default: the repository's results/)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("list", help="list the experiments and their recorded results")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("scale-default", help="print this machine's default scale")
+    p.set_defaults(func=cmd_scale_default)
+
+    p = sub.add_parser("book-config", help="write the book's config for a scale (used by scripts/book.sh)")
+    p.add_argument("--scale", choices=SCALES, required=True)
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.set_defaults(func=cmd_book_config)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status."""
+    from analysis.data import CorpusError
+    from analysis.results import ResultsFileError
+
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return EXIT_USAGE
+        args.func(args)
+    except UsageError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except (ValueError, CorpusError, ResultsFileError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

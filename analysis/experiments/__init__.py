@@ -1,0 +1,35 @@
+"""One module per experiment: a config per scale, a run() returning plain data, recorded results.
+
+``EXPERIMENTS`` maps each experiment's command-line name to its module; every
+module defines ``NAME``, ``CONFIGS`` (smoke / cpu / gpu) and
+``run(config, progress) -> dict``.
+"""
+
+from __future__ import annotations
+
+import time
+from types import ModuleType
+from typing import Any
+
+from analysis.experiments import entropy_lm
+from analysis.results import Record, provenance, save_record
+from analysis.scale import validate_scale
+
+EXPERIMENTS: dict[str, ModuleType] = {entropy_lm.NAME: entropy_lm}
+
+
+def get_experiment(name: str) -> ModuleType:
+    """The experiment module called ``name``; ValueError listing the known names otherwise."""
+    if name not in EXPERIMENTS:
+        raise ValueError(f"experiment must be one of {', '.join(sorted(EXPERIMENTS))}; got {name!r}")
+    return EXPERIMENTS[name]
+
+
+def run_and_record(name: str, scale: str, directory: str | None = None, progress: bool = True, **overrides: Any) -> tuple[Record, str]:
+    """Run experiment ``name`` at ``scale`` and save its record; returns (record, path)."""
+    module = get_experiment(name)
+    config = module.config_for(validate_scale(scale), **overrides)
+    start = time.perf_counter()
+    data = module.run(config, progress=progress)
+    record = Record(name, scale, config.seed, module.config_dict(config), data, provenance(time.perf_counter() - start))
+    return record, str(save_record(record, directory))
