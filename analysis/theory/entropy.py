@@ -95,8 +95,9 @@ def entropy_upper_bound(loss: ArrayLike, classes: ArrayLike) -> FloatArray:
         raise ValueError("loss must be 0 when classes == 1 (a single class takes all the probability)")
     p = np.exp(-x)
     rest = -np.expm1(-x)  # 1 - p, accurate near L = 0
-    with np.errstate(divide="ignore"):
-        rest_term = np.where(rest > 0, -rest * np.log(np.where(rest > 0, rest, 1.0)), 0.0)
+    # ln(1 - p): log1p(-p) while p is small (large L), log(rest) near L = 0; 0 * ln 0 := 0.
+    log_rest = np.where(p < 0.5, np.log1p(-np.minimum(p, 0.5)), np.log(np.where(rest > 0, rest, 1.0)))
+    rest_term = -rest * log_rest
     log_rest = np.log(np.where(k > 1, k - 1.0, 1.0))
     return p * x + rest_term + rest * log_rest
 
