@@ -1,0 +1,75 @@
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from analysis.__main__ import main
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "analysis", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_help_lists_subcommands():
+    out = run_cli("--help")
+    assert out.returncode == 0
+    for sub in ("entropy", "run", "list"):
+        assert sub in out.stdout
+
+
+def test_entropy_text_and_json(capsys):
+    assert main(["entropy", "--classes", "100000", "--p", "0.8"]) == 0
+    text = capsys.readouterr().out
+    assert "nats" in text and "bits" in text
+    assert main(["entropy", "--classes", "2", "--p", "0.5", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["entropy_nats"] == pytest.approx(math.log(2)) and doc["entropy_bits"] == pytest.approx(1.0)
+    assert doc["cross_entropy_bits"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["entropy", "--classes", "0", "--p", "0.5"], "--classes must be a positive integer"),
+        (["entropy", "--classes", "x", "--p", "0.5"], "--classes must be a positive integer"),
+        (["entropy", "--classes", "10", "--p", "0"], "--p must be a probability in (0, 1]"),
+        (["entropy", "--classes", "10", "--p", "nan"], "--p must be a probability"),
+        (["entropy", "--classes", "1", "--p", "0.5"], "p must be 1 when classes == 1"),
+        (["entropy", "--p", "0.5"], "required"),
+        (["run", "nope", "--scale", "smoke"], "experiment must be one of"),
+        (["run", "entropy-lm", "--scale", "huge"], "invalid choice"),
+        (["run", "entropy-lm", "--scale", "smoke", "--corpus", "/no/such/file"], "does not exist"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(args, message):
+    out = run_cli(*args)
+    assert out.returncode == 2
+    assert message in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+
+
+def test_run_records_and_list_shows_it(tmp_path):
+    out = run_cli("run", "entropy-lm", "--scale", "smoke", "--out", str(tmp_path), "--quiet")
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "entropy-lm.smoke.json").exists()
+    assert "sha256" in out.stdout and "recorded" in out.stdout
+
+
+def test_corrupted_record_is_reported_not_replaced(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ANALYSIS_RESULTS_DIR", str(tmp_path))
+    bad = tmp_path / "entropy-lm.gpu.json"
+    bad.write_text('{"schema": "analysis.results/1", ')
+    assert main(["list"]) == 2
+    assert "entropy-lm.gpu.json: not valid JSON" in capsys.readouterr().err
+    assert bad.read_text() == '{"schema": "analysis.results/1", '
+
+
+def test_book_config_sets_timeout_per_scale(tmp_path, capsys):
+    assert main(["book-config", "--scale", "smoke", "--out", str(tmp_path)]) == 0
+    path = capsys.readouterr().out.strip()
+    import yaml
+
+    assert yaml.safe_load(open(path))["execute"]["timeout"] == 120

@@ -1,0 +1,50 @@
+import numpy as np
+import pytest
+
+from analysis.experiments import entropy_bound, entropy_lm, get_experiment, run_and_record
+from analysis.results import load_record
+
+
+def test_entropy_bound_smoke_claims_hold():
+    data = entropy_bound.run(entropy_bound.CONFIGS["smoke"])
+    assert data["direct"]["max_classes"] == 150_000
+    assert all(m["increases_on_notes_range"] == 0 for m in data["monotone"].values())
+    assert all(m["increases_on_full_range"] > 0 for m in data["monotone"].values())
+    for claim in entropy_bound.claims(data):
+        assert claim.verdict == "holds", claim.key
+
+
+def test_notes_code_agrees_on_their_range_and_clip_onset():
+    exact = float(entropy_bound.spread_prediction_entropy(0.8, 1000))
+    assert entropy_bound.notes_entropy(0.8, 1000) == pytest.approx(exact, rel=1e-13)
+    p = 1 - 1e-12  # beyond the clip onset for K = 1000 the notes' clip adds entropy
+    assert entropy_bound.notes_entropy(p, 1000) > 2 * float(entropy_bound.spread_prediction_entropy(p, 1000))
+
+
+def test_entropy_lm_smoke_run_and_record(tmp_path):
+    record, path = run_and_record("entropy-lm", "smoke", directory=str(tmp_path), progress=False)
+    loaded = load_record(path)
+    real, markov = loaded.data["real"], loaded.data["markov"]
+    assert [s["step"] for s in real["snapshots"]] == list(entropy_lm.CONFIGS["smoke"].snapshots)
+    for snap in real["snapshots"]:
+        assert snap["max_excess_over_bound"] <= 1e-9
+        assert len(snap["loss"]) == len(snap["entropy"]) <= entropy_lm.CONFIGS["smoke"].max_points
+    assert markov["true_loss"] == pytest.approx(markov["entropy_rate"], abs=6 * markov["true_loss_se"] + 0.05)
+    assert markov["model_loss"] - markov["true_loss"] == pytest.approx(markov["excess_loss"], rel=1e-9)
+    claims = entropy_lm.claims(loaded.data, "smoke")
+    assert {c.key for c in claims} == {"lm-bound-smoke", "lm-calibration-smoke", "markov-floor-smoke"}
+    assert next(c for c in claims if c.key == "lm-bound-smoke").verdict == "holds"
+    assert loaded.config["train"]["steps"] == entropy_lm.CONFIGS["smoke"].train.steps
+
+
+def test_user_corpus_and_bad_names(tmp_path):
+    text = tmp_path / "t.txt"
+    text.write_text("the quick brown fox jumps over the lazy dog\n" * 300)
+    cfg = entropy_lm.config_for("smoke", corpus_file=str(text))
+    data = entropy_lm.run(cfg, progress=False)
+    assert data["real"]["corpus"]["name"] == "t.txt"
+    with pytest.raises(ValueError, match="experiment must be one of"):
+        get_experiment("nope")
+    with pytest.raises(ValueError, match="snapshots must be steps"):
+        entropy_lm.config_for("smoke", snapshots=(0, 10_000))
+    assert np.isfinite(data["markov"]["excess_loss"])

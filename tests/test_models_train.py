@@ -1,0 +1,89 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from analysis.models.transformer import LMConfig, TransformerLM
+from analysis.train import TrainConfig, fixed_windows, random_windows, token_stats, train_lm
+
+CFG = LMConfig(d_model=32, n_layers=2, n_heads=4, ctx=16)
+
+
+def test_shapes_and_parameter_count():
+    model = TransformerLM(CFG)
+    idx = torch.randint(0, 256, (3, 16))
+    assert model(idx).shape == (3, 16, 256)
+    # tied embedding counted once: 256*32 + 16*32 + per block (4*32*32+4*32 + 2*4*32*32+4*32+32 + 4*32) + 2*32
+    block = (3 * 32 * 32 + 3 * 32) + (32 * 32 + 32) + (32 * 128 + 128) + (128 * 32 + 32) + 4 * 32
+    assert model.num_parameters() == 256 * 32 + 16 * 32 + 2 * block + 2 * 32
+
+
+def test_causality_future_tokens_never_change_earlier_outputs():
+    torch.manual_seed(0)
+    model = TransformerLM(CFG).eval()
+    a = torch.randint(0, 256, (2, 16))
+    b = a.clone()
+    b[:, 9:] = torch.randint(0, 256, (2, 7))
+    with torch.no_grad():
+        la, lb = model(a), model(b)
+    torch.testing.assert_close(la[:, :9], lb[:, :9])
+    assert not torch.allclose(la[:, 9:], lb[:, 9:])
+
+
+def test_config_and_input_validation():
+    with pytest.raises(ValueError, match="divisible by n_heads"):
+        LMConfig(d_model=30, n_heads=4)
+    with pytest.raises(ValueError, match="ctx must be a positive integer"):
+        LMConfig(ctx=0)
+    with pytest.raises(ValueError, match="init_std"):
+        LMConfig(init_std=0.0)
+    model = TransformerLM(CFG)
+    with pytest.raises(ValueError, match="exceeds ctx"):
+        model(torch.zeros(1, 17, dtype=torch.long))
+    with pytest.raises(ValueError, match="shape \\(batch, time\\)"):
+        model(torch.zeros(17, dtype=torch.long))
+
+
+def test_schedule_and_train_config_validation():
+    cfg = TrainConfig(steps=100, batch=2, lr=1.0, warmup=10)
+    assert cfg.lr_at(0) == pytest.approx(0.1) and cfg.lr_at(9) == pytest.approx(1.0)
+    assert cfg.lr_at(10) == pytest.approx(1.0) and cfg.lr_at(100) == pytest.approx(0.1)
+    for kw, message in [({"steps": 0}, "steps"), ({"batch": 0}, "batch"), ({"lr": -1.0}, "lr"),
+                        ({"warmup": 200}, "warmup"), ({"grad_clip": 0.0}, "grad_clip")]:
+        with pytest.raises(ValueError, match=message):
+            TrainConfig(**{"steps": 100, "batch": 2, **kw})
+
+
+def test_windows_are_shifted_targets():
+    tokens = np.arange(200, dtype=np.uint8)
+    x, y = random_windows(tokens, 10, 4, torch.Generator().manual_seed(0))
+    assert x.shape == y.shape == (4, 10)
+    torch.testing.assert_close(y[:, :-1], x[:, 1:])
+    fx, fy, idx = fixed_windows(tokens, 10, 5)
+    torch.testing.assert_close(fy, torch.from_numpy(tokens.astype(np.int64))[idx])
+    with pytest.raises(ValueError, match="need more than"):
+        random_windows(tokens[:5], 10, 1, torch.Generator())
+
+
+def test_training_learns_a_repeating_pattern_and_stats_are_consistent():
+    tokens = np.frombuffer(b"abcdefgh" * 400, dtype=np.uint8).copy()
+    torch.manual_seed(0)
+    model = TransformerLM(CFG)
+    seen = []
+    log = train_lm(model, tokens, TrainConfig(steps=60, batch=8, lr=3e-3, warmup=5), 16, torch.device("cpu"),
+                   on_step=lambda step, m: seen.append(step), progress=False)
+    assert seen == list(range(61)) and log.diverged_at is None
+    assert log.train_loss[-1] < 0.5 * log.train_loss[0]
+    stats = token_stats(model, tokens, 16, 8, torch.device("cpu"))
+    np.testing.assert_allclose(stats.loss, -np.log(stats.p_correct), rtol=1e-12)
+    assert np.all(stats.entropy >= 0) and np.all(stats.entropy <= math.log(256) + 1e-9)
+
+
+def test_divergence_is_recorded_not_raised():
+    model = TransformerLM(CFG)
+    with torch.no_grad():
+        model.head.weight.fill_(float("nan"))
+    tokens = np.arange(200, dtype=np.uint8)
+    log = train_lm(model, tokens, TrainConfig(steps=5, batch=2), 16, torch.device("cpu"), progress=False)
+    assert log.diverged_at == 0
