@@ -149,6 +149,7 @@ def save_record(record: Record, directory: str | os.PathLike[str] | None = None)
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a record is meant to be shared
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

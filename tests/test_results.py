@@ -28,6 +28,7 @@ def test_save_and_load_round_trip(tmp_path):
     path = save_record(make_record(), tmp_path)
     assert path == tmp_path / "demo.smoke.json"
     assert [p.name for p in tmp_path.iterdir()] == ["demo.smoke.json"]  # no temporary file left
+    assert path.stat().st_mode & 0o777 == 0o644
     rec = load_record(path)
     assert rec.data["x"] == [0, 1, 2] and rec.data["t"] == [1.0, 1.0] and rec.data["nan"] == "nan"
     assert rec.seed == 3 and rec.provenance["wall_time_s"] == 1.5
