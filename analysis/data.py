@@ -186,7 +186,8 @@ class MarkovSource:
         nxt = self._next_context().ravel()
         pi = np.full(self.contexts, 1.0 / self.contexts)
         for _ in range(max_iter):
-            new = np.bincount(nxt, weights=(pi[:, None] * self.transition).ravel(), minlength=self.contexts)
+            weights = (pi[:, None] * self.transition).ravel()
+            new = np.asarray(np.bincount(nxt, weights=weights, minlength=self.contexts), dtype=np.float64)
             new /= new.sum()
             if np.abs(new - pi).sum() < tol:
                 return new

@@ -146,7 +146,7 @@ _TABLE_CSS = (
     "table.claims-table th,table.claims-table td{border:1px solid #ccc;padding:0.3em 0.5em;vertical-align:top;text-align:left}"
     "table.claims-table th{background:#f3f3f3}table.claims-table small{color:#555}"
 )
-VERDICT_COLOURS = {"holds": "#1b7f3b", "holds approximately": "#a36b00", "fails": "#b3261e"}
+VERDICT_COLOURS: dict[Verdict, str] = {"holds": "#1b7f3b", "holds approximately": "#a36b00", "fails": "#b3261e"}
 
 
 def claims_html(claims: list[Claim], link: str | None = None) -> str:
