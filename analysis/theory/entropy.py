@@ -8,6 +8,7 @@ unless a name says bits.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -21,38 +22,31 @@ FloatArray = npt.NDArray[np.float64]
 MAX_CLASSES = 2.0**53
 
 
-def _as_classes(classes: ArrayLike, name: str = "classes") -> FloatArray:
-    k = np.asarray(classes, dtype=np.float64)
-    if k.size == 0:
-        raise ValueError(f"{name} must not be empty")
-    if not np.all(np.isfinite(k)) or np.any(k < 1) or np.any(k > MAX_CLASSES) or np.any(k != np.floor(k)):
-        raise ValueError(f"{name} must be an integer in [1, 2**53]; got {_sample_bad(k, (k >= 1) & (k <= MAX_CLASSES) & (k == np.floor(k)))}")
-    return k
-
-
-def _as_probability(p: ArrayLike, name: str = "p") -> FloatArray:
-    q = np.asarray(p, dtype=np.float64)
-    if q.size == 0:
-        raise ValueError(f"{name} must not be empty")
-    ok = np.isfinite(q) & (q > 0) & (q <= 1)
-    if not np.all(ok):
-        raise ValueError(f"{name} must be a probability in (0, 1]; got {_sample_bad(q, ok)}")
-    return q
-
-
-def _as_loss(loss: ArrayLike, name: str = "loss") -> FloatArray:
-    x = np.asarray(loss, dtype=np.float64)
+def _checked(values: ArrayLike, name: str, ok: Callable[[FloatArray], npt.NDArray[np.bool_]], allowed: str) -> FloatArray:
+    """``values`` as float64, or ValueError naming ``name``, the allowed range and one offending value."""
+    x = np.asarray(values, dtype=np.float64)
     if x.size == 0:
         raise ValueError(f"{name} must not be empty")
-    ok = np.isfinite(x) & (x >= 0)
-    if not np.all(ok):
-        raise ValueError(f"{name} must be a finite loss in [0, inf) nats; got {_sample_bad(x, ok)}")
+    with np.errstate(invalid="ignore"):
+        good = ok(x)
+    if not np.all(good):
+        raise ValueError(f"{name} must be {allowed}; got {float(x[~good].flat[0])!r}")
     return x
 
 
-def _sample_bad(values: FloatArray, ok: npt.NDArray[np.bool_]) -> str:
-    bad = np.asarray(values)[~np.asarray(ok)] if np.ndim(values) else np.asarray([values])
-    return repr(float(bad.flat[0])) if bad.size else "invalid value"
+def _as_classes(classes: ArrayLike, name: str = "classes") -> FloatArray:
+    return _checked(
+        classes, name, lambda k: np.isfinite(k) & (k >= 1) & (k <= MAX_CLASSES) & (k == np.floor(k)),
+        "an integer in [1, 2**53]",
+    )
+
+
+def _as_probability(p: ArrayLike, name: str = "p") -> FloatArray:
+    return _checked(p, name, lambda q: np.isfinite(q) & (q > 0) & (q <= 1), "a probability in (0, 1]")
+
+
+def _as_loss(loss: ArrayLike, name: str = "loss") -> FloatArray:
+    return _checked(loss, name, lambda x: np.isfinite(x) & (x >= 0), "a finite loss in [0, inf) nats")
 
 
 def _check_single_class(k: FloatArray, p: FloatArray) -> None:
