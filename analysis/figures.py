@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 
 from analysis.theory import entropy as ent
 
-STYLE = {"font.size": 12, "axes.titlesize": 12, "legend.fontsize": 10, "axes.grid": True, "grid.alpha": 0.3}
+STYLE: dict[Any, Any] = {"font.size": 12, "axes.titlesize": 12, "legend.fontsize": 10, "axes.grid": True, "grid.alpha": 0.3}
 
 
 def entropy_curves(classes: Sequence[int], notes_range: tuple[float, float]) -> Figure:
