@@ -1,0 +1,402 @@
+"""The softmax scale that maximises the softmax gradient (kexue.fm/archives/9812).
+
+For p = softmax(alpha s), (1/2)||dp/ds||_1 = alpha (1 - sum_i p_i^2). The source replaces
+sum_i p_i^2 by its mean-field value E[e^{2 alpha s}] / (n E[e^{alpha s}]^2) = R(alpha)/n and
+maximises alpha (1 - R(alpha)/n). Setting the derivative to zero gives the condition
+
+    R(alpha) (1 + alpha (ln R)'(alpha)) = n                                   (stationarity)
+
+* normal scores s ~ N(0, 1): R = e^{alpha^2}, so (1 + 2 alpha^2) e^{alpha^2} = n and
+  alpha* = sqrt(W0(sqrt(e) n / 2) - 1/2) (Lambert W, principal branch);
+* cosine scores, the cosine of two random directions in d >= 3 dimensions, density
+  (1 - s^2)^{(d-3)/2} / B(1/2, (d-1)/2) on [-1, 1]: E[e^{alpha s}] = Gamma(nu+1) (2/alpha)^nu I_nu(alpha)
+  with nu = d/2 - 1, evaluated in log space (scaled Bessel functions for small nu, the Debye
+  uniform expansion for large nu) so that nothing over- or underflows for d up to 2^20.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+import sympy as sp
+from scipy import special
+
+FloatArray = npt.NDArray[np.float64]
+ArrayLike = npt.ArrayLike
+
+MAX_N = 1e15
+MAX_D = 2.0**20
+# Above this Bessel order the Debye expansion (5 terms) is accurate to ~1e-14; below it, scipy's ive.
+_DEBYE_MIN_ORDER = 40.0
+
+
+# --- validation ----------------------------------------------------------------------
+
+
+def _checked(values: ArrayLike, name: str, lo: float, hi: float, integer: bool = False) -> FloatArray:
+    x = np.asarray(values, dtype=np.float64)
+    if x.size == 0:
+        raise ValueError(f"{name} must not be empty")
+    ok = np.isfinite(x) & (x >= lo) & (x <= hi)
+    if integer:
+        ok &= x == np.floor(x)
+    if not np.all(ok):
+        kind = "an integer" if integer else "a number"
+        raise ValueError(f"{name} must be {kind} in [{lo:g}, {hi:g}]; got {float(x[~ok].flat[0])!r}")
+    return x
+
+
+def _as_n(n: ArrayLike) -> FloatArray:
+    return _checked(n, "n", 2, MAX_N)
+
+
+def _as_d(d: ArrayLike) -> FloatArray:
+    return _checked(d, "d", 3, MAX_D, integer=True)
+
+
+def _as_alpha(alpha: ArrayLike) -> FloatArray:
+    a = _checked(alpha, "alpha", 0, np.inf)
+    return a
+
+
+# --- the softmax Jacobian --------------------------------------------------------------
+
+
+def softmax_jacobian_half_l1(scores: ArrayLike, alpha: float) -> float:
+    """(1/2) sum_ij |dp_i/ds_j| for p = softmax(alpha s), summed entry by entry (no identity used)."""
+    s = np.asarray(scores, dtype=np.float64)
+    a = float(_as_alpha(alpha))
+    z = a * s - (a * s).max()
+    p = np.exp(z) / np.exp(z).sum()
+    jac = a * (np.diag(p) - np.outer(p, p))
+    return 0.5 * float(np.abs(jac).sum())
+
+
+def gradient_objective(scores: ArrayLike, alpha: ArrayLike) -> FloatArray:
+    """alpha (1 - sum_i p_i^2) for p = softmax(alpha s) along the last axis of ``scores`` (eq. target)."""
+    s = np.asarray(scores, dtype=np.float64)
+    a = np.asarray(_as_alpha(alpha))[..., None]
+    z = a * s
+    logp = z - special.logsumexp(z, axis=-1, keepdims=True)
+    return a[..., 0] * (1.0 - np.exp(special.logsumexp(2 * logp, axis=-1)))
+
+
+def symbolic_jacobian_identity(n: int = 3) -> sp.Expr:
+    """Sympy: (1/2) sum_ij |alpha (p_i delta_ij - p_i p_j)| - alpha (1 - sum p_i^2) for n classes; simplifies to 0."""
+    if not isinstance(n, int) or n < 2:
+        raise ValueError(f"n must be an integer >= 2; got {n!r}")
+    alpha = sp.Symbol("alpha", positive=True)
+    p = sp.symbols(f"p1:{n + 1}", positive=True)
+    # with 0 < p_i and sum p = 1: p_i - p_i^2 > 0 and p_i p_j > 0, so |.| drops the signs as below
+    total = sum(alpha * (p[i] - p[i] ** 2) for i in range(n)) + sum(
+        alpha * p[i] * p[j] for i in range(n) for j in range(n) if i != j
+    )
+    diff = sp.Rational(1, 2) * total - alpha * (1 - sum(pi**2 for pi in p))
+    return sp.simplify(diff.subs(p[-1], 1 - sum(p[:-1])))
+
+
+# --- normal scores ---------------------------------------------------------------------
+
+
+def mean_field_objective_normal(alpha: ArrayLike, n: ArrayLike) -> FloatArray:
+    """alpha (1 - e^{alpha^2} / n): the source's mean-field objective for N(0, 1) scores."""
+    a, nn = _as_alpha(alpha), _as_n(n)
+    return a * (1.0 - np.exp(a**2 - np.log(nn)))
+
+
+def alpha_star_normal(n: ArrayLike) -> FloatArray:
+    """alpha* = sqrt(W0(sqrt(e) n / 2) - 1/2): maximiser of alpha (1 - e^{alpha^2}/n), n >= 2."""
+    nn = _as_n(n)
+    # W0(x) for large x through its log form keeps full precision: w + ln w = ln x.
+    log_x = 0.5 + np.log(nn) - math.log(2.0)
+    w = _lambertw_from_log(log_x)
+    return np.sqrt(w - 0.5)
+
+
+def _lambertw_from_log(log_x: FloatArray) -> FloatArray:
+    """W0(e^{log_x}) for real log_x, by Newton on w + ln w = log_x (quadratic convergence)."""
+    x_small = log_x < 1.0
+    w = np.where(x_small, np.real(special.lambertw(np.exp(np.minimum(log_x, 1.0)))), log_x - np.log(np.maximum(log_x, 1.0)))
+    for _ in range(6):
+        w = w - (w + np.log(w) - log_x) / (1.0 + 1.0 / w)
+    return w
+
+
+def source_fit_normal(n: ArrayLike) -> FloatArray:
+    """The source's fit 0.84 sqrt(ln n)."""
+    return 0.84 * np.sqrt(np.log(_as_n(n)))
+
+
+def n_for_alpha_normal(alpha: ArrayLike) -> FloatArray:
+    """The n at which alpha* takes the value alpha: n = (1 + 2 alpha^2) e^{alpha^2} (inverse of alpha_star_normal)."""
+    a = _as_alpha(alpha)
+    return (1.0 + 2.0 * a**2) * np.exp(a**2)
+
+
+# --- cosine scores ---------------------------------------------------------------------
+
+
+def cosine_density(s: ArrayLike, d: ArrayLike) -> FloatArray:
+    """p(s) = (1 - s^2)^{(d-3)/2} / B(1/2, (d-1)/2) on [-1, 1]: the cosine of two random directions in R^d."""
+    x = np.asarray(s, dtype=np.float64)
+    dd = _as_d(d)
+    inside = np.abs(x) < 1
+    log_p = 0.5 * (dd - 3) * np.log1p(-np.where(inside, x * x, 0.0)) - special.betaln(0.5, 0.5 * (dd - 1))
+    return np.where(inside, np.exp(log_p), 0.0)
+
+
+def cosine_cdf(s: ArrayLike, d: ArrayLike) -> FloatArray:
+    """P(S <= s) = I_{(1+s)/2}((d-1)/2, (d-1)/2): (1+S)/2 is Beta((d-1)/2, (d-1)/2)."""
+    x = np.clip(np.asarray(s, dtype=np.float64), -1.0, 1.0)
+    half = 0.5 * (_as_d(d) - 1)
+    return special.betainc(half, half, 0.5 * (1 + x))
+
+
+def _debye_log_i(nu: FloatArray, x: FloatArray) -> FloatArray:
+    """ln I_nu(x) - [nu eta - ln sqrt(2 pi nu) - ln(1+z^2)/4] is the series term; returns the pieces combined.
+
+    Returns ln I_nu(x) + ln Gamma(nu + 1) + nu ln(2/x) = ln E[e^{x s}] directly, written so that the
+    large terms cancel analytically: r(nu) + nu (q - ln(1 + q/2)) - ln(1+z^2)/4 + ln(1 + sum u_k/nu^k),
+    with z = x/nu, q = sqrt(1+z^2) - 1 and r(nu) the Stirling remainder of ln Gamma(nu + 1).
+    """
+    z = x / nu
+    root = np.sqrt(1.0 + z * z)
+    q = z * z / (root + 1.0)  # sqrt(1+z^2) - 1 without cancellation
+    half_q = 0.5 * q
+    t = 1.0 / root
+    t2 = t * t
+    u1 = t * (3.0 - 5.0 * t2) / 24.0
+    u2 = t2 * (81.0 - 462.0 * t2 + 385.0 * t2 * t2) / 1152.0
+    u3 = t * t2 * (30375.0 - 369603.0 * t2 + 765765.0 * t2**2 - 425425.0 * t2**3) / 414720.0
+    u4 = t2 * t2 * (4465125.0 - 94121676.0 * t2 + 349922430.0 * t2**2 - 446185740.0 * t2**3 + 185910725.0 * t2**4) / 39813120.0
+    series = u1 / nu + u2 / nu**2 + u3 / nu**3 + u4 / nu**4
+    inv = 1.0 / nu
+    stirling = inv / 12.0 - inv**3 / 360.0 + inv**5 / 1260.0 - inv**7 / 1680.0
+    # nu (q - ln(1 + q/2)) = nu (q/2 + (q/2 - log1p(q/2)))
+    return stirling + nu * (half_q + (half_q - np.log1p(half_q))) - 0.25 * np.log1p(z * z) + np.log1p(series)
+
+
+def _log_mgf_shifted(a: FloatArray, dd: FloatArray) -> FloatArray:
+    """ln E[e^{a s}] - a for a > 0: the linear term is taken out so that ln R = f(2a) - 2 f(a) has no a - a cancellation."""
+    nu = 0.5 * dd - 1.0
+    out = np.empty(a.shape)
+    big = nu >= _DEBYE_MIN_ORDER
+    if np.any(big):
+        out[big] = _debye_log_i(nu[big], a[big]) - a[big]
+    if np.any(~big):
+        ns, xs = nu[~big], a[~big]
+        far = xs > _hankel_min_x(ns)  # scipy's ive returns NaN beyond x ~ 1e9; the Hankel series does not
+        log_ive = np.empty_like(xs)
+        log_ive[~far] = np.log(special.ive(ns[~far], xs[~far]))
+        log_ive[far] = np.log(_hankel_series(ns[far], xs[far])[0]) - 0.5 * np.log(2 * np.pi * xs[far])
+        out[~big] = special.gammaln(ns + 1) + ns * np.log(2.0 / xs) + log_ive
+    return out
+
+
+def log_mgf_cosine(alpha: ArrayLike, d: ArrayLike) -> FloatArray:
+    """ln E[e^{alpha s}] = ln Gamma(nu+1) + nu ln(2/alpha) + ln I_nu(alpha), nu = d/2 - 1 (closed form, log space)."""
+    a = _as_alpha(alpha)
+    dd = _as_d(d)
+    a, dd = np.broadcast_arrays(a, dd)
+    shape = a.shape
+    a, dd = a.ravel(), dd.ravel()
+    out = np.zeros(a.shape)
+    pos = a > 0
+    out[pos] = _log_mgf_shifted(a[pos], dd[pos]) + a[pos]
+    return out.reshape(shape)
+
+
+def _bessel_ratio(nu: FloatArray, x: FloatArray) -> FloatArray:
+    """A_nu(x) = I_{nu+1}(x) / I_nu(x) = d/dx ln E[e^{x s}] (for the cosine with nu = d/2 - 1)."""
+    nu, x = np.broadcast_arrays(nu, x)
+    out = np.empty(nu.shape)
+    big = nu >= _DEBYE_MIN_ORDER
+    if np.any(big):
+        nb, xb = nu[big], x[big]
+        # ln I_{nu+1}(x) - ln I_nu(x) from the log-MGF form: the Gamma and power terms give ln(x / (2 (nu+1)))
+        out[big] = np.exp(_debye_log_i(nb + 1.0, xb) - _debye_log_i(nb, xb) + np.log(xb / (2.0 * (nb + 1.0))))
+    if np.any(~big):
+        ns, xs = nu[~big], x[~big]
+        far = xs > _hankel_min_x(ns)
+        ratio = np.empty_like(xs)
+        ratio[~far] = special.ive(ns[~far] + 1.0, xs[~far]) / special.ive(ns[~far], xs[~far])
+        s_nu, diff = _hankel_series(ns[far], xs[far])
+        ratio[far] = 1.0 - diff / s_nu
+        out[~big] = ratio
+    return out
+
+
+_HANKEL_TERMS = 12
+
+
+def _hankel_min_x(nu: FloatArray) -> FloatArray:
+    """Where the Hankel (large-x) series of I_nu is used for 1 - A_nu: x > max(1000, 50 nu^2)."""
+    return np.maximum(1000.0, 50.0 * nu * nu)
+
+
+def _hankel_series(nu: FloatArray, x: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """S_nu(x) = I_nu(x) sqrt(2 pi x) e^{-x} ~ sum_k (-1)^k a_k(nu) / x^k, and S_nu - S_{nu+1} termwise.
+
+    a_k(nu) = prod_{j<=k} (4 nu^2 - (2j-1)^2) / (k! 8^k); used where x > max(1000, 50 nu^2).
+    """
+    s_nu, diff = np.ones_like(x), np.zeros_like(x)
+    a_nu, a_next = np.ones_like(x), np.ones_like(x)
+    mu0, mu1 = 4.0 * nu * nu, 4.0 * (nu + 1.0) ** 2
+    for k in range(1, _HANKEL_TERMS + 1):
+        odd = (2 * k - 1) ** 2
+        a_nu = a_nu * (mu0 - odd) / (k * 8.0 * x)
+        a_next = a_next * (mu1 - odd) / (k * 8.0 * x)
+        sign = -1.0 if k % 2 else 1.0
+        s_nu += sign * a_nu
+        diff += sign * (a_nu - a_next)
+    return s_nu, diff
+
+
+def _bessel_ratio_complement(nu: FloatArray, x: FloatArray) -> FloatArray:
+    """1 - A_nu(x), accurate also where A_nu(x) -> 1 (x >> nu^2), via the Hankel series difference."""
+    nu, x = np.broadcast_arrays(nu, x)
+    far = x > _hankel_min_x(nu)
+    out = np.empty(nu.shape)
+    out[~far] = 1.0 - _bessel_ratio(nu[~far], x[~far])
+    if np.any(far):
+        s_nu, diff = _hankel_series(nu[far], x[far])
+        out[far] = diff / s_nu
+    return out
+
+
+def _stationarity_cosine(log_alpha: FloatArray, d: FloatArray) -> FloatArray:
+    """ln R(alpha) + ln(1 + alpha (ln R)'(alpha)) for cosine scores; alpha* solves this = ln n."""
+    a = np.exp(log_alpha)
+    nu = 0.5 * d - 1.0
+    log_r = _log_mgf_shifted(2 * a, d) - 2 * _log_mgf_shifted(a, d)
+    a1, a2 = _bessel_ratio(nu, a), _bessel_ratio(nu, 2 * a)
+    # (ln R)' = 2 A(2a) - 2 A(a); where A -> 1 write it as 2 (1 - A(a)) - 2 (1 - A(2a)) to avoid cancellation
+    near_one = a1 > 0.5
+    dlog_r = 2.0 * (a2 - a1)
+    if np.any(near_one):
+        c1 = _bessel_ratio_complement(nu[near_one], a[near_one])
+        c2 = _bessel_ratio_complement(nu[near_one], 2 * a[near_one])
+        dlog_r[near_one] = 2.0 * (c1 - c2)
+    return log_r + np.log1p(a * dlog_r)
+
+
+def _stationarity_normal(log_alpha: FloatArray, d: FloatArray) -> FloatArray:
+    a2 = np.exp(2 * log_alpha)
+    return a2 + np.log1p(2 * a2)
+
+
+def mean_field_objective_cosine(alpha: ArrayLike, n: ArrayLike, d: ArrayLike) -> FloatArray:
+    """alpha (1 - E[e^{2 alpha s}] / (n E[e^{alpha s}]^2)) for cosine scores in d dimensions."""
+    a, nn, dd = np.broadcast_arrays(_as_alpha(alpha), _as_n(n), _as_d(d))
+    return a * (1.0 - np.exp(log_mgf_cosine(2 * a, dd) - 2 * log_mgf_cosine(a, dd) - np.log(nn)))
+
+
+def alpha_star_cosine(n: ArrayLike, d: ArrayLike) -> FloatArray:
+    """Maximiser of the mean-field objective for cosine scores: root of the stationarity condition in ln alpha."""
+    nn, dd = np.broadcast_arrays(_as_n(n), _as_d(d))
+    shape = nn.shape
+    nn, dd = nn.ravel(), dd.ravel()  # the solver works on flat arrays
+    target = np.log(nn)
+    # Bracket: the large-d (normal) value sets the scale; alpha* lies within [1e-3, 4 n] times it.
+    # Bracket: for small alpha the condition is ~ 3 alpha^2 / (2 (nu + 1)) < ln 2 at alpha = 0.05 sqrt(nu + 1);
+    # for large alpha R grows at least like alpha^{nu + 1/2}, so alpha* < 4 n + sqrt(d) alpha*_normal.
+    nu = 0.5 * dd - 1.0
+    lo = np.log(0.05 * np.sqrt(nu + 1.0))
+    hi = np.log(4.0 * nn + np.sqrt(dd) * alpha_star_normal(nn) + 10.0)
+    return np.exp(_solve_increasing(lambda la: _stationarity_cosine(la, dd), target, lo, hi)).reshape(shape)
+
+
+def _solve_increasing(fn, target: FloatArray, lo: FloatArray, hi: FloatArray, tol: float = 2e-14) -> FloatArray:
+    """Root of fn(x) = target for increasing fn, vectorised: bisection to a narrow bracket, then Illinois steps."""
+    lo, hi = lo.copy(), hi.copy()
+    f_lo, f_hi = fn(lo) - target, fn(hi) - target
+    if not (np.all(f_lo < 0) and np.all(f_hi > 0)):
+        raise RuntimeError("the stationarity condition was not bracketed (or evaluated to NaN)")
+    for _ in range(8):  # bisection: shrink the bracket 256x so regula falsi starts well
+        mid = 0.5 * (lo + hi)
+        f_mid = fn(mid) - target
+        left = f_mid > 0
+        hi, f_hi = np.where(left, mid, hi), np.where(left, f_mid, f_hi)
+        lo, f_lo = np.where(left, lo, mid), np.where(left, f_lo, f_mid)
+    side = np.zeros(lo.shape, dtype=np.int8)
+    for _ in range(100):
+        x = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
+        x = np.where(np.isfinite(x) & (x > lo) & (x < hi), x, 0.5 * (lo + hi))
+        f_x = fn(x) - target
+        left = f_x > 0
+        hi, f_hi_new = np.where(left, x, hi), np.where(left, f_x, f_hi)
+        lo, f_lo_new = np.where(left, lo, x), np.where(left, f_lo, f_x)
+        # Illinois: halve the stale end's value when the same side moves twice
+        f_lo = np.where(left & (side == 1), 0.5 * f_lo_new, f_lo_new)
+        f_hi = np.where(~left & (side == -1), 0.5 * f_hi_new, f_hi_new)
+        side = np.where(left, 1, -1).astype(np.int8)
+        if np.all((hi - lo) <= tol * np.maximum(1.0, np.abs(hi))) or np.all(f_x == 0):
+            break
+    return np.where(np.abs(f_lo) < np.abs(f_hi), lo, hi)
+
+
+def alpha_star_cosine_reference(n: float, d: int, digits: int = 40) -> float:
+    """alpha* for cosine scores from the stationarity condition in ``digits``-digit arithmetic (mpmath)."""
+    import mpmath
+
+    (nn,) = _as_n([n])
+    (dd,) = _as_d([d])
+    with mpmath.workdps(digits):
+        nu = mpmath.mpf(dd) / 2 - 1
+        log_n = mpmath.log(mpmath.mpf(nn))
+
+        def log_m(a: "mpmath.mpf") -> "mpmath.mpf":
+            return mpmath.loggamma(nu + 1) + nu * mpmath.log(2 / a) + mpmath.log(mpmath.besseli(nu, a))
+
+        def ratio(a: "mpmath.mpf") -> "mpmath.mpf":
+            return mpmath.besseli(nu + 1, a) / mpmath.besseli(nu, a)
+
+        def h(la: "mpmath.mpf") -> "mpmath.mpf":
+            a = mpmath.exp(la)
+            return log_m(2 * a) - 2 * log_m(a) + mpmath.log(1 + a * (2 * ratio(2 * a) - 2 * ratio(a))) - log_n
+
+        start = mpmath.log(float(alpha_star_cosine(nn, dd)))
+        return float(mpmath.exp(mpmath.findroot(h, start)))
+
+
+def alpha_star_normal_reference(n: float, digits: int = 40) -> float:
+    """alpha* for normal scores from (1 + 2 a^2) e^{a^2} = n in ``digits``-digit arithmetic (mpmath)."""
+    import mpmath
+
+    (nn,) = _as_n([n])
+    with mpmath.workdps(digits):
+        w = mpmath.lambertw(mpmath.sqrt(mpmath.e) * mpmath.mpf(nn) / 2)
+        return float(mpmath.sqrt(mpmath.re(w) - mpmath.mpf(1) / 2))
+
+
+def alpha_star_large_d(n: ArrayLike, d: ArrayLike) -> FloatArray:
+    """Large-d law: Var[s] = 1/d, so alpha*(n, d) -> sqrt(d) * alpha*_normal(n)."""
+    return np.sqrt(_as_d(d)) * alpha_star_normal(n)
+
+
+def source_fit_cosine(n: ArrayLike) -> FloatArray:
+    """The source's fit 3.5 ln n (stated for d = 128)."""
+    return 3.5 * np.log(_as_n(n))
+
+
+def source_comment_large_d(d: ArrayLike) -> FloatArray:
+    """The source's reply on d: alpha* inversely proportional to sqrt(d - 3) (normalised to 1 at d = 128)."""
+    return np.sqrt(125.0) / np.sqrt(_as_d(d) - 3.0)
+
+
+def alpha_star(scores: str, n: ArrayLike, d: ArrayLike | None = None) -> FloatArray:
+    """Mean-field alpha* for ``scores`` = 'normal' (multiplier of 1/sqrt(d)) or 'cosine' (needs d)."""
+    if scores == "normal":
+        return alpha_star_normal(n)
+    if scores == "cosine":
+        if d is None:
+            raise ValueError("d is required for cosine scores")
+        return alpha_star_cosine(n, d)
+    raise ValueError(f"scores must be 'normal' or 'cosine'; got {scores!r}")
+
+
+def entropy_invariant_scale(n: ArrayLike) -> FloatArray:
+    """log_512(n): the entropy-invariant multiplier of 1/sqrt(d) (kexue.fm/archives/8823), 1 at n = 512."""
+    return np.log(_as_n(n)) / math.log(512.0)
