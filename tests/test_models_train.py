@@ -87,3 +87,22 @@ def test_divergence_is_recorded_not_raised():
     tokens = np.arange(200, dtype=np.uint8)
     log = train_lm(model, tokens, TrainConfig(steps=5, batch=2), 16, torch.device("cpu"), progress=False)
     assert log.diverged_at == 0
+
+
+def test_attention_variants_agree_with_explicit_softmax_and_learn_the_scale():
+    torch.manual_seed(0)
+    idx = torch.randint(0, 256, (2, 16))
+    for kw in ({"attn_alpha": 2.5}, {"attn_kind": "cosine", "cosine_scale": 20.0}):
+        model = TransformerLM(LMConfig(d_model=32, n_layers=1, n_heads=4, ctx=16, **kw)).eval()
+        fast = model(idx)
+        attn = model.blocks[0].attn
+        attn.track_softmax_gradient = True
+        slow = model(idx)
+        torch.testing.assert_close(fast, slow, rtol=1e-5, atol=1e-5)
+        # alpha (1 - sum p^2) lies in [0, alpha]; the first row (one key) contributes 0
+        assert 0 < attn.softmax_gradient < float(attn.logit_scale())
+    model = TransformerLM(LMConfig(d_model=32, n_layers=1, n_heads=4, ctx=16, attn_kind="cosine", learn_cosine_scale=True))
+    model(idx).sum().backward()
+    assert model.blocks[0].attn.log_cosine_scale.grad is not None
+    with pytest.raises(ValueError, match="attn_kind"):
+        LMConfig(attn_kind="linear")

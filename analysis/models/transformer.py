@@ -25,8 +25,18 @@ class LMConfig:
     ctx: int = 128
     ffn_mult: int = 4
     init_std: float = 0.02
+    attn_kind: str = "dot"  # "dot": logits alpha q.k / sqrt(k); "cosine": logits scale * cos(q, k)
+    attn_alpha: float = 1.0  # multiplier of 1/sqrt(k) for dot-product attention
+    cosine_scale: float = 10.0  # fixed (or initial, when learned) scale of cosine attention
+    learn_cosine_scale: bool = False
 
     def __post_init__(self) -> None:
+        if self.attn_kind not in ("dot", "cosine"):
+            raise ValueError(f"attn_kind must be 'dot' or 'cosine'; got {self.attn_kind!r}")
+        for name in ("attn_alpha", "cosine_scale"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value <= 0:
+                raise ValueError(f"{name} must be positive and finite; got {value!r}")
         for name in ("vocab", "d_model", "n_layers", "n_heads", "ctx", "ffn_mult"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
@@ -38,20 +48,51 @@ class LMConfig:
 
 
 class CausalSelfAttention(nn.Module):
-    """Multi-head softmax attention, causal, through scaled_dot_product_attention (scale 1/sqrt(k))."""
+    """Multi-head causal softmax attention, dot-product (scale alpha/sqrt(k)) or cosine (scale s, fixed or learned).
+
+    With ``track_softmax_gradient`` set, attention is computed explicitly and the mean over rows of
+    scale * (1 - sum_j p_j^2), the softmax's (1/2)||dp/ds||_1, is kept in ``softmax_gradient``.
+    """
 
     def __init__(self, cfg: LMConfig) -> None:
         super().__init__()
         self.n_heads = cfg.n_heads
+        self.kind = cfg.attn_kind
         self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
         self.out = nn.Linear(cfg.d_model, cfg.d_model)
+        head = cfg.d_model // cfg.n_heads
+        self.dot_scale = cfg.attn_alpha / math.sqrt(head)
+        log_scale = torch.tensor(math.log(cfg.cosine_scale))
+        if cfg.learn_cosine_scale:
+            self.log_cosine_scale = nn.Parameter(log_scale)
+        else:
+            self.register_buffer("log_cosine_scale", log_scale)
+        self.track_softmax_gradient = False
+        self.softmax_gradient: float | None = None
+
+    def logit_scale(self) -> torch.Tensor:
+        """The multiplier of q.k (dot) or of cos(q, k) (cosine)."""
+        if self.kind == "cosine":
+            return self.log_cosine_scale.exp()
+        return torch.tensor(self.dot_scale)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, t, d = x.shape
         q, k, v = self.qkv(x).split(d, dim=-1)
         # (b, t, d) -> (b, h, t, k)
         q, k, v = (z.view(b, t, self.n_heads, d // self.n_heads).transpose(1, 2) for z in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if self.kind == "cosine":
+            q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
+        scale = self.logit_scale().to(x.dtype)
+        if self.track_softmax_gradient:
+            logits = scale * (q @ k.transpose(-2, -1))
+            mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+            p = logits.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+            self.softmax_gradient = float((scale * (1 - (p * p).sum(-1))).mean().detach())
+            y = p @ v
+        else:
+            # the scale multiplies q so that a learned cosine scale receives its gradient
+            y = F.scaled_dot_product_attention(q * scale, k, v, is_causal=True, scale=1.0)
         return self.out(y.transpose(1, 2).reshape(b, t, d))
 
 

@@ -400,3 +400,39 @@ def alpha_star(scores: str, n: ArrayLike, d: ArrayLike | None = None) -> FloatAr
 def entropy_invariant_scale(n: ArrayLike) -> FloatArray:
     """log_512(n): the entropy-invariant multiplier of 1/sqrt(d) (kexue.fm/archives/8823), 1 at n = 512."""
     return np.log(_as_n(n)) / math.log(512.0)
+
+
+# --- finite samples: the extreme-value (Poisson-Dirichlet) picture ----------------------
+
+
+def top_score_location(scores: str, n: ArrayLike, d: ArrayLike | None = None) -> FloatArray:
+    """b_n with P(S > b_n) = 1/n: where the largest of n scores sits (Gumbel location)."""
+    nn = _as_n(n)
+    if scores == "normal":
+        return stats_norm_isf(1.0 / nn)
+    if scores == "cosine":
+        if d is None:
+            raise ValueError("d is required for cosine scores")
+        half = 0.5 * (_as_d(d) - 1)
+        # (1 + S)/2 ~ Beta(half, half): upper tail 1/n through the complemented inverse
+        return 2.0 * special.betainccinv(half, half, 1.0 / nn) - 1.0
+    raise ValueError(f"scores must be 'normal' or 'cosine'; got {scores!r}")
+
+
+def stats_norm_isf(q: FloatArray) -> FloatArray:
+    """Inverse survival function of N(0, 1), accurate for tiny q."""
+    return -special.ndtri(q)
+
+
+def finite_sample_plateau(scores: str, n: ArrayLike, d: ArrayLike | None = None) -> FloatArray:
+    """h(b_n) = n p(b_n): the level the finite-sample mean of alpha (1 - sum p^2) tends to for alpha >> b_n.
+
+    Near the top, n scores form a Poisson process of intensity ~ e^{-h x} with h the hazard rate at b_n;
+    softmax weights over it are Poisson-Dirichlet(m = h / alpha), for which E[1 - sum p^2] = m, so the
+    objective tends to alpha m = h.
+    """
+    nn = _as_n(n)
+    b = top_score_location(scores, nn, d)
+    if scores == "normal":
+        return nn * np.exp(-0.5 * b * b) / math.sqrt(2 * math.pi)
+    return nn * cosine_density(b, d if d is not None else 3)
