@@ -58,6 +58,46 @@ def cmd_entropy(args: argparse.Namespace) -> None:
     )
 
 
+# --- scale -----------------------------------------------------------------------------
+
+
+def cmd_scale(args: argparse.Namespace) -> None:
+    """Mean-field and finite-sample softmax scales for normal or cosine scores."""
+    from analysis.experiments.softmax_scale_mc import finite_sample_alpha
+    from analysis.theory import softmax_scale as sc
+
+    if args.scores == "cosine" and args.d is None:
+        raise UsageError("--d is required for --scores cosine (the dimension of q and k, >= 3)")
+    d = args.d if args.scores == "cosine" else None
+    mean_field = float(sc.alpha_star(args.scores, args.n, d))
+    finite: dict[str, float] | None = None
+    if args.n == int(args.n) and args.n <= 2**20:
+        finite = finite_sample_alpha(args.scores, int(args.n), d, reps=args.reps, seed=args.seed)
+    payload: dict[str, Any] = {
+        "scores": args.scores,
+        "n": args.n,
+        "d": args.d,
+        "alpha_mean_field": mean_field,
+        "alpha_finite_sample": None if finite is None else finite["alpha"],
+        "alpha_finite_sample_se": None if finite is None else finite["se"],
+        "top_score_location": float(sc.top_score_location(args.scores, args.n, d)),
+        "finite_sample_plateau": float(sc.finite_sample_plateau(args.scores, args.n, d)),
+    }
+    lines = [f"{args.scores} scores, n = {args.n:g}" + (f", d = {args.d}" if args.d is not None else "")]
+    lines.append(f"mean-field alpha* (the source's criterion): {mean_field:.10g}")
+    if args.scores == "normal" and args.d is not None:
+        payload["logit_scale_mean_field"] = mean_field / math.sqrt(args.d)
+        lines.append(f"  as a logit scale for d = {args.d}: alpha*/sqrt(d) = {payload['logit_scale_mean_field']:.6g}")
+    if finite is None:
+        lines.append("finite-sample alpha (typical row): not computed for n > 2**20 or non-integer n")
+    else:
+        lines.append(f"finite-sample alpha (maximiser of the typical row's objective, {args.reps} rows, seed {args.seed}): "
+                     f"{finite['alpha']:.4g} ± {finite['se']:.2g}")
+    lines.append(f"mean objective plateau for alpha >> b_n: h(b_n) = {payload['finite_sample_plateau']:.4g} "
+                 f"(b_n = {payload['top_score_location']:.4g})")
+    _emit(args, payload, lines)
+
+
 # --- run -------------------------------------------------------------------------------
 
 
@@ -67,7 +107,7 @@ def cmd_run(args: argparse.Namespace) -> None:
 
     record, path = run_and_record(args.experiment, args.scale, directory=args.out, progress=not args.quiet,
                                   corpus_file=args.corpus, seed=args.seed)
-    corpus = record.data.get("real", {}).get("corpus", {})
+    corpus = record.data.get("corpus") or record.data.get("real", {}).get("corpus", {})
     if corpus:
         print(f"corpus: {corpus.get('description')} sha256 {corpus.get('sha256')}")
     print(f"recorded {path}")
@@ -143,6 +183,32 @@ def _probability(name: str) -> Callable[[str], float]:
     return parse
 
 
+def _bounded_float(name: str, lo: float, hi: float) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (lo <= value <= hi):
+            raise UsageError(f"{name} must be a number in [{lo:g}, {hi:g}]; got {text!r}")
+        return value
+
+    return parse
+
+
+def _bounded_int(name: str, lo: int, hi: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise UsageError(f"{name} must be an integer in [{lo}, {hi}]; got {text!r}") from None
+        if not (lo <= value <= hi):
+            raise UsageError(f"{name} must be an integer in [{lo}, {hi}]; got {text!r}")
+        return value
+
+    return parse
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2
         raise UsageError(f"{self.prog}: {message}")
@@ -160,6 +226,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--p", type=_probability("--p"), required=True, help="probability of the correct class, in (0, 1]")
     p.add_argument("--json", action="store_true", help="print a JSON object")
     p.set_defaults(func=cmd_entropy)
+
+    p = sub.add_parser("scale", help="the softmax scale alpha* that maximises the softmax gradient, for n scores")
+    p.add_argument("--scores", choices=("normal", "cosine"), required=True, help="N(0,1) scores or cosines in d dimensions")
+    p.add_argument("--n", type=_bounded_float("--n", 2, 1e15), required=True, help="number of scores (keys), 2 to 1e15")
+    p.add_argument("--d", type=_bounded_int("--d", 3, 2**20), help="dimension of q and k, >= 3 (required for cosine)")
+    p.add_argument("--reps", type=_bounded_int("--reps", 16, 100_000), default=256, help="rows for the finite-sample value")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="print a JSON object")
+    p.set_defaults(func=cmd_scale)
 
     p = sub.add_parser("run", help="run an experiment and record it under results/")
     p.add_argument("experiment", help="experiment name (see 'list')")

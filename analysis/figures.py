@@ -123,3 +123,182 @@ def markov_curve(markov: dict[str, Any], title: str) -> Figure:
         ax.legend()
         fig.tight_layout()
     return fig
+
+
+# --- the softmax scale -------------------------------------------------------------------
+
+
+def scale_normal(fits: dict[str, Any]) -> Figure:
+    """alpha*(n) for normal scores: the exact maximiser, the source's fit, and the fit's relative error."""
+    from analysis.theory import softmax_scale as sc
+
+    n = np.logspace(np.log10(2), 12, 500)
+    exact, fit = sc.alpha_star_normal(n), sc.source_fit_normal(n)
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 2, figsize=(14, 4.8))
+        axes[0].semilogx(n, exact, "k-", lw=2, label="exact alpha* = sqrt(W0(sqrt(e) n/2) - 1/2)")
+        axes[0].semilogx(n, fit, "C1--", label="source's fit 0.84 sqrt(ln n)")
+        axes[0].axhspan(2, 3, color="0.9", zorder=0, label="alpha* in [2, 3]")
+        axes[0].axvspan(40, 20_000, color="C0", alpha=0.08, zorder=0, label="n range of the source's fit")
+        axes[0].set_xlabel("n, number of scores (log scale)")
+        axes[0].set_ylabel("alpha* (multiplier of 1/sqrt(d))")
+        axes[0].set_title("mean-field optimum, normal scores")
+        axes[0].legend(fontsize=9)
+        axes[1].semilogx(n, 100 * (fit / exact - 1), "C1-")
+        axes[1].axvspan(40, 20_000, color="C0", alpha=0.08, zorder=0)
+        axes[1].axhline(0, color="k", lw=0.8)
+        axes[1].set_xlabel("n (log scale)")
+        axes[1].set_ylabel("fit error (%)")
+        axes[1].set_title("0.84 sqrt(ln n) relative to the exact alpha*")
+        fig.tight_layout()
+    return fig
+
+
+def cosine_scores(density: dict[str, Any], large_d: dict[str, Any]) -> Figure:
+    """Cosine density against samples, alpha*(n, d) for several d with the source's 3.5 ln n, and the large-d ratio."""
+    from analysis.theory import softmax_scale as sc
+
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
+        s = np.linspace(-1, 1, 801)
+        rng = np.random.default_rng(0)
+        for i, row in enumerate(density["rows"][:3]):
+            d = row["d"]
+            u, v = rng.standard_normal((4000, d)), rng.standard_normal((4000, d))
+            cos = np.einsum("ij,ij->i", u, v) / np.linalg.norm(u, axis=1) / np.linalg.norm(v, axis=1)
+            axes[0].hist(cos, bins=60, density=True, alpha=0.35, color=f"C{i}")
+            axes[0].plot(s, sc.cosine_density(s, d), color=f"C{i}", label=f"d = {d} (KS p = {row['p_value']:.2f})")
+        axes[0].set_xlabel("cosine s of two random directions")
+        axes[0].set_ylabel("density")
+        axes[0].set_title("density (1 - s^2)^((d-3)/2), against samples")
+        axes[0].legend(fontsize=9)
+        n = np.logspace(np.log10(2), 9, 300)
+        for i, d in enumerate((16, 128, 1024)):
+            axes[1].semilogx(n, sc.alpha_star_cosine(n, d), color=f"C{i}", label=f"alpha*(n, d = {d})")
+        axes[1].semilogx(n, sc.source_fit_cosine(n), "k--", label="source: 3.5 ln n (d = 128)")
+        axes[1].axvspan(40, 20_000, color="C0", alpha=0.08, zorder=0)
+        axes[1].set_xlabel("n (log scale)")
+        axes[1].set_ylabel("alpha* (multiplier of cos)")
+        axes[1].set_title("mean-field optimum, cosine scores")
+        axes[1].legend(fontsize=9)
+        dims = np.array(large_d["dims"])
+        for i, (n_key, ratio) in enumerate(large_d["ratios"].items()):
+            axes[2].loglog(dims, np.abs(np.array(ratio) - 1), "o-", color=f"C{i}", label=f"n = {float(n_key):,.0f}")
+        axes[2].loglog(dims, 20 / dims, "k:", label="slope -1")
+        axes[2].set_xlabel("dimension d (log scale)")
+        axes[2].set_ylabel("|alpha* / (sqrt(d) alpha*_normal) - 1|")
+        axes[2].set_title("large-d law: alpha* ~ sqrt(d) alpha*_normal")
+        axes[2].legend(fontsize=9)
+        fig.tight_layout()
+    return fig
+
+
+def finite_sample_curves(mc: dict[str, Any], ns: Sequence[int]) -> Figure:
+    """Mean (with 2 SE) and median objective against alpha / alpha*_MF, with the plateau h(b_n)."""
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 2, figsize=(15, 5))
+        for ax, kind in zip(axes, ("normal", "cosine")):
+            rows = [r for r in mc["rows"] if r["kind"] == kind and r["n"] in ns]
+            for i, r in enumerate(rows):
+                x = np.array(r["alpha"]) / r["alpha_mean_field"]
+                mean, se = np.array(r["mean"]), np.array(r["mean_se"])
+                ax.plot(x, mean, color=f"C{i}", label=f"n = {r['n']:,}: mean")
+                ax.fill_between(x, mean - 2 * se, mean + 2 * se, color=f"C{i}", alpha=0.2)
+                ax.plot(x, r["median"], "--", color=f"C{i}", label="median (typical row)")
+                ax.axhline(r["plateau_predicted"], color=f"C{i}", ls=":", lw=1.2)
+                ax.plot([r["alpha_finite_sample"] / r["alpha_mean_field"]], [max(r["median"])], "v", color=f"C{i}", ms=9)
+            ax.axvline(1.0, color="k", lw=1)
+            ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(plt.NullFormatter())
+            ax.set_xlabel("alpha / mean-field alpha* (log scale)")
+            ax.set_ylabel("alpha (1 - sum p^2)")
+            title = "normal scores" if kind == "normal" else f"cosine scores, d = {mc['d']}"
+            ax.set_title(f"{title}: objective on actual samples")
+            ax.legend(fontsize=8, ncol=2)
+        fig.tight_layout()
+    return fig
+
+
+def scale_rules(mc: dict[str, Any], decoder: dict[str, Any]) -> Figure:
+    """Length rules side by side (normal, cosine d), and what one alpha*(L/2) keeps along a decoder."""
+    from analysis.theory import softmax_scale as sc
+
+    n = np.logspace(1, 6, 300)
+    d = mc["d"]
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 3, figsize=(17, 4.8))
+        ax = axes[0]
+        ax.semilogx(n, sc.alpha_star_normal(n), "k-", lw=2, label="mean-field alpha*")
+        ax.semilogx(n, sc.source_fit_normal(n), "C1--", label="0.84 sqrt(ln n)")
+        ax.semilogx(n, sc.entropy_invariant_scale(n), "C2-.", label="entropy-invariant log_512 n")
+        s_fit = float(sc.alpha_star_normal(512)) / np.log(512)
+        ax.semilogx(n, s_fit * np.log(n), "C4:", label=f"Scalable-Softmax s ln n (s = {s_fit:.2f})")
+        ax.axhline(1.0, color="0.5", lw=1, label="standard 1/sqrt(d) (alpha = 1)")
+        rows = [r for r in mc["rows"] if r["kind"] == "normal"]
+        ax.errorbar([r["n"] for r in rows], [r["alpha_finite_sample"] for r in rows],
+                    yerr=[2 * r["alpha_finite_sample_se"] for r in rows], fmt="rs", label="finite-sample (typical row)")
+        ax.set_xlabel("n (log scale)")
+        ax.set_ylabel("alpha (multiplier of 1/sqrt(d))")
+        ax.set_title("dot-product scores")
+        ax.legend(fontsize=8)
+        ax = axes[1]
+        ax.semilogx(n, sc.alpha_star_cosine(n, d), "k-", lw=2, label=f"mean-field alpha* (d = {d})")
+        ax.semilogx(n, sc.source_fit_cosine(n), "C1--", label="3.5 ln n")
+        ax.axhspan(10, 30, color="0.9", zorder=0, label="temperatures used with QK-norm (10-30)")
+        rows = [r for r in mc["rows"] if r["kind"] == "cosine"]
+        ax.errorbar([r["n"] for r in rows], [r["alpha_finite_sample"] for r in rows],
+                    yerr=[2 * r["alpha_finite_sample_se"] for r in rows], fmt="rs", label="finite-sample (typical row)")
+        ax.set_xlabel("n (log scale)")
+        ax.set_ylabel("alpha (multiplier of cos)")
+        ax.set_title("cosine scores")
+        ax.legend(fontsize=8)
+        ax = axes[2]
+        for i, row in enumerate(decoder["rows"]):
+            t = np.array(row["t"])
+            ax.semilogx(t / row["length"], 100 * np.array(row["kept"]), color=f"C{i}",
+                        label=f"L = {row['length']:,}: alpha = {row['alpha_fixed']:.2f}")
+        ax.axhline(90, color="0.5", ls=":")
+        ax.set_xlabel("position t / L (log scale)")
+        ax.set_ylabel("mean-field objective kept (%)")
+        ax.set_title("decoder rule: one alpha*(L/2) for every position")
+        ax.legend(fontsize=9)
+        fig.tight_layout()
+    return fig
+
+
+def training_sweep(runs: Sequence[tuple[str, dict[str, Any]]]) -> Figure:
+    """Validation loss and softmax gradient against the attention scale, per length, dot and cosine."""
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(len(runs), 3, figsize=(17, 4.6 * len(runs)), squeeze=False)
+        for row_axes, (label, data) in zip(axes, runs):
+            lengths = sorted({r["ctx"] for r in data["runs"]})
+            for i, ctx in enumerate(lengths):
+                pred = data["predictions"][str(ctx)]
+                for ax, kind, key in ((row_axes[0], "dot", "dot_alpha_mean_field"), (row_axes[1], "cosine", "cosine_alpha_mean_field")):
+                    rows = [r for r in data["runs"] if r["ctx"] == ctx and r["kind"] == kind and not r["learned"]]
+                    values = sorted({r["value"] for r in rows})
+                    means = [np.mean([r["val_loss"] for r in rows if r["value"] == v]) for v in values]
+                    ax.plot(values, means, "o-", color=f"C{i}", label=f"L = {ctx}")
+                    ax.axvline(pred[key], color=f"C{i}", ls="--", lw=1)
+                    if kind == "cosine":
+                        learned = [r for r in data["runs"] if r["ctx"] == ctx and r["learned"]]
+                        ax.plot([r["final_scale"] for r in learned], [r["val_loss"] for r in learned], "*", color=f"C{i}",
+                                ms=14, label=f"learned scale, L = {ctx}")
+                dot = [r for r in data["runs"] if r["ctx"] == ctx and r["kind"] == "dot"]
+                values = sorted({r["value"] for r in dot})
+                final = [np.mean([r["softmax_gradient"][-1][1] for r in dot if r["value"] == v]) for v in values]
+                first = [np.mean([r["softmax_gradient"][0][1] for r in dot if r["value"] == v]) for v in values]
+                row_axes[2].plot(values, final, "o-", color=f"C{i}", label=f"L = {ctx}, end of training")
+                row_axes[2].plot(values, first, "x:", color=f"C{i}", label=f"L = {ctx}, initialisation")
+            for ax, name in zip(row_axes, ("dot-product: alpha (x 1/sqrt(k))", "cosine: scale", "dot-product: alpha")):
+                ax.set_xscale("log")
+                ax.set_xlabel(f"{name} (log scale)")
+            row_axes[0].set_ylabel("validation loss (nats/byte)")
+            row_axes[0].set_title(f"{label}: dot-product (dashed: alpha*(L/2))")
+            row_axes[1].set_title(f"{label}: cosine (dashed: alpha*(L/2, k))")
+            row_axes[2].set_ylabel("mean alpha (1 - sum p^2) over rows")
+            row_axes[2].set_title(f"{label}: the softmax gradient")
+            for ax in row_axes:
+                ax.legend(fontsize=8)
+        fig.tight_layout()
+    return fig

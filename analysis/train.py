@@ -52,15 +52,15 @@ class TrainConfig:
 
 
 def random_windows(
-    tokens: npt.NDArray[np.uint8], ctx: int, batch: int, generator: torch.Generator
+    tokens: npt.NDArray[np.uint8] | torch.Tensor, ctx: int, batch: int, generator: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """A batch of (input, next-token target) windows of length ``ctx`` at random offsets."""
-    if tokens.size < ctx + 2:
-        raise ValueError(f"need more than ctx + 1 = {ctx + 1} tokens; got {tokens.size}")
-    starts = torch.randint(0, tokens.size - ctx - 1, (batch,), generator=generator)
-    data = torch.from_numpy(tokens.astype(np.int64))
-    offsets = torch.arange(ctx + 1)
-    win = data[starts[:, None] + offsets[None, :]]
+    size = int(tokens.shape[0])
+    if size < ctx + 2:
+        raise ValueError(f"need more than ctx + 1 = {ctx + 1} tokens; got {size}")
+    starts = torch.randint(0, size - ctx - 1, (batch,), generator=generator)
+    data = tokens if isinstance(tokens, torch.Tensor) else torch.from_numpy(tokens)
+    win = data[starts[:, None] + torch.arange(ctx + 1)[None, :]].long()
     return win[:, :-1], win[:, 1:]
 
 
@@ -145,13 +145,14 @@ def train_lm(
         betas=(0.9, 0.95),
     )
     autocast = device.type == "cuda"
+    data = torch.from_numpy(tokens)  # shared, uint8: windows are gathered and widened per batch
     log = TrainLog()
     if on_step:
         on_step(0, model)
     for step in tqdm(range(cfg.steps), disable=None if progress else True, desc="train", leave=False):
         for g in opt.param_groups:
             g["lr"] = cfg.lr_at(step)
-        x, y = random_windows(tokens, ctx, cfg.batch, gen)
+        x, y = random_windows(data, ctx, cfg.batch, gen)
         x, y = x.to(device), y.to(device)
         with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=autocast):
             logits = model(x)

@@ -11,11 +11,13 @@ import time
 from types import ModuleType
 from typing import Any
 
-from analysis.experiments import entropy_lm
+import dataclasses
+
+from analysis.experiments import entropy_lm, softmax_scale_mc, softmax_scale_train
 from analysis.results import Record, provenance, save_record
 from analysis.scale import validate_scale
 
-EXPERIMENTS: dict[str, ModuleType] = {entropy_lm.NAME: entropy_lm}
+EXPERIMENTS: dict[str, ModuleType] = {m.NAME: m for m in (entropy_lm, softmax_scale_mc, softmax_scale_train)}
 
 
 def get_experiment(name: str) -> ModuleType:
@@ -28,6 +30,10 @@ def get_experiment(name: str) -> ModuleType:
 def run_and_record(name: str, scale: str, directory: str | None = None, progress: bool = True, **overrides: Any) -> tuple[Record, str]:
     """Run experiment ``name`` at ``scale`` and save its record; returns (record, path)."""
     module = get_experiment(name)
+    fields = {f.name for f in dataclasses.fields(module.Config)}
+    for key, value in overrides.items():
+        if value is not None and key not in fields:
+            raise ValueError(f"{key.replace('_', '-')} does not apply to experiment {name!r}")
     config = module.config_for(validate_scale(scale), **overrides)
     start = time.perf_counter()
     data = module.run(config, progress=progress)

@@ -51,7 +51,8 @@ class CausalSelfAttention(nn.Module):
     """Multi-head causal softmax attention, dot-product (scale alpha/sqrt(k)) or cosine (scale s, fixed or learned).
 
     With ``track_softmax_gradient`` set, attention is computed explicitly and the mean over rows of
-    scale * (1 - sum_j p_j^2), the softmax's (1/2)||dp/ds||_1, is kept in ``softmax_gradient``.
+    alpha (1 - sum_j p_j^2), the softmax's (1/2)||dp/ds||_1 with respect to the scores s = q.k/sqrt(k)
+    (dot) or s = cos(q, k) (cosine), is kept in ``softmax_gradient``.
     """
 
     def __init__(self, cfg: LMConfig) -> None:
@@ -88,7 +89,9 @@ class CausalSelfAttention(nn.Module):
             logits = scale * (q @ k.transpose(-2, -1))
             mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
             p = logits.masked_fill(~mask, float("-inf")).softmax(dim=-1)
-            self.softmax_gradient = float((scale * (1 - (p * p).sum(-1))).mean().detach())
+            # in the theory's units: alpha for s = q.k/sqrt(k), the cosine scale for s = cos(q, k)
+            theory_scale = self.logit_scale() * (math.sqrt(q.shape[-1]) if self.kind == "dot" else 1.0)
+            self.softmax_gradient = float((theory_scale * (1 - (p * p).sum(-1))).mean().detach())
             y = p @ v
         else:
             # the scale multiplies q so that a learned cosine scale receives its gradient

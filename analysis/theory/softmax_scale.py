@@ -279,7 +279,9 @@ def _stationarity_cosine(log_alpha: FloatArray, d: FloatArray) -> FloatArray:
         c1 = _bessel_ratio_complement(nu[near_one], a[near_one])
         c2 = _bessel_ratio_complement(nu[near_one], 2 * a[near_one])
         dlog_r[near_one] = 2.0 * (c1 - c2)
-    return log_r + np.log1p(a * dlog_r)
+    # (ln R)' > 0; clipping only matters at absurd bracket ends (alpha ~ 1e12 with d large), where
+    # the Debye ratio A ~ 1 carries ~1e-4 of cancellation and only the sign of the result is used
+    return log_r + np.log1p(a * np.maximum(dlog_r, 0.0))
 
 
 def _stationarity_normal(log_alpha: FloatArray, d: FloatArray) -> FloatArray:
@@ -290,7 +292,13 @@ def _stationarity_normal(log_alpha: FloatArray, d: FloatArray) -> FloatArray:
 def mean_field_objective_cosine(alpha: ArrayLike, n: ArrayLike, d: ArrayLike) -> FloatArray:
     """alpha (1 - E[e^{2 alpha s}] / (n E[e^{alpha s}]^2)) for cosine scores in d dimensions."""
     a, nn, dd = np.broadcast_arrays(_as_alpha(alpha), _as_n(n), _as_d(d))
-    return a * (1.0 - np.exp(log_mgf_cosine(2 * a, dd) - 2 * log_mgf_cosine(a, dd) - np.log(nn)))
+    shape = a.shape
+    a, nn, dd = a.ravel(), nn.ravel(), dd.ravel()
+    log_r = np.zeros(a.shape)
+    pos = a > 0
+    # ln R = f(2a) - 2 f(a) with f = ln E[e^{a s}] - a: no a - a cancellation at large alpha
+    log_r[pos] = _log_mgf_shifted(2 * a[pos], dd[pos]) - 2 * _log_mgf_shifted(a[pos], dd[pos])
+    return (a * (1.0 - np.exp(log_r - np.log(nn)))).reshape(shape)
 
 
 def alpha_star_cosine(n: ArrayLike, d: ArrayLike) -> FloatArray:
