@@ -100,7 +100,8 @@ def test_attention_variants_agree_with_explicit_softmax_and_learn_the_scale():
         slow = model(idx)
         torch.testing.assert_close(fast, slow, rtol=1e-5, atol=1e-5)
         # alpha (1 - sum p^2) lies in [0, alpha]; the first row (one key) contributes 0
-        assert 0 < attn.softmax_gradient < float(attn.logit_scale())
+        theory_scale = kw.get("attn_alpha", kw.get("cosine_scale"))
+        assert 0 < attn.softmax_gradient < theory_scale
     model = TransformerLM(LMConfig(d_model=32, n_layers=1, n_heads=4, ctx=16, attn_kind="cosine", learn_cosine_scale=True))
     model(idx).sum().backward()
     assert model.blocks[0].attn.log_cosine_scale.grad is not None
