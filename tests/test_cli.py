@@ -73,3 +73,30 @@ def test_book_config_sets_timeout_per_scale(tmp_path, capsys):
     import yaml
 
     assert yaml.safe_load(open(path))["execute"]["timeout"] == 120
+
+
+def test_scale_json_keys_and_values(capsys):
+    assert main(["scale", "--scores", "normal", "--n", "512", "--d", "64", "--json", "--reps", "64"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["alpha_mean_field"] == pytest.approx(2.0083949, rel=1e-6)
+    assert doc["logit_scale_mean_field"] == pytest.approx(doc["alpha_mean_field"] / 8)
+    assert doc["alpha_finite_sample"] > doc["alpha_mean_field"]
+    assert main(["scale", "--scores", "cosine", "--d", "128", "--n", "1e12", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["alpha_finite_sample"] is None and doc["alpha_mean_field"] > 70
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["scale", "--scores", "normal", "--n", "1"], "--n must be a number in [2, 1e+15]"),
+        (["scale", "--scores", "normal", "--n", "inf"], "--n must be a number"),
+        (["scale", "--scores", "cosine", "--n", "100"], "--d is required for --scores cosine"),
+        (["scale", "--scores", "cosine", "--n", "100", "--d", "2"], "--d must be an integer in [3, 1048576]"),
+        (["scale", "--scores", "laplace", "--n", "100"], "invalid choice"),
+        (["run", "softmax-scale-mc", "--scale", "smoke", "--corpus", "x.txt"], "does not apply to experiment"),
+    ],
+)
+def test_scale_bad_input_exits_2(args, message):
+    out = run_cli(*args)
+    assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
