@@ -292,6 +292,7 @@ def training_sweep(runs: Sequence[tuple[str, dict[str, Any]]]) -> Figure:
                 row_axes[2].plot(values, first, "x:", color=f"C{i}", label=f"L = {ctx}, initialisation")
             for ax, name in zip(row_axes, ("dot-product: alpha (x 1/sqrt(k))", "cosine: scale", "dot-product: alpha")):
                 ax.set_xscale("log")
+                ax.xaxis.set_minor_formatter(plt.NullFormatter())
                 ax.set_xlabel(f"{name} (log scale)")
             row_axes[0].set_ylabel("validation loss (nats/byte)")
             row_axes[0].set_title(f"{label}: dot-product (dashed: alpha*(L/2))")

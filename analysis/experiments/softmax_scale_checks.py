@@ -161,6 +161,27 @@ def decoder_rule_check(lengths: tuple[int, ...] = (512, 2048, 8192)) -> dict[str
     return {"rows": out}
 
 
+def rules_comparison() -> dict[str, float]:
+    """Numbers for the length-rules comparison: agreement of the rules and where cosine alpha* leaves the QK-norm band."""
+    n = np.logspace(2, 4, 200)
+    star = sc.alpha_star_normal(n)
+    s_fit = float(sc.alpha_star_normal(512)) / np.log(512)
+    ratio = sc.entropy_invariant_scale(np.logspace(1, 6, 200)) / sc.alpha_star_normal(np.logspace(1, 6, 200))
+    # n at which alpha*(n, 128) reaches 30, by bisection in ln n (alpha* increases with n)
+    lo, hi = np.log(2.0), np.log(1e12)
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if float(sc.alpha_star_cosine(np.exp(mid), 128)) < 30 else (lo, mid)
+    return {
+        "fit_gap_100_1e4": float(np.max(np.abs(sc.source_fit_normal(n) - star))),
+        "ssmax_gap_100_1e4": float(np.max(np.abs(s_fit * np.log(n) - star))),
+        "entropy_invariant_ratio_min": float(ratio.min()),
+        "entropy_invariant_ratio_max": float(ratio.max()),
+        "cosine_n_at_30": float(np.exp(hi)),
+        "cosine_alpha_n10": float(sc.alpha_star_cosine(10, 128)),
+    }
+
+
 def run(cfg: Config) -> dict[str, Any]:
     """All checks as plain data."""
     return {
@@ -171,6 +192,7 @@ def run(cfg: Config) -> dict[str, Any]:
         "mgf": mgf_check(),
         "large_d": large_d_check(),
         "decoder": decoder_rule_check(),
+        "rules": rules_comparison(),
     }
 
 
