@@ -157,19 +157,6 @@ def cmd_book_config(args: argparse.Namespace) -> None:
 # --- parser ----------------------------------------------------------------------------
 
 
-def _positive_int(name: str) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise UsageError(f"{name} must be a positive integer; got {text!r}") from None
-        if value < 1:
-            raise UsageError(f"{name} must be a positive integer; got {text!r}")
-        return value
-
-    return parse
-
-
 def _probability(name: str) -> Callable[[str], float]:
     def parse(text: str) -> float:
         try:
@@ -222,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser)
 
     p = sub.add_parser("entropy", help="entropy and cross-entropy of a prediction with p on the correct class")
-    p.add_argument("--classes", "-K", type=_positive_int("--classes"), required=True, help="number of classes K >= 1")
+    p.add_argument("--classes", "-K", type=_bounded_int("--classes", 1, 2**53), required=True, help="number of classes K >= 1")
     p.add_argument("--p", type=_probability("--p"), required=True, help="probability of the correct class, in (0, 1]")
     p.add_argument("--json", action="store_true", help="print a JSON object")
     p.set_defaults(func=cmd_entropy)

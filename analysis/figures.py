@@ -219,6 +219,13 @@ def finite_sample_curves(mc: dict[str, Any], ns: Sequence[int]) -> Figure:
     return fig
 
 
+def _finite_sample_points(ax: Any, mc: dict[str, Any], kind: str) -> None:
+    """The typical-row maximisers of the Monte Carlo, with two standard errors."""
+    rows = [r for r in mc["rows"] if r["kind"] == kind]
+    ax.errorbar([r["n"] for r in rows], [r["alpha_finite_sample"] for r in rows],
+                yerr=[2 * r["alpha_finite_sample_se"] for r in rows], fmt="rs", label="finite-sample (typical row)")
+
+
 def scale_rules(mc: dict[str, Any], decoder: dict[str, Any]) -> Figure:
     """Length rules side by side (normal, cosine d), and what one alpha*(L/2) keeps along a decoder."""
     from analysis.theory import softmax_scale as sc
@@ -234,9 +241,7 @@ def scale_rules(mc: dict[str, Any], decoder: dict[str, Any]) -> Figure:
         s_fit = float(sc.alpha_star_normal(512)) / np.log(512)
         ax.semilogx(n, s_fit * np.log(n), "C4:", label=f"Scalable-Softmax s ln n (s = {s_fit:.2f})")
         ax.axhline(1.0, color="0.5", lw=1, label="standard 1/sqrt(d) (alpha = 1)")
-        rows = [r for r in mc["rows"] if r["kind"] == "normal"]
-        ax.errorbar([r["n"] for r in rows], [r["alpha_finite_sample"] for r in rows],
-                    yerr=[2 * r["alpha_finite_sample_se"] for r in rows], fmt="rs", label="finite-sample (typical row)")
+        _finite_sample_points(ax, mc, "normal")
         ax.set_xlabel("n (log scale)")
         ax.set_ylabel("alpha (multiplier of 1/sqrt(d))")
         ax.set_title("dot-product scores")
@@ -245,9 +250,7 @@ def scale_rules(mc: dict[str, Any], decoder: dict[str, Any]) -> Figure:
         ax.semilogx(n, sc.alpha_star_cosine(n, d), "k-", lw=2, label=f"mean-field alpha* (d = {d})")
         ax.semilogx(n, sc.source_fit_cosine(n), "C1--", label="3.5 ln n")
         ax.axhspan(10, 30, color="0.9", zorder=0, label="temperatures used with QK-norm (10-30)")
-        rows = [r for r in mc["rows"] if r["kind"] == "cosine"]
-        ax.errorbar([r["n"] for r in rows], [r["alpha_finite_sample"] for r in rows],
-                    yerr=[2 * r["alpha_finite_sample_se"] for r in rows], fmt="rs", label="finite-sample (typical row)")
+        _finite_sample_points(ax, mc, "cosine")
         ax.set_xlabel("n (log scale)")
         ax.set_ylabel("alpha (multiplier of cos)")
         ax.set_title("cosine scores")

@@ -32,8 +32,8 @@ def test_entropy_text_and_json(capsys):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["entropy", "--classes", "0", "--p", "0.5"], "--classes must be a positive integer"),
-        (["entropy", "--classes", "x", "--p", "0.5"], "--classes must be a positive integer"),
+        (["entropy", "--classes", "0", "--p", "0.5"], "--classes must be an integer in [1, 9007199254740992]"),
+        (["entropy", "--classes", "x", "--p", "0.5"], "--classes must be an integer in [1, 9007199254740992]"),
         (["entropy", "--classes", "10", "--p", "0"], "--p must be a probability in (0, 1]"),
         (["entropy", "--classes", "10", "--p", "nan"], "--p must be a probability"),
         (["entropy", "--classes", "1", "--p", "0.5"], "p must be 1 when classes == 1"),

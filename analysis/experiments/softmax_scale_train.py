@@ -81,14 +81,15 @@ def variants(cfg: Config) -> list[dict[str, Any]]:
 
 def softmax_gradient(model: TransformerLM, batch: torch.Tensor) -> float:
     """Mean over layers, heads and rows of scale (1 - sum p^2) on ``batch``."""
-    values = []
+    values: list[float] = []
+    layers = model.attention_layers()
     with torch.no_grad():
-        for block in model.blocks:
-            block.attn.track_softmax_gradient = True
+        for attn in layers:
+            attn.track_softmax_gradient = True
         model(batch)
-        for block in model.blocks:
-            block.attn.track_softmax_gradient = False
-            values.append(block.attn.softmax_gradient)
+        for attn in layers:
+            attn.track_softmax_gradient = False
+            values.append(float(attn.softmax_gradient or 0.0))
     return float(np.mean(values))
 
 
@@ -114,7 +115,7 @@ def run_one(cfg: Config, tokens: dict[str, np.ndarray], ctx: int, var: dict[str,
     log = train_lm(model, tokens["train"], TrainConfig(steps=cfg.steps, batch=batch, lr=cfg.lr, warmup=max(1, cfg.steps // 10),
                                                        seed=seed), ctx, device, on_step, progress=False)
     stats = token_stats(model, tokens["val"], ctx, cfg.eval_windows, device)
-    scale = float(model.blocks[0].attn.logit_scale().detach()) if var["kind"] == "cosine" else var["value"]
+    scale = float(model.attention_layers()[0].logit_scale().detach()) if var["kind"] == "cosine" else var["value"]
     return {
         **var, "ctx": ctx, "seed": seed, "val_loss": float(stats.loss.mean()),
         "softmax_gradient": grads, "final_scale": scale, "diverged_at": log.diverged_at,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -149,6 +150,10 @@ class TransformerLM(nn.Module):
         for block in self.blocks:
             x = block(x)
         return self.head(self.ln_f(x))
+
+    def attention_layers(self) -> list[CausalSelfAttention]:
+        """The attention module of every block, in order."""
+        return [cast(Block, block).attn for block in self.blocks]
 
     def num_parameters(self) -> int:
         """Number of trainable parameters (the tied output layer counted once)."""
