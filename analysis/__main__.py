@@ -98,6 +98,43 @@ def cmd_scale(args: argparse.Namespace) -> None:
     _emit(args, payload, lines)
 
 
+# --- GAU at initialisation ---------------------------------------------------------------
+
+
+def cmd_moments(args: argparse.Namespace) -> None:
+    """mu = E[phi(eps)] and nu^2 = E[phi(eps)^2] for eps ~ N(0, 1)."""
+    from analysis.theory.gau_init import activation_moments
+
+    mean, second = activation_moments(args.activation, args.sigma)
+    _emit(args, {"activation": args.activation, "sigma": args.sigma, "mean": mean, "second_moment": second},
+          [f"{args.activation}(sigma eps), eps ~ N(0, 1), sigma = {args.sigma:g}",
+           f"mean          mu   = {mean:.12g}", f"second moment nu^2 = {second:.12g}"])
+
+
+def cmd_gau_magnitude(args: argparse.Namespace) -> None:
+    """The source's and the corrected prediction of RMS(GAU(x)) at initialisation, and the measured value."""
+    import numpy as np
+
+    from analysis.experiments.gau_init import measure
+    from analysis.theory.gau_init import gau_output_rms
+    from analysis.train import pick_device
+
+    if args.s > args.e:
+        raise UsageError(f"--s (key size {args.s}) must not exceed --e (expanded width {args.e})")
+    pred = gau_output_rms(args.s, args.n, args.d, args.e, args.init)
+    m = measure(args.d, args.e, args.s, args.n, args.init, args.seeds, pick_device())
+    payload = {"d": args.d, "e": args.e, "s": args.s, "n": args.n, "init": args.init, "seeds": args.seeds,
+               "predicted_source": pred.rms_source, "predicted_corrected": pred.rms_corrected,
+               "measured_rms": m["rms"], "measured_std": m["rms_std"]}
+    _emit(args, payload, [
+        f"GAU d = {args.d}, e = {args.e}, s = {args.s}, n = {args.n}, {args.init} init, x ~ N(0, I), {args.seeds} seeds",
+        f"source  s nu^6 / n      : {pred.rms_source:.4g}",
+        f"corrected (this book)   : {pred.rms_corrected:.4g}",
+        f"measured RMS            : {m['rms']:.4g} ± {m['rms_std']:.2g} (std over seeds)",
+        f"measured / source       : {m['rms'] / pred.rms_source:.3g};  measured / corrected: {m['rms'] / pred.rms_corrected:.3g}",
+    ] + ([] if np.isfinite(m["rms"]) else ["(non-finite output)"]))
+
+
 # --- run -------------------------------------------------------------------------------
 
 
@@ -222,6 +259,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print a JSON object")
     p.set_defaults(func=cmd_scale)
+
+    from analysis.theory.gau_init import ACTIVATIONS
+
+    p = sub.add_parser("moments", help="mean and second moment of an activation of a standard normal")
+    p.add_argument("activation", choices=sorted(ACTIVATIONS))
+    p.add_argument("--sigma", type=_bounded_float("--sigma", 1e-6, 1e6), default=1.0, help="scale of the normal input")
+    p.add_argument("--json", action="store_true", help="print a JSON object")
+    p.set_defaults(func=cmd_moments)
+
+    p = sub.add_parser("gau-magnitude", help="predicted and measured RMS of a GAU layer's output at initialisation")
+    p.add_argument("--d", type=_bounded_int("--d", 1, 65536), required=True)
+    p.add_argument("--e", type=_bounded_int("--e", 1, 262144), required=True)
+    p.add_argument("--s", type=_bounded_int("--s", 1, 65536), required=True)
+    p.add_argument("--n", type=_bounded_int("--n", 1, 65536), required=True)
+    p.add_argument("--init", choices=("lecun", "std0.02"), default="lecun")
+    p.add_argument("--seeds", type=_bounded_int("--seeds", 1, 1000), default=4)
+    p.add_argument("--json", action="store_true", help="print a JSON object")
+    p.set_defaults(func=cmd_gau_magnitude)
 
     p = sub.add_parser("run", help="run an experiment and record it under results/")
     p.add_argument("experiment", help="experiment name (see 'list')")

@@ -306,3 +306,66 @@ def training_sweep(runs: Sequence[tuple[str, dict[str, Any]]]) -> Figure:
                 ax.legend(fontsize=8)
         fig.tight_layout()
     return fig
+
+
+# --- GAU at initialisation ---------------------------------------------------------------
+
+
+def gau_rms_grid(data: dict[str, Any]) -> Figure:
+    """Measured RMS of GAU(x) against n, per s, with the source's and the corrected predictions (log-log)."""
+    widths = sorted({(r["d"], r["e"]) for r in data["grid"]}, reverse=True)
+    inits = sorted({r["init"] for r in data["grid"]})
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(len(inits), len(widths), figsize=(7 * len(widths), 4.8 * len(inits)), squeeze=False)
+        for row, init in zip(axes, inits):
+            for ax, (d, e) in zip(row, widths):
+                ss = sorted({r["s"] for r in data["grid"]})
+                for i, s in enumerate(ss):
+                    rows = sorted((r for r in data["grid"] if r["init"] == init and r["d"] == d and r["s"] == s),
+                                  key=lambda r: r["n"])
+                    n = [r["n"] for r in rows]
+                    ax.errorbar(n, [r["rms"] for r in rows], yerr=[2 * r["rms_std"] for r in rows], fmt="o",
+                                color=f"C{i}", label=f"s = {s}: measured")
+                    ax.plot(n, [r["pred_rms_corrected"] for r in rows], "-", color=f"C{i}")
+                    ax.plot(n, [r["pred_rms_source"] for r in rows], ":", color=f"C{i}")
+                ax.set_xscale("log")
+                ax.set_yscale("log")
+                ax.set_xlabel("n, sequence length (log scale)")
+                ax.set_ylabel("RMS of GAU(x) (log scale)")
+                ax.set_title(f"d = {d}, e = {e}, {init} init")
+                ax.legend(fontsize=8, title="solid: corrected; dotted: s nu^6/n", title_fontsize=8)
+        fig.tight_layout()
+    return fig
+
+
+def gau_lambda(data: dict[str, Any]) -> Figure:
+    """RMS of GAU(x) when every weight is scaled by lambda, and its local exponent against 7."""
+    from analysis.experiments.gau_init import local_exponents
+
+    sweep = data["sweep"]
+    lam = np.array([r["lambda"] for r in sweep["rows"]])
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 2, figsize=(14, 4.8))
+        axes[0].errorbar(lam, [r["rms"] for r in sweep["rows"]], yerr=[2 * r["rms_std"] for r in sweep["rows"]],
+                         fmt="o", label="measured")
+        axes[0].plot(lam, [r["pred_corrected"] for r in sweep["rows"]], "k-", label="corrected prediction")
+        i1 = int(np.argmin(np.abs(lam - 1)))
+        ref = sweep["rows"][i1]["rms"]
+        axes[0].plot(lam, ref * (lam / lam[i1]) ** 7, "C3:", label="lambda^7 through lambda = 1")
+        axes[0].set_xscale("log")
+        axes[0].set_yscale("log")
+        axes[0].set_xlabel("lambda, scale of every weight (log scale)")
+        axes[0].set_ylabel("RMS of GAU(x) (log scale)")
+        axes[0].set_title(f"d = {sweep['d']}, e = {sweep['e']}, s = {sweep['s']}, n = {sweep['n']}, LeCun")
+        axes[0].legend()
+        mid, measured = local_exponents(sweep, "rms")
+        _, predicted = local_exponents(sweep, "pred_corrected")
+        axes[1].semilogx(mid, measured, "o", label="measured")
+        axes[1].semilogx(mid, predicted, "k-", label="corrected prediction")
+        axes[1].axhline(7, color="C3", ls=":", label="source: 7")
+        axes[1].set_xlabel("lambda (log scale)")
+        axes[1].set_ylabel("local exponent d ln RMS / d ln lambda")
+        axes[1].set_title("the lambda^7 law, measured locally")
+        axes[1].legend()
+        fig.tight_layout()
+    return fig

@@ -1,0 +1,68 @@
+import math
+
+import pytest
+
+from analysis.__main__ import main
+from analysis.experiments import gau_init as exp
+from analysis.theory import gau_init as th
+
+
+@pytest.mark.parametrize("name", sorted(th.ACTIVATIONS))
+@pytest.mark.parametrize("power", [1, 2, 4])
+def test_moments_match_mpmath(name, power):
+    got = th.activation_moment(name, power)
+    ref = th.activation_moment_reference(name, power)
+    assert got == pytest.approx(ref, rel=1e-12, abs=1e-15)
+
+
+def test_known_moments_and_scaling():
+    mu, nu2 = th.activation_moments("swish")
+    assert round(mu, 4) == 0.2066 and math.floor(nu2 * 1e4) / 1e4 == 0.3557
+    assert th.activation_moments("relu") == pytest.approx((1 / math.sqrt(2 * math.pi), 0.5), rel=1e-12)
+    # relu is homogeneous: moments scale with sigma and sigma^2
+    assert th.activation_moments("relu", 3.0) == pytest.approx((3 / math.sqrt(2 * math.pi), 4.5), rel=1e-12)
+    assert th.first_hermite_coefficient("relu") == pytest.approx(0.5, rel=1e-12)
+    assert th.first_hermite_coefficient("identity", 2.0) == pytest.approx(2.0, rel=1e-12)
+
+
+def test_predictions_source_numbers_and_limits():
+    p = th.gau_output_rms(128, 512, 768, 1536)
+    assert p.rms_source == pytest.approx(128 * p.nu2**3 / 512) and 0.0105 < p.rms_source < 0.0115
+    assert p.diag_offdiag_ratio_source == pytest.approx(69.4, abs=0.1)
+    # the corrected RMS levels off in n instead of falling like 1/n
+    far = th.gau_output_rms(128, 2**16, 768, 1536).rms_corrected
+    assert far > 0.5 * p.rms_corrected
+    with pytest.raises(ValueError, match="s \\(key size 64\\) must not exceed e"):
+        th.gau_output_rms(64, 10, 16, 32)
+    with pytest.raises(ValueError, match="init must be"):
+        th.gau_output_rms(8, 10, 16, 32, init="orthogonal")
+    with pytest.raises(ValueError, match="activation must be one of"):
+        th.activation_moments("softplus")
+    with pytest.raises(ValueError, match="sigma must be positive"):
+        th.activation_moments("swish", -1.0)
+
+
+def test_experiment_smoke_and_claims():
+    data = exp.run(exp.CONFIGS["smoke"])
+    for r in data["grid"]:
+        # the corrected prediction is within a factor 2 everywhere; the source's is not near large n
+        assert 0.5 < r["rms"] / r["pred_rms_corrected"] < 2.0
+    big = max((r for r in data["grid"] if r["init"] == "lecun"), key=lambda r: (r["n"], r["s"]))
+    assert big["rms"] / big["pred_rms_source"] > 3
+    keys = {c.key: c for c in exp.claims(data, "smoke")}
+    assert keys["swish-mean"].verdict == "holds"
+    assert keys["rms-source-smoke"].verdict == "fails"
+    assert keys["lambda7-smoke"].verdict == "fails" and keys["lambda7-smoke"].measured > 7.5
+
+
+def test_cli_moments_and_magnitude(capsys):
+    import json
+
+    assert main(["moments", "swish", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["mean"] == pytest.approx(0.20662096, rel=1e-7) and doc["second_moment"] == pytest.approx(0.35577552, rel=1e-7)
+    assert main(["gau-magnitude", "--d", "64", "--e", "128", "--s", "32", "--n", "128", "--seeds", "2", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc) >= {"predicted_source", "measured_rms", "measured_std", "predicted_corrected"}
+    assert main(["gau-magnitude", "--d", "64", "--e", "16", "--s", "32", "--n", "128"]) == 2
+    assert "must not exceed --e" in capsys.readouterr().err
