@@ -40,9 +40,9 @@ class Config:
 CONFIGS: dict[str, Config] = {
     "smoke": Config(ns=(64, 512), ss=(32, 128), widths=((256, 512),), inits=("lecun", "std0.02"), seeds=2,
                     lambdas=(0.1, 1.0, 3.0)),
-    "cpu": Config(ns=(64, 256, 1024, 4096), ss=(32, 64, 128, 256), widths=((768, 1536), (256, 512)),
+    "cpu": Config(ns=(64, 256, 512, 1024, 4096), ss=(32, 64, 128, 256), widths=((768, 1536), (256, 512)),
                   inits=("lecun", "std0.02"), seeds=3, lambdas=tuple(np.geomspace(0.05, 4, 13).round(4))),
-    "gpu": Config(ns=(64, 256, 1024, 4096, 8192), ss=(32, 64, 128, 256), widths=((768, 1536), (256, 512), (1024, 2048)),
+    "gpu": Config(ns=(64, 256, 512, 1024, 4096, 8192), ss=(32, 64, 128, 256), widths=((768, 1536), (256, 512), (1024, 2048)),
                   inits=("lecun", "std0.02"), seeds=8, lambdas=tuple(np.geomspace(0.05, 4, 25).round(4))),
 }
 
