@@ -1,0 +1,215 @@
+"""A language model that stacks GAU, FLASH or Transformer blocks, with a choice of residual and norm.
+
+Index legend: b - batch, n - positions, d - model width, h - heads, k - head width.
+
+Residual arrangements of a sublayer f (DeepNet's alpha = (2N)^{1/4} and init scale beta = (8N)^{-1/4},
+N the number of layers, for a decoder-only stack):
+
+* ``post``:      x <- Norm(x + f(x))
+* ``pre``:       x <- x + f(Norm(x))              (with a final Norm)
+* ``sandwich``:  x <- x + Norm(f(Norm(x)))         (with a final Norm)
+* ``deepnorm``:  x <- Norm(alpha x + f(x)), the value/output/FFN weights scaled by beta at init
+
+A Transformer layer has two sublayers (multi-head softmax attention, FFN); a GAU or FLASH layer has one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from analysis.models.gau import GAU, GAUConfig, init_linear, rope
+
+BLOCKS = ("gau", "flash", "transformer")
+RESIDUALS = ("post", "pre", "sandwich", "deepnorm")
+NORMS = ("layernorm", "rmsnorm", "scalenorm")
+FFNS = ("relu", "gelu", "swiglu")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Everything about the model's shape; the one place for sizes."""
+
+    vocab: int = 256
+    d: int = 256
+    layers: int = 4
+    block: str = "gau"
+    residual: str = "post"
+    norm: str = "layernorm"
+    init: str = "xavier"
+    ctx: int = 512
+    # Transformer blocks
+    heads: int = 4
+    ffn: str = "gelu"
+    ffn_mult: int = 4
+    # GAU / FLASH blocks
+    e: int | None = None  # default 2 d
+    s: int = 128
+    gau_norm: str = "relu2_ns"
+    chunk: int = 64  # FLASH chunk length
+
+    def __post_init__(self) -> None:
+        for name in ("vocab", "d", "layers", "ctx", "heads", "ffn_mult", "s", "chunk"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer; got {value!r}")
+        for name, allowed in (("block", BLOCKS), ("residual", RESIDUALS), ("norm", NORMS), ("ffn", FFNS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
+        if self.block == "transformer" and (self.d % self.heads or (self.d // self.heads) % 2):
+            raise ValueError(f"d ({self.d}) must split into {self.heads} heads of even width")
+
+    @property
+    def expanded(self) -> int:
+        """e, the GAU's expanded width (2 d unless set)."""
+        return self.e if self.e is not None else 2 * self.d
+
+
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x^2) + eps) * g: no mean is subtracted."""
+
+    def __init__(self, d: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class ScaleNorm(nn.Module):
+    """g x / ||x|| with one scalar g, initialised to sqrt(d) (Nguyen and Salazar)."""
+
+    def __init__(self, d: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.g = nn.Parameter(torch.tensor(math.sqrt(d)))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.g * x / (x.norm(dim=-1, keepdim=True) + self.eps)
+
+
+def make_norm(kind: str, d: int) -> nn.Module:
+    """LayerNorm, RMSNorm or ScaleNorm over the last axis."""
+    return {"layernorm": lambda: nn.LayerNorm(d), "rmsnorm": lambda: RMSNorm(d), "scalenorm": lambda: ScaleNorm(d)}[kind]()
+
+
+class Attention(nn.Module):
+    """Multi-head causal softmax attention with RoPE, through scaled_dot_product_attention."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.heads = cfg.heads
+        self.qkv = nn.Linear(cfg.d, 3 * cfg.d)
+        self.out = nn.Linear(cfg.d, cfg.d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, n, d = x.shape
+        q, k, v = (t.view(b, n, self.heads, d // self.heads).transpose(1, 2) for t in self.qkv(x).split(d, dim=-1))
+        pos = torch.arange(n, device=x.device)
+        q, k = rope(q, pos), rope(k, pos)  # (b, h, n, k)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.out(y.transpose(1, 2).reshape(b, n, d))
+
+
+class FeedForward(nn.Module):
+    """W2 act(W1 x) with ReLU or GELU (hidden ffn_mult d), or SwiGLU W2 (Swish(W1 x) * W3 x) with hidden 2/3 of that."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.kind = cfg.ffn
+        hidden = cfg.ffn_mult * cfg.d
+        if cfg.ffn == "swiglu":
+            hidden = int(round(2 * hidden / 3))  # same parameters as the two-matrix FFN
+            self.w3 = nn.Linear(cfg.d, hidden)
+        self.w1 = nn.Linear(cfg.d, hidden)
+        self.w2 = nn.Linear(hidden, cfg.d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.kind == "swiglu":
+            return self.w2(F.silu(self.w1(x)) * self.w3(x))
+        return self.w2(F.relu(self.w1(x)) if self.kind == "relu" else F.gelu(self.w1(x)))
+
+
+class Residual(nn.Module):
+    """One sublayer f wrapped in the chosen residual arrangement and norm."""
+
+    def __init__(self, f: nn.Module, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.f, self.kind = f, cfg.residual
+        self.norm = make_norm(cfg.norm, cfg.d)
+        self.inner = make_norm(cfg.norm, cfg.d) if cfg.residual == "sandwich" else None
+        self.alpha = (2 * cfg.layers) ** 0.25 if cfg.residual == "deepnorm" else 1.0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.kind == "post":
+            return self.norm(x + self.f(x))
+        if self.kind == "pre":
+            return x + self.f(self.norm(x))
+        if self.kind == "sandwich":
+            assert self.inner is not None
+            return x + self.inner(self.f(self.norm(x)))
+        return self.norm(self.alpha * x + self.f(x))
+
+
+class LanguageModel(nn.Module):
+    """Token embedding, ``layers`` blocks, optional final norm, tied output layer."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embed = nn.Embedding(cfg.vocab, cfg.d)
+        sublayers: list[nn.Module] = []
+        for _ in range(cfg.layers):
+            if cfg.block == "transformer":
+                sublayers += [Residual(Attention(cfg), cfg), Residual(FeedForward(cfg), cfg)]
+            else:
+                gau = GAU(GAUConfig(d=cfg.d, e=cfg.expanded, s=cfg.s, norm=cfg.gau_norm, causal=True, rope=True,
+                                    chunk=cfg.chunk if cfg.block == "flash" else None, init=cfg.init))
+                sublayers.append(Residual(gau, cfg))
+        self.sublayers = nn.ModuleList(sublayers)
+        self.final_norm = make_norm(cfg.norm, cfg.d) if cfg.residual in ("pre", "sandwich") else nn.Identity()
+        self._init_weights()
+
+    def _init_weights(self) -> None:
+        cfg = self.cfg
+        nn.init.normal_(self.embed.weight, std=1.0 if cfg.init == "lecun" else 0.02 if cfg.init == "std0.02"
+                        else math.sqrt(2 / (cfg.vocab + cfg.d)))
+        beta = (8 * cfg.layers) ** -0.25 if cfg.residual == "deepnorm" else 1.0
+        for name, module in self.named_modules():
+            if isinstance(module, nn.Linear):
+                init_linear(module, cfg.init)
+                # DeepNet scales the value, output and FFN projections (not q, k, or the GAU's z)
+                if beta != 1.0 and not name.endswith(("to_z",)):
+                    with torch.no_grad():
+                        if name.endswith("qkv"):
+                            module.weight[2 * cfg.d :].mul_(beta)
+                        else:
+                            module.weight.mul_(beta)
+
+    def forward(self, idx: torch.Tensor, return_hidden: bool = False) -> torch.Tensor | tuple[torch.Tensor, list[torch.Tensor]]:
+        """idx (b, n) -> logits (b, n, vocab); with ``return_hidden`` also the residual stream after each sublayer."""
+        if idx.dim() != 2:
+            raise ValueError(f"idx must have shape (batch, length); got {tuple(idx.shape)}")
+        if idx.shape[1] > self.cfg.ctx:
+            raise ValueError(f"sequence length {idx.shape[1]} exceeds ctx {self.cfg.ctx}")
+        x = self.embed(idx)
+        hidden = [x]
+        for layer in self.sublayers:
+            x = layer(x)
+            hidden.append(x)
+        logits = F.linear(self.final_norm(x), self.embed.weight)
+        return (logits, hidden) if return_hidden else logits
+
+    def num_parameters(self) -> int:
+        """Trainable parameters (the tied output layer counted once)."""
+        return sum(p.numel() for p in self.parameters())
+
+
+def update_sizes(hidden: list[torch.Tensor]) -> list[float]:
+    """||x_{l+1} - x_l|| / ||x_l|| for each sublayer: how far each one moves the residual stream."""
+    return [float((b - a).norm() / a.norm()) for a, b in zip(hidden[:-1], hidden[1:])]

@@ -1,0 +1,98 @@
+
+import pytest
+import torch
+
+from analysis.models.lm import BLOCKS, RESIDUALS, LanguageModel, ModelConfig, RMSNorm, ScaleNorm, update_sizes
+
+
+def small(**kw):
+    base = dict(vocab=64, d=32, layers=2, ctx=32, heads=4, s=16, chunk=8)
+    base.update(kw)
+    torch.manual_seed(0)
+    return LanguageModel(ModelConfig(**base))
+
+
+@pytest.mark.parametrize("block", BLOCKS)
+@pytest.mark.parametrize("residual", RESIDUALS)
+def test_causal_language_model_for_every_block_and_residual(block, residual):
+    model = small(block=block, residual=residual).eval()
+    a = torch.randint(0, 64, (2, 24))
+    b = a.clone()
+    b[:, 13:] = torch.randint(0, 64, (2, 11))
+    with torch.no_grad():
+        la, lb = model(a), model(b)
+    assert la.shape == (2, 24, 64) and torch.isfinite(la).all()
+    torch.testing.assert_close(la[:, :13], lb[:, :13])
+
+
+@pytest.mark.parametrize("norm", ["layernorm", "rmsnorm", "scalenorm"])
+@pytest.mark.parametrize("ffn", ["relu", "gelu", "swiglu"])
+def test_norms_and_ffns_train_one_step(norm, ffn):
+    model = small(block="transformer", norm=norm, ffn=ffn)
+    idx = torch.randint(0, 64, (2, 16))
+    loss = torch.nn.functional.cross_entropy(model(idx).reshape(-1, 64), idx.reshape(-1))
+    loss.backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+def test_norm_definitions():
+    x = torch.randn(5, 8) * 3 + 1
+    rms = RMSNorm(8)(x)
+    torch.testing.assert_close(rms.pow(2).mean(-1), torch.ones(5), rtol=1e-4, atol=1e-4)
+    sn = ScaleNorm(8)(x)
+    torch.testing.assert_close(sn.norm(dim=-1), torch.full((5,), 8**0.5), rtol=1e-4, atol=1e-4)
+
+
+def test_two_gau_layers_match_one_transformer_layer_in_parameters():
+    d = 256
+    gau = LanguageModel(ModelConfig(d=d, layers=2, block="gau", s=64))
+    tfm = LanguageModel(ModelConfig(d=d, layers=1, block="transformer"))
+    body = lambda m: m.num_parameters() - m.embed.weight.numel()
+    assert abs(body(gau) / body(tfm) - 1) < 0.1  # 2 x 3 d e (e = 2d) = 12 d^2 vs 12 d^2
+
+
+def test_swiglu_hidden_width_matches_ffn_parameters():
+    a = small(block="transformer", ffn="gelu", d=96, heads=4).sublayers[1].f
+    b = small(block="transformer", ffn="swiglu", d=96, heads=4).sublayers[1].f
+    count = lambda m: sum(p.numel() for p in m.parameters())
+    assert abs(count(b) / count(a) - 1) < 0.01
+
+
+def test_update_sizes_and_deepnorm_scaling():
+    idx = torch.randint(0, 64, (2, 16))
+    with torch.no_grad():
+        _, hidden = small(block="gau", residual="post").eval()(idx, return_hidden=True)
+    sizes = update_sizes(hidden)
+    assert len(sizes) == 2 and all(s > 0 for s in sizes)
+    deep = small(block="transformer", residual="deepnorm", layers=8)
+    plain = small(block="transformer", residual="post", layers=8)
+    assert deep.sublayers[1].f.w1.weight.std() < 0.7 * plain.sublayers[1].f.w1.weight.std()  # beta = 64^(-1/4)
+    assert deep.sublayers[0].alpha == pytest.approx(16**0.25)
+
+
+def test_bf16_autocast_on_cpu():
+    model = small(block="flash")
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(torch.randint(0, 64, (2, 16)))
+    assert torch.isfinite(out.float()).all()
+
+
+def test_torch_compile_matches_eager():
+    model = small(block="gau", layers=1).eval()
+    idx = torch.randint(0, 64, (1, 16))
+    compiled = torch.compile(model)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(idx), model(idx), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [({"block": "rnn"}, "block must be one of"), ({"residual": "mid"}, "residual must be one of"),
+     ({"norm": "batchnorm"}, "norm must be one of"), ({"d": 30, "block": "transformer"}, "must split into"),
+     ({"layers": 0}, "layers must be a positive integer")],
+)
+def test_bad_config(kw, message):
+    base = dict(vocab=64, d=32, layers=2, ctx=32, heads=4, s=16, chunk=8)
+    base.update(kw)
+    with pytest.raises(ValueError, match=message):
+        ModelConfig(**base)
