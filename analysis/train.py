@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -114,11 +118,22 @@ def token_stats(model: nn.Module, tokens: npt.NDArray[np.uint8], ctx: int, windo
 
 @dataclass
 class TrainLog:
-    """What a run did: steps, losses, and whether (and when) it diverged."""
+    """What a run did: steps, losses, validation, whether (and when) it diverged, and where it resumed."""
 
     steps: list[int] = field(default_factory=list)
     train_loss: list[float] = field(default_factory=list)
+    val_steps: list[int] = field(default_factory=list)
+    val_loss: list[float] = field(default_factory=list)
     diverged_at: int | None = None
+    resumed_from: int | None = None
+
+
+def _save_checkpoint(path: Path, state: dict[str, Any]) -> None:
+    """torch.save to a temporary file, then rename: an interruption never leaves half a checkpoint."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
 
 
 def train_lm(
@@ -130,10 +145,19 @@ def train_lm(
     on_step: Callable[[int, nn.Module], None] | None = None,
     progress: bool = True,
     log_every: int = 10,
+    val_tokens: npt.NDArray[np.uint8] | None = None,
+    eval_every: int = 0,
+    eval_windows: int = 16,
+    checkpoint: str | os.PathLike[str] | None = None,
+    checkpoint_every: int = 0,
+    explode_factor: float = 3.0,
 ) -> TrainLog:
     """Train on random windows; ``on_step(step, model)`` is called before step 0 and after every step.
 
-    A non-finite loss stops the run and is recorded as ``diverged_at`` rather than raised.
+    A non-finite loss, or one above ``explode_factor`` times the first, stops the run and is recorded as
+    ``diverged_at`` rather than raised. With ``val_tokens`` and ``eval_every`` the validation loss is logged.
+    With ``checkpoint`` the run saves model, optimiser, data-sampler state and log every ``checkpoint_every``
+    steps, and a run started with an existing checkpoint resumes from it.
     """
     gen = torch.Generator().manual_seed(cfg.seed)
     model.to(device).train()
@@ -147,9 +171,19 @@ def train_lm(
     autocast = device.type == "cuda"
     data = torch.from_numpy(tokens)  # shared, uint8: windows are gathered and widened per batch
     log = TrainLog()
-    if on_step:
+    start = 0
+    ckpt = Path(checkpoint) if checkpoint is not None else None
+    if ckpt is not None and ckpt.exists():
+        state = torch.load(ckpt, map_location=device, weights_only=False)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        gen.set_state(state["generator"])
+        log = TrainLog(**state["log"])
+        start = log.resumed_from = int(state["step"])
+    first_loss: float | None = log.train_loss[0] if log.train_loss else None
+    if on_step and start == 0:
         on_step(0, model)
-    for step in tqdm(range(cfg.steps), disable=None if progress else True, desc="train", leave=False):
+    for step in tqdm(range(start, cfg.steps), disable=None if progress else True, desc="train", leave=False):
         for g in opt.param_groups:
             g["lr"] = cfg.lr_at(step)
         x, y = random_windows(data, ctx, cfg.batch, gen)
@@ -157,7 +191,9 @@ def train_lm(
         with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=autocast):
             logits = model(x)
         loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), y.reshape(-1))
-        if not torch.isfinite(loss):
+        value = loss.item()
+        first_loss = value if first_loss is None else first_loss
+        if not math.isfinite(value) or value > explode_factor * first_loss:
             log.diverged_at = step
             break
         opt.zero_grad(set_to_none=True)
@@ -167,7 +203,14 @@ def train_lm(
         opt.step()
         if step % log_every == 0 or step == cfg.steps - 1:
             log.steps.append(step + 1)
-            log.train_loss.append(loss.item())
+            log.train_loss.append(value)
+        if val_tokens is not None and eval_every and ((step + 1) % eval_every == 0 or step == cfg.steps - 1):
+            log.val_steps.append(step + 1)
+            log.val_loss.append(float(token_stats(model, val_tokens, ctx, eval_windows, device).loss.mean()))
+            model.train()
         if on_step:
             on_step(step + 1, model)
+        if ckpt is not None and checkpoint_every and ((step + 1) % checkpoint_every == 0 or step == cfg.steps - 1):
+            _save_checkpoint(ckpt, {"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step + 1,
+                                    "generator": gen.get_state(), "log": dataclasses.asdict(log)})
     return log

@@ -107,3 +107,47 @@ def test_attention_variants_agree_with_explicit_softmax_and_learn_the_scale():
     assert model.blocks[0].attn.log_cosine_scale.grad is not None
     with pytest.raises(ValueError, match="attn_kind"):
         LMConfig(attn_kind="linear")
+
+
+def test_checkpoint_resume_reproduces_an_uninterrupted_run(tmp_path):
+    tokens = np.frombuffer(b"the quick brown fox jumps over the lazy dog. " * 60, dtype=np.uint8).copy()
+    cfg = TrainConfig(steps=12, batch=4, lr=3e-3, warmup=2)
+
+    def fresh():
+        torch.manual_seed(0)
+        return TransformerLM(CFG)
+
+    straight = fresh()
+    log_a = train_lm(straight, tokens, cfg, 16, torch.device("cpu"), progress=False, log_every=1)
+
+    class Stop(Exception):
+        pass
+
+    def interrupt(step, model):
+        if step == 6:
+            raise Stop
+
+    path = tmp_path / "run.ckpt"
+    with pytest.raises(Stop):
+        train_lm(fresh(), tokens, cfg, 16, torch.device("cpu"), on_step=interrupt, progress=False, log_every=1,
+                 checkpoint=path, checkpoint_every=4)
+    assert path.exists() and not (tmp_path / "run.ckpt.tmp").exists()
+    resumed = fresh()
+    log_b = train_lm(resumed, tokens, cfg, 16, torch.device("cpu"), progress=False, log_every=1,
+                     checkpoint=path, checkpoint_every=4)
+    assert log_b.resumed_from == 4
+    assert log_b.train_loss == pytest.approx(log_a.train_loss, rel=1e-6)
+    for p, q in zip(straight.parameters(), resumed.parameters()):
+        torch.testing.assert_close(p, q)
+
+
+def test_validation_is_logged_and_loss_explosion_is_divergence():
+    tokens = np.frombuffer(b"abcdefgh" * 300, dtype=np.uint8).copy()
+    torch.manual_seed(0)
+    log = train_lm(TransformerLM(CFG), tokens, TrainConfig(steps=10, batch=4), 16, torch.device("cpu"),
+                   progress=False, val_tokens=tokens, eval_every=5, eval_windows=4)
+    assert log.val_steps == [5, 10] and all(np.isfinite(log.val_loss))
+    torch.manual_seed(0)
+    blown = train_lm(TransformerLM(CFG), tokens, TrainConfig(steps=30, batch=4, lr=5.0, grad_clip=None),
+                     16, torch.device("cpu"), progress=False, explode_factor=1.5)
+    assert blown.diverged_at is not None and blown.diverged_at < 30
