@@ -369,3 +369,32 @@ def gau_lambda(data: dict[str, Any]) -> Figure:
         axes[1].legend()
         fig.tight_layout()
     return fig
+
+
+def deep_gau(data: dict[str, Any]) -> Figure:
+    """Validation loss against depth per architecture, with and without warmup; update sizes at initialisation."""
+    from analysis.experiments.deep_gau import ARCHS, arch_label, summary
+
+    depths = sorted({r["depth"] for r in data["runs"]})
+    warmups = sorted({r["warmup"] for r in data["runs"]})
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 2, figsize=(15, 5))
+        for i, (block, residual) in enumerate(ARCHS):
+            for warmup, style in zip(warmups, ("-o", "--s")):
+                rows = [summary(data, d, block, residual, warmup) for d in depths]
+                axes[0].errorbar(depths, [r["val_loss"] for r in rows], yerr=[2 * r["se"] for r in rows], fmt=style,
+                                 color=f"C{i}", label=f"{arch_label(block, residual)}, warmup {warmup}")
+            deepest = [r for r in data["runs"] if r["depth"] == depths[-1] and (r["block"], r["residual"]) == (block, residual)]
+            sizes = np.mean([r["update_sizes"] for r in deepest], axis=0)
+            axes[1].semilogy(np.arange(1, len(sizes) + 1) / len(sizes), sizes, "-", color=f"C{i}",
+                             label=arch_label(block, residual))
+        axes[0].set_xlabel("depth (Transformer layers; GAU stacks have twice as many)")
+        axes[0].set_ylabel("validation loss (nats/byte)")
+        axes[0].set_title("loss after a fixed budget (divergent runs left out)")
+        axes[0].legend(fontsize=8)
+        axes[1].set_xlabel("sublayer position / number of sublayers")
+        axes[1].set_ylabel("||x_(l+1) - x_l|| / ||x_l|| at initialisation (log scale)")
+        axes[1].set_title(f"update size per sublayer, depth {depths[-1]}")
+        axes[1].legend(fontsize=8)
+        fig.tight_layout()
+    return fig

@@ -96,3 +96,17 @@ def test_bad_config(kw, message):
     base.update(kw)
     with pytest.raises(ValueError, match=message):
         ModelConfig(**base)
+
+
+def test_deep_gau_experiment_smoke():
+    from analysis.experiments import deep_gau
+
+    cfg = deep_gau.CONFIGS["smoke"]
+    data = deep_gau.run(cfg)
+    assert len(data["runs"]) == len(cfg.depths) * len(deep_gau.ARCHS) * len(cfg.warmups) * len(cfg.seeds)
+    gau = [r for r in data["runs"] if r["block"] == "gau"]
+    tfm = [r for r in data["runs"] if r["block"] == "transformer" and r["residual"] == "post"]
+    assert abs(gau[0]["parameters"] / tfm[0]["parameters"] - 1) < 0.2  # equal size, up to embeddings and norms
+    assert len(gau[0]["update_sizes"]) == 2 * cfg.depths[0] and len(tfm[0]["update_sizes"]) == 2 * cfg.depths[0]
+    claims = deep_gau.claims(data, "smoke")
+    assert {c.key for c in claims} == {"gau-no-warmup-smoke", "gau-no-divergence-smoke", "gau-vs-postnorm-transformer-smoke"}
