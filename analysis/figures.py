@@ -398,3 +398,30 @@ def deep_gau(data: dict[str, Any]) -> Figure:
         axes[1].legend(fontsize=8)
         fig.tight_layout()
     return fig
+
+
+def coord_check(data: dict[str, Any]) -> Figure:
+    """Median branch ratio RMS(f(x))/RMS(x) against width, per depth, at each measured step (mup-style, log-log)."""
+    from analysis.experiments.coord_check import ARCHS
+
+    steps = sorted({r["step"] for r in data["rows"]})
+    depths = sorted({r["depth"] for r in data["rows"]})
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, len(ARCHS), figsize=(5.5 * len(ARCHS), 4.6), sharey=True)
+        for ax, (block, residual) in zip(axes, ARCHS):
+            for i, depth in enumerate(depths):
+                for step, style in zip(steps, ("-o", "--s", ":^", "-.v", "-x")):
+                    rows = sorted((r for r in data["rows"] if (r["block"], r["residual"], r["depth"], r["step"])
+                                   == (block, residual, depth, step)), key=lambda r: r["width"])
+                    ax.plot([r["width"] for r in rows], [r["median"] for r in rows], style, color=f"C{i}",
+                            label=f"depth {depth}, step {step}" if block == ARCHS[0][0] else None)
+            ax.axhline(0.01, color="k", lw=0.8, ls=":")
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("width d (log scale)")
+            name = "GAU" if block == "gau" else "Transformer"
+            ax.set_title(f"{residual}-norm {name}")
+        axes[0].set_ylabel("median RMS(f(x)) / RMS(x) over layers (log)")
+        axes[0].legend(fontsize=7, ncol=2)
+        fig.tight_layout()
+    return fig

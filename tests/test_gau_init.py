@@ -66,3 +66,27 @@ def test_cli_moments_and_magnitude(capsys):
     assert set(doc) >= {"predicted_source", "measured_rms", "measured_std", "predicted_corrected"}
     assert main(["gau-magnitude", "--d", "64", "--e", "16", "--s", "32", "--n", "128"]) == 2
     assert "must not exceed --e" in capsys.readouterr().err
+
+
+def test_coord_check_smoke():
+    from analysis.experiments import coord_check
+
+    cfg = coord_check.CONFIGS["smoke"]
+    data = coord_check.run(cfg)
+    assert len(data["rows"]) == len(coord_check.ARCHS) * len(cfg.depths) * len(cfg.widths) * len(cfg.steps)
+    gau = [r for r in data["rows"] if r["block"] == "gau"]
+    assert all(len(r["ratios"]) == 2 * r["depth"] and all(v > 0 for v in r["ratios"]) for r in gau)
+    (claim,) = coord_check.claims(data, "smoke")
+    assert claim.predicted == 0.01 and claim.measured > 0
+
+
+def test_causal_gau_early_rows_are_large():
+    import torch
+
+    from analysis.models.gau import GAU, GAUConfig
+
+    torch.manual_seed(0)
+    x = torch.randn(2, 64, 128)
+    with torch.no_grad():
+        causal = GAU(GAUConfig(d=128, e=256, s=64, causal=True))(x).pow(2).mean((0, 2)).sqrt()
+    assert causal[0] > 5 * causal[-1]  # row 1 sees one key: A_11 ~ s nu^4, not s nu^4 / n
