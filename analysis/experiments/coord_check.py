@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from analysis.data import stdlib_corpus
-from analysis.models.lm import LanguageModel, ModelConfig
+from analysis.models.lm import LanguageModel, ModelConfig, Residual
 from analysis.scale import Scale
 from analysis.train import fixed_windows, pick_device, random_windows
 from analysis.verify import Claim
@@ -56,7 +56,8 @@ def branch_ratios(model: LanguageModel, idx: torch.Tensor) -> list[float]:
     """RMS(f(x_l)) / RMS(x_l) for every residual branch, with x_l the residual stream entering it."""
     x = model.embed(idx)
     out = []
-    for layer in model.sublayers:
+    for module in model.sublayers:
+        layer = cast(Residual, module)
         inner = x if layer.kind in ("post", "deepnorm") else layer.norm(x)
         f = layer.f(inner)
         out.append(float(f.pow(2).mean().sqrt() / x.pow(2).mean().sqrt()))
