@@ -123,7 +123,7 @@ def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
         pred = th.gau_output_rms_scaled(s, n, d, float(lam), float(lam) ** 2)
         sweep.append({"lambda": float(lam), **measure(d, e, s, n, "lecun", cfg.seeds, device, cfg.seed, float(lam)),
                       "pred_corrected": pred.rms_corrected})
-    return {"device_type": device.type, "moments": moments, "grid": grid,
+    return {"device_type": device.type, "seeds": cfg.seeds, "moments": moments, "grid": grid,
             "sweep": {"d": d, "e": e, "s": s, "n": n, "rows": sweep}}
 
 
@@ -144,10 +144,20 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     worst, worst_ratio = data["grid"][worst_at], ratios[worst_at]
     worst_ratio_sd = worst["rms_std"] / worst["pred_rms_corrected"]
     big_n = [r for r in grid if r["s"] == ref["s"] and r["d"] == ref["d"]]
-    slope = float(np.polyfit(np.log([r["n"] for r in big_n]), np.log([r["rms"] for r in big_n]), 1)[0]) if len(big_n) > 1 else 0.0
+    seeds = int(data.get("seeds", 1)) or 1
+    log_n = np.log([r["n"] for r in big_n])
+    slope = float(np.polyfit(log_n, np.log([r["rms"] for r in big_n]), 1)[0]) if len(big_n) > 1 else 0.0
+    # standard error of the slope, from the seed error of each ln RMS (sd / mean / sqrt(seeds))
+    sig = np.array([r["rms_std"] / r["rms"] / np.sqrt(seeds) for r in big_n])
+    centred = log_n - log_n.mean()
+    slope_se = float(np.sqrt(np.sum(sig**2 * centred**2)) / np.sum(centred**2)) if len(big_n) > 1 else 0.0
     mom = data["moments"]["swish"]
-    exps = local_exponents(data["sweep"], "rms")[1]
-    one = int(np.argmin(np.abs(local_exponents(data["sweep"], "rms")[0] - 1.0)))
+    mids, exps = local_exponents(data["sweep"], "rms")
+    one = int(np.argmin(np.abs(mids - 1.0)))
+    sweep = data["sweep"]["rows"]
+    lam = np.array([r["lambda"] for r in sweep])
+    ln_err = np.array([r["rms_std"] / r["rms"] / np.sqrt(seeds) for r in sweep])
+    exp_se = float(np.hypot(ln_err[one], ln_err[one + 1]) / np.log(lam[one + 1] / lam[one]))
     return [
         Claim("swish-mean", "mu = E[Swish(eps)] = 0.2066 for eps ~ N(0, 1)", SOURCE, 0.2066, mom["mean"], 1e-13, 5e-5,
               "the source gives 4 decimals: +-5e-5 rounding; quadrature error ~1e-13"),
@@ -165,11 +175,13 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
               corrected=ref["pred_rms_corrected"],
               corrected_note="off-diagonal row mass c ~ s mu^4 + ... does not shrink with n, and V has mean mu"),
         Claim(f"rms-slope-{label}", f"RMS falls as 1/n (log-log slope in n at s = {ref['s']}, d = {ref['d']}; {label})",
-              SOURCE, -1.0, slope, 0.02, 0.06, "3 x ~0.02, the seed spread of a log-log slope over this n range"),
+              SOURCE, -1.0, slope, slope_se, 3 * slope_se,
+              "3 standard errors of the slope, propagated from the seed error of each ln RMS"),
         Claim(f"rms-corrected-grid-{label}", f"The corrected prediction fits the whole grid: measured / predicted RMS "
               f"({len(ratios)} points over n, s, d, e, LeCun and std 0.02; worst at n = {worst['n']}, s = {worst['s']}, "
               f"d = {worst['d']}, {worst['init']}; {label})", "this book", 1.0, float(worst_ratio), float(worst_ratio_sd),
               3 * float(worst_ratio_sd), "3 standard deviations over seeds of the worst ratio"),
         Claim(f"lambda7-{label}", f"Scaling every weight by lambda scales the output by lambda^7 (local exponent at lambda ~ 1; {label})",
-              SOURCE, 7.0, float(exps[one]), 0.05, 0.15, "3 x ~0.05, the seed spread of a finite-difference exponent"),
+              SOURCE, 7.0, float(exps[one]), exp_se, 3 * exp_se,
+              "3 standard errors of the finite-difference exponent, from the seed errors of its two RMS values"),
     ]
