@@ -8,12 +8,13 @@ unless a name says bits.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
 import sympy as sp
 from scipy import special
+
+from analysis.theory.validate import checked_array
 
 ArrayLike = npt.ArrayLike
 FloatArray = npt.NDArray[np.float64]
@@ -22,31 +23,19 @@ FloatArray = npt.NDArray[np.float64]
 MAX_CLASSES = 2.0**53
 
 
-def _checked(values: ArrayLike, name: str, ok: Callable[[FloatArray], npt.NDArray[np.bool_]], allowed: str) -> FloatArray:
-    """``values`` as float64, or ValueError naming ``name``, the allowed range and one offending value."""
-    x = np.asarray(values, dtype=np.float64)
-    if x.size == 0:
-        raise ValueError(f"{name} must not be empty")
-    with np.errstate(invalid="ignore"):
-        good = ok(x)
-    if not np.all(good):
-        raise ValueError(f"{name} must be {allowed}; got {float(x[~good].flat[0])!r}")
-    return x
-
-
 def _as_classes(classes: ArrayLike, name: str = "classes") -> FloatArray:
-    return _checked(
+    return checked_array(
         classes, name, lambda k: np.isfinite(k) & (k >= 1) & (k <= MAX_CLASSES) & (k == np.floor(k)),
         "an integer in [1, 2**53]",
     )
 
 
 def _as_probability(p: ArrayLike, name: str = "p") -> FloatArray:
-    return _checked(p, name, lambda q: np.isfinite(q) & (q > 0) & (q <= 1), "a probability in (0, 1]")
+    return checked_array(p, name, lambda q: np.isfinite(q) & (q > 0) & (q <= 1), "a probability in (0, 1]")
 
 
 def _as_loss(loss: ArrayLike, name: str = "loss") -> FloatArray:
-    return _checked(loss, name, lambda x: np.isfinite(x) & (x >= 0), "a finite loss in [0, inf) nats")
+    return checked_array(loss, name, lambda x: np.isfinite(x) & (x >= 0), "a finite loss in [0, inf) nats")
 
 
 def _check_single_class(k: FloatArray, p: FloatArray) -> None:

@@ -23,6 +23,8 @@ import numpy.typing as npt
 import sympy as sp
 from scipy import special
 
+from analysis.theory.validate import checked_range
+
 FloatArray = npt.NDArray[np.float64]
 ArrayLike = npt.ArrayLike
 
@@ -35,29 +37,16 @@ _DEBYE_MIN_ORDER = 40.0
 # --- validation ----------------------------------------------------------------------
 
 
-def _checked(values: ArrayLike, name: str, lo: float, hi: float, integer: bool = False) -> FloatArray:
-    x = np.asarray(values, dtype=np.float64)
-    if x.size == 0:
-        raise ValueError(f"{name} must not be empty")
-    ok = np.isfinite(x) & (x >= lo) & (x <= hi)
-    if integer:
-        ok &= x == np.floor(x)
-    if not np.all(ok):
-        kind = "an integer" if integer else "a number"
-        raise ValueError(f"{name} must be {kind} in [{lo:g}, {hi:g}]; got {float(x[~ok].flat[0])!r}")
-    return x
-
-
 def _as_n(n: ArrayLike) -> FloatArray:
-    return _checked(n, "n", 2, MAX_N)
+    return checked_range(n, "n", 2, MAX_N)
 
 
 def _as_d(d: ArrayLike) -> FloatArray:
-    return _checked(d, "d", 3, MAX_D, integer=True)
+    return checked_range(d, "d", 3, MAX_D, integer=True)
 
 
 def _as_alpha(alpha: ArrayLike) -> FloatArray:
-    a = _checked(alpha, "alpha", 0, np.inf)
+    a = checked_range(alpha, "alpha", 0, np.inf)
     return a
 
 
@@ -284,11 +273,6 @@ def _stationarity_cosine(log_alpha: FloatArray, d: FloatArray) -> FloatArray:
     return log_r + np.log1p(a * np.maximum(dlog_r, 0.0))
 
 
-def _stationarity_normal(log_alpha: FloatArray, d: FloatArray) -> FloatArray:
-    a2 = np.exp(2 * log_alpha)
-    return a2 + np.log1p(2 * a2)
-
-
 def mean_field_objective_cosine(alpha: ArrayLike, n: ArrayLike, d: ArrayLike) -> FloatArray:
     """alpha (1 - E[e^{2 alpha s}] / (n E[e^{alpha s}]^2)) for cosine scores in d dimensions."""
     a, nn, dd = np.broadcast_arrays(_as_alpha(alpha), _as_n(n), _as_d(d))
@@ -417,7 +401,7 @@ def top_score_location(scores: str, n: ArrayLike, d: ArrayLike | None = None) ->
     """b_n with P(S > b_n) = 1/n: where the largest of n scores sits (Gumbel location)."""
     nn = _as_n(n)
     if scores == "normal":
-        return stats_norm_isf(1.0 / nn)
+        return -special.ndtri(1.0 / nn)  # inverse survival function of N(0, 1), accurate for tiny 1/n
     if scores == "cosine":
         if d is None:
             raise ValueError("d is required for cosine scores")
@@ -425,11 +409,6 @@ def top_score_location(scores: str, n: ArrayLike, d: ArrayLike | None = None) ->
         # (1 + S)/2 ~ Beta(half, half): upper tail 1/n through the complemented inverse
         return 2.0 * special.betainccinv(half, half, 1.0 / nn) - 1.0
     raise ValueError(f"scores must be 'normal' or 'cosine'; got {scores!r}")
-
-
-def stats_norm_isf(q: FloatArray) -> FloatArray:
-    """Inverse survival function of N(0, 1), accurate for tiny q."""
-    return -special.ndtri(q)
 
 
 def finite_sample_plateau(scores: str, n: ArrayLike, d: ArrayLike | None = None) -> FloatArray:
