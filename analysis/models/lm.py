@@ -44,6 +44,7 @@ class ModelConfig:
     ctx: int = 512
     # Transformer blocks
     heads: int = 4
+    attn_dropout: float = 0.0  # dropout on the attention weights, in training mode only
     ffn: str = "gelu"
     ffn_mult: int = 4
     # GAU / FLASH blocks
@@ -60,6 +61,8 @@ class ModelConfig:
         for name, allowed in (("block", BLOCKS), ("residual", RESIDUALS), ("norm", NORMS), ("ffn", FFNS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
+        if not 0.0 <= self.attn_dropout < 1.0:
+            raise ValueError(f"attn_dropout must be in [0, 1); got {self.attn_dropout!r}")
         if self.block == "transformer" and (self.d % self.heads or (self.d // self.heads) % 2):
             raise ValueError(f"d ({self.d}) must split into {self.heads} heads of even width")
 
@@ -104,6 +107,7 @@ class Attention(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.heads = cfg.heads
+        self.dropout = cfg.attn_dropout
         self.qkv = nn.Linear(cfg.d, 3 * cfg.d)
         self.out = nn.Linear(cfg.d, cfg.d)
 
@@ -112,7 +116,8 @@ class Attention(nn.Module):
         q, k, v = (t.view(b, n, self.heads, d // self.heads).transpose(1, 2) for t in self.qkv(x).split(d, dim=-1))
         pos = torch.arange(n, device=x.device)
         q, k = rope(q, pos), rope(k, pos)  # (b, h, n, k)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                           dropout_p=self.dropout if self.training else 0.0)
         return self.out(y.transpose(1, 2).reshape(b, n, d))
 
 
@@ -145,15 +150,17 @@ class Residual(nn.Module):
         self.inner = make_norm(cfg.norm, cfg.d) if cfg.residual == "sandwich" else None
         self.alpha = (2 * cfg.layers) ** 0.25 if cfg.residual == "deepnorm" else 1.0
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, branch_input: torch.Tensor | None = None) -> torch.Tensor:
+        """The residual update of stream x; the branch reads ``branch_input`` instead of x when given."""
+        u = x if branch_input is None else branch_input
         if self.kind == "post":
-            return self.norm(x + self.f(x))
+            return self.norm(x + self.f(u))
         if self.kind == "pre":
-            return x + self.f(self.norm(x))
+            return x + self.f(self.norm(u))
         if self.kind == "sandwich":
             assert self.inner is not None
-            return x + self.inner(self.f(self.norm(x)))
-        return self.norm(self.alpha * x + self.f(x))
+            return x + self.inner(self.f(self.norm(u)))
+        return self.norm(self.alpha * x + self.f(u))
 
 
 class LanguageModel(nn.Module):
@@ -208,6 +215,20 @@ class LanguageModel(nn.Module):
     def num_parameters(self) -> int:
         """Trainable parameters (the tied output layer counted once)."""
         return sum(p.numel() for p in self.parameters())
+
+
+def grouped_forward(model: LanguageModel, idx: torch.Tensor, group: int) -> torch.Tensor:
+    """Logits with the sublayers run in consecutive groups of ``group``: every branch in a group reads the
+    stream at the group's start (group = 1 is the ordinary forward pass; larger groups trade depth for width)."""
+    if not isinstance(group, int) or group < 1:
+        raise ValueError(f"group must be a positive integer; got {group!r}")
+    x = model.embed(idx)
+    layers = list(model.sublayers)
+    for start in range(0, len(layers), group):
+        u = x
+        for layer in layers[start : start + group]:
+            x = layer(x, branch_input=u)
+    return F.linear(model.final_norm(x), model.embed.weight)
 
 
 def update_sizes(hidden: list[torch.Tensor]) -> list[float]:

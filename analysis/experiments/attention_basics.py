@@ -1,0 +1,433 @@
+"""Scaled dot-product attention, heads and sinusoidal positions, as the Transformer notes state them.
+
+Measured: the moments of q.k for Gaussian q, k against d; the entropy and Jacobian norm of softmax rows with
+and without the 1/sqrt(d) factor (sampled keys, plus autograd on a few rows); the parameters of multi-head
+attention against the number of heads; heads initialised identically, trained with and without attention
+dropout and with a tiny perturbation; the shift matrix M_k of sinusoidal positions and the dot product of
+two positions, raw and through random query/key projections; permutation equivariance without positions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from analysis.data import file_corpus, stdlib_corpus
+from analysis.models.lm import Attention, LanguageModel, ModelConfig
+from analysis.scale import Scale
+from analysis.theory import transformer_basics as tb
+from analysis.train import TrainConfig, pick_device, train_lm
+from analysis.verify import Claim
+
+NAME = "attention-basics"
+SOURCE = "DL——Transformer notes (source 003)"
+VARIANTS = ("identical", "identical + attention dropout", "identical + 1e-6 perturbation", "independent init")
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sampling sizes, the softmax grid, and the symmetry-training run."""
+
+    qk_dims: tuple[int, ...]
+    qk_pairs: int
+    keys: int  # n, keys per softmax row
+    rows: int
+    row_dims: tuple[int, ...]
+    d: int  # symmetry model width
+    heads: int
+    layers: int
+    ctx: int
+    batch: int
+    steps: int
+    lr: float
+    attn_dropout: float
+    pe_d: int
+    pe_positions: int
+    corpus_file: str | None = None
+    seed: int = 0
+
+
+CONFIGS: dict[str, Config] = {
+    "smoke": Config(qk_dims=(1, 4, 16, 64, 256), qk_pairs=20_000, keys=128, rows=64, row_dims=(4, 16, 64, 256, 1024),
+                    d=32, heads=4, layers=1, ctx=32, batch=4, steps=10, lr=3e-3, attn_dropout=0.1, pe_d=64,
+                    pe_positions=512),
+    "cpu": Config(qk_dims=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), qk_pairs=400_000, keys=512, rows=4096,
+                  row_dims=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048), d=64, heads=4, layers=2, ctx=64,
+                  batch=16, steps=300, lr=3e-3, attn_dropout=0.1, pe_d=512, pe_positions=8192),
+    "gpu": Config(qk_dims=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096), qk_pairs=4_000_000, keys=4096,
+                  rows=8192, row_dims=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096), d=256, heads=8,
+                  layers=4, ctx=256, batch=32, steps=2000, lr=1e-3, attn_dropout=0.1, pe_d=512, pe_positions=65536),
+}
+
+
+def config_for(scale: Scale, **overrides: Any) -> Config:
+    """The config of ``scale`` with top-level fields replaced."""
+    return dataclasses.replace(CONFIGS[scale], **{k: v for k, v in overrides.items() if v is not None})
+
+
+def config_dict(cfg: Config) -> dict[str, Any]:
+    """Plain data for a results record."""
+    return dataclasses.asdict(cfg)
+
+
+# --- q.k moments and softmax saturation -----------------------------------------------------------
+
+
+def _batch_se(values: np.ndarray, batches: int = 20) -> float:
+    """Standard error of a statistic's mean from ``batches`` equal batches."""
+    parts = np.array_split(values, batches)
+    return float(np.std([p.mean() for p in parts], ddof=1) / math.sqrt(batches))
+
+
+def qk_moments(cfg: Config, gen: torch.Generator) -> list[dict[str, float]]:
+    """Sample variance and excess kurtosis of q.k for q, k ~ N(0, I_d), with batch standard errors."""
+    rows = []
+    for d in cfg.qk_dims:
+        chunks = []
+        left = cfg.qk_pairs
+        while left:
+            m = min(left, max(1, 2_000_000 // d))
+            q = torch.randn(m, d, generator=gen, dtype=torch.float64)
+            k = torch.randn(m, d, generator=gen, dtype=torch.float64)
+            chunks.append((q * k).sum(-1).numpy())
+            left -= m
+        s = np.concatenate(chunks)
+        z2 = s * s
+        var = float(z2.mean())  # the mean is 0 exactly in distribution
+        parts = np.array_split(s, 20)
+        kurts = [float((p**4).mean() / (p**2).mean() ** 2 - 3) for p in parts]
+        kurt = float((s**4).mean() / var**2 - 3)
+        rows.append({"d": d, "var": var, "var_se": _batch_se(z2), "kurtosis": kurt,
+                     "kurtosis_se": float(np.std(kurts, ddof=1) / math.sqrt(20)),
+                     "ks_normal": float(_ks_normal(s / math.sqrt(d)))})
+    return rows
+
+
+def _ks_normal(x: np.ndarray) -> float:
+    from scipy import stats
+
+    return float(stats.kstest(x[:20000], "norm").statistic)
+
+
+def saturation(cfg: Config, gen: torch.Generator) -> list[dict[str, Any]]:
+    """Row entropy and ||J||_F of softmax(q.k_j * c) over n sampled keys, c = 1/sqrt(d) (scaled) or 1."""
+    out = []
+    for d in cfg.row_dims:
+        ent: dict[str, list[np.ndarray]] = {"scaled": [], "unscaled": []}
+        jac: dict[str, list[np.ndarray]] = {"scaled": [], "unscaled": []}
+        chunk = max(1, 4_000_000 // (cfg.keys * d))
+        left = cfg.rows
+        while left:
+            m = min(left, chunk)
+            q = torch.randn(m, 1, d, generator=gen)
+            k = torch.randn(m, cfg.keys, d, generator=gen)
+            s = (q @ k.transpose(1, 2))[:, 0, :].double().numpy()
+            for name, c in (("scaled", 1 / math.sqrt(d)), ("unscaled", 1.0)):
+                h, j = tb.softmax_stats(s * c)
+                ent[name].append(h)
+                jac[name].append(j)
+            left -= m
+        row: dict[str, Any] = {"d": d}
+        for name in ("scaled", "unscaled"):
+            h, j = np.concatenate(ent[name]), np.concatenate(jac[name])
+            row[name] = {"entropy_mean": float(h.mean()), "entropy_se": float(h.std(ddof=1) / math.sqrt(h.size)),
+                         "jac_mean": float(j.mean()), "jac_se": float(j.std(ddof=1) / math.sqrt(j.size)),
+                         "jac_median": float(np.median(j)), "jac_median_se": _median_se(j),
+                         "jac_q10": float(np.quantile(j, 0.1)), "jac_q90": float(np.quantile(j, 0.9))}
+        out.append(row)
+    return out
+
+
+def _median_se(x: np.ndarray, reps: int = 200) -> float:
+    rng = np.random.default_rng(0)
+    meds = [np.median(rng.choice(x, x.size)) for _ in range(reps)]
+    return float(np.std(meds, ddof=1))
+
+
+def autograd_jacobian_check(gen: torch.Generator, rows: int = 8, n: int = 64) -> float:
+    """Largest relative gap between ||J||_F from autograd (float64) and from :func:`tb.softmax_stats`."""
+    worst = 0.0
+    for i in range(rows):
+        # up to logit spreads of ~5: beyond, autograd's own 1 - p_max cancels and it is the less accurate one
+        x = torch.randn(n, generator=gen, dtype=torch.float64) * (0.3 * 1.5**i)
+        jac = torch.autograd.functional.jacobian(lambda t: torch.softmax(t, -1), x)
+        auto = float(torch.linalg.matrix_norm(jac))
+        _, ours = tb.softmax_stats(x.numpy())
+        worst = max(worst, abs(auto - float(ours)) / float(ours))
+    return worst
+
+
+# --- heads -------------------------------------------------------------------------------------------
+
+
+def _attention_modules(model: LanguageModel) -> list[Attention]:
+    return [m for m in model.modules() if isinstance(m, Attention)]
+
+
+def head_slices(att: Attention) -> list[torch.Tensor]:
+    """Each head's parameters (its rows of W_q, W_k, W_v with biases, its columns of W_o) as one flat vector."""
+    d = att.out.weight.shape[0]
+    dk = d // att.heads
+    w, b, wo = att.qkv.weight, att.qkv.bias, att.out.weight
+    heads = []
+    for h in range(att.heads):
+        rows = torch.cat([torch.arange(part * d + h * dk, part * d + (h + 1) * dk) for part in range(3)])
+        heads.append(torch.cat([w[rows].flatten(), b[rows], wo[:, h * dk : (h + 1) * dk].flatten()]))
+    return heads
+
+
+def head_spread(model: LanguageModel) -> float:
+    """max over layers and heads of ||theta_h - theta_0|| / ||theta_0||: 0 when all heads are identical."""
+    worst = 0.0
+    with torch.no_grad():
+        for att in _attention_modules(model):
+            heads = head_slices(att)
+            worst = max(worst, max(float((h - heads[0]).norm() / heads[0].norm()) for h in heads[1:]))
+    return worst
+
+
+def make_heads_identical(model: LanguageModel, perturbation: float = 0.0, seed: int = 0) -> None:
+    """Copy head 0 into every head of every attention layer; optionally add relative noise of that size."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for att in _attention_modules(model):
+            d = att.out.weight.shape[0]
+            dk = d // att.heads
+            for part in range(3):
+                src = slice(part * d, part * d + dk)
+                for h in range(1, att.heads):
+                    dst = slice(part * d + h * dk, part * d + (h + 1) * dk)
+                    att.qkv.weight[dst] = att.qkv.weight[src]
+                    att.qkv.bias[dst] = att.qkv.bias[src]
+            for h in range(1, att.heads):
+                att.out.weight[:, h * dk : (h + 1) * dk] = att.out.weight[:, :dk]
+            if perturbation:
+                for p in (att.qkv.weight, att.qkv.bias, att.out.weight):
+                    p.add_(perturbation * p.abs().mean() * torch.randn(p.shape, generator=gen))
+
+
+def symmetry(cfg: Config, progress: bool) -> dict[str, Any]:
+    """Head spread during training for the four initialisations of :data:`VARIANTS`."""
+    device = pick_device()
+    corpus = file_corpus(cfg.corpus_file) if cfg.corpus_file else stdlib_corpus()
+    checkpoints = sorted({0, 1, cfg.steps // 10, cfg.steps // 3, cfg.steps})
+    runs = {}
+    for variant in VARIANTS:
+        torch.manual_seed(cfg.seed)
+        mcfg = ModelConfig(d=cfg.d, layers=cfg.layers, block="transformer", residual="pre", heads=cfg.heads,
+                           ctx=cfg.ctx, attn_dropout=cfg.attn_dropout if "dropout" in variant else 0.0)
+        model = LanguageModel(mcfg)
+        if variant != "independent init":
+            make_heads_identical(model, 1e-6 if "perturbation" in variant else 0.0, cfg.seed)
+        spreads: dict[int, float] = {}
+
+        def on_step(step: int, m: torch.nn.Module) -> None:
+            if step in checkpoints:
+                spreads[step] = head_spread(m)  # type: ignore[arg-type]
+
+        log = train_lm(model, corpus.train, TrainConfig(steps=cfg.steps, batch=cfg.batch, lr=cfg.lr, seed=cfg.seed),
+                       cfg.ctx, device, on_step=on_step, progress=progress)
+        runs[variant] = {"steps": sorted(spreads), "spread": [spreads[s] for s in sorted(spreads)],
+                         "final_train_loss": log.train_loss[-1]}
+    return {"device_type": device.type, "runs": runs}
+
+
+def merged_output_projection(gen: torch.Generator, d: int = 64, n: int = 16) -> float:
+    """Single head: max |softmax(.) X W_v W_o - softmax(.) X (W_v W_o)| relative to the output's scale (float64)."""
+    x = torch.randn(n, d, generator=gen, dtype=torch.float64)
+    wq, wk, wv, wo = (torch.randn(d, d, generator=gen, dtype=torch.float64) / math.sqrt(d) for _ in range(4))
+    a = torch.softmax((x @ wq) @ (x @ wk).T / math.sqrt(d), -1)
+    two = (a @ (x @ wv)) @ wo
+    one = a @ (x @ (wv @ wo))
+    return float((two - one).abs().max() / two.abs().max())
+
+
+# --- positions -----------------------------------------------------------------------------------------
+
+
+def _pe_float32(count: int, d: int) -> torch.Tensor:
+    """Sinusoidal positions as float32 code computes them: angle = position * frequency, rounded in float32."""
+    ang = torch.arange(count, dtype=torch.float32)[:, None] * torch.from_numpy(tb.pe_frequencies(d)).float()
+    out = torch.empty(count, d)
+    out[:, 0::2], out[:, 1::2] = torch.sin(ang), torch.cos(ang)
+    return out
+
+
+def _rotate(v: torch.Tensor, count: int) -> torch.Tensor:
+    """RoPE in float64: R_p v for p = 0 .. count - 1, pairs (2i, 2i+1) rotated by p w_i."""
+    ang = torch.arange(count, dtype=torch.float64)[:, None] * torch.from_numpy(tb.pe_frequencies(v.shape[-1]))
+    v1, v2 = v[0::2], v[1::2]
+    return torch.stack((v1 * ang.cos() - v2 * ang.sin(), v1 * ang.sin() + v2 * ang.cos()), dim=-1).flatten(-2)
+
+
+def positions(cfg: Config, gen: torch.Generator) -> dict[str, Any]:
+    """M_k error in float64 and float32, the positional dot product against k, raw and through projections."""
+    d, big_p = cfg.pe_d, cfg.pe_positions
+    pe = tb.sinusoidal_pe(np.arange(big_p, dtype=np.float64), d)
+    p32 = _pe_float32(big_p, d)
+    shifts = [k for k in (1, 2, 5, 10, 50, 100, 1000) if k < big_p // 2]
+    err64, err32 = [], []
+    for k in shifts:
+        m = tb.pe_shift_matrix(k, d)
+        err64.append(float(np.abs(pe[:-k] @ m.T - pe[k:]).max()))
+        err32.append(float((p32[:-k] @ torch.from_numpy(m).float().T - p32[k:]).abs().max()))
+    pe32_err = np.abs(p32.double().numpy() - pe).max(-1)
+    every = max(1, big_p // 256)
+    ks = np.arange(0, min(big_p // 2, 1024), max(1, min(big_p // 2, 1024) // 64))
+    dots = [(pe[: big_p - k] * pe[k:]).sum(-1) for k in ks]
+    dot_pred_err = max(float(np.abs(row - tb.pe_dot(k, d)).max()) for row, k in zip(dots, ks))
+    # through random projections: PE_p W_q W_k^T PE_(p+k), its spread over p against its size
+    wq = torch.randn(d, d, generator=gen, dtype=torch.float64).numpy() / math.sqrt(d)
+    wk = torch.randn(d, d, generator=gen, dtype=torch.float64).numpy() / math.sqrt(d)
+    proj = []
+    for k in ks[:32]:
+        vals = ((pe[: big_p - k] @ wq) * (pe[k:] @ wk)).sum(-1)
+        proj.append({"k": int(k), "mean": float(vals.mean()), "std": float(vals.std())})
+    # with RoPE instead: the same content x at every position, q_p = R_p W_q x, k_(p+k) = R_(p+k) W_k x
+    x = torch.randn(d, generator=gen, dtype=torch.float64)
+    qv = torch.from_numpy(wq.T).double() @ x
+    kv = torch.from_numpy(wk.T).double() @ x
+    rq, rk = (_rotate(v, big_p) for v in (qv, kv))
+    rope_rel = []
+    for k in ks[1:32]:
+        vals = (rq[: big_p - k] * rk[k:]).sum(-1)
+        rope_rel.append(float(vals.std() / vals.abs().mean()))
+    all_k = np.arange(0, 2001)
+    return {"d": d, "positions": big_p, "shifts": shifts, "m_err64": err64, "m_err32": err32,
+            "pe32_pos": list(range(0, big_p, every)), "pe32_err_by_pos": pe32_err[::every].tolist(),
+            "dot_spread_over_p": max(float(np.ptp(row)) for row in dots), "dot_pred_err": dot_pred_err,
+            "dot_mirror_err": float(np.abs(tb.pe_dot(all_k, d) - tb.pe_dot(-all_k, d)).max()), "projected": proj,
+            "rope_spread": max(rope_rel), "dot_curve_k": all_k.tolist(), "dot_curve": tb.pe_dot(all_k, d).tolist()}
+
+
+def permutation(gen: torch.Generator, n: int = 12, d: int = 32) -> dict[str, float]:
+    """Self-attention output under a permutation of its input rows: error of equivariance without and with PE."""
+    x = torch.randn(n, d, generator=gen, dtype=torch.float64)
+    w = [torch.randn(d, d, generator=gen, dtype=torch.float64) / math.sqrt(d) for _ in range(3)]
+    perm = torch.randperm(n, generator=gen)
+    pe = torch.from_numpy(tb.sinusoidal_pe(np.arange(n), d))
+
+    def attn(t: torch.Tensor) -> torch.Tensor:
+        return torch.softmax((t @ w[0]) @ (t @ w[1]).T / math.sqrt(d), -1) @ (t @ w[2])
+
+    scale = float(attn(x).abs().max())
+    no_pe = float((attn(x[perm]) - attn(x)[perm]).abs().max()) / scale
+    with_pe = float((attn(x[perm] + pe) - attn(x + pe)[perm]).abs().max()) / scale
+    return {"without_pe": no_pe, "with_pe": with_pe}
+
+
+def mha_counts(d: int = 512) -> list[dict[str, int]]:
+    """Parameters of torch.nn.MultiheadAttention and of the book's Attention for every head count dividing d."""
+    rows = []
+    for h in (1, 2, 4, 8, 16, 32, 64):
+        if d % h or (d // h) % 2:
+            continue
+        torch_mha = torch.nn.MultiheadAttention(d, h)
+        ours = Attention(ModelConfig(d=d, heads=h, block="transformer"))
+        rows.append({"heads": h, "torch": sum(p.numel() for p in torch_mha.parameters()),
+                     "ours": sum(p.numel() for p in ours.parameters()), "formula": tb.mha_parameters(d, h)})
+    return rows
+
+
+def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
+    """Every measurement of the chapter; plain data."""
+    gen = torch.Generator().manual_seed(cfg.seed)
+    return {"qk": qk_moments(cfg, gen), "keys": cfg.keys, "saturation": saturation(cfg, gen),
+            "autograd_jacobian_gap": autograd_jacobian_check(gen), "mha": mha_counts(),
+            "merged_wo_gap": merged_output_projection(gen), "symmetry": symmetry(cfg, progress),
+            "positions": positions(cfg, gen), "permutation": permutation(gen)}
+
+
+# --- claims ---------------------------------------------------------------------------------------------
+
+EPS64 = float(np.finfo(np.float64).eps)
+
+
+def claims(data: dict[str, Any], label: str) -> list[Claim]:
+    """The chapter's claims from one run."""
+    out = []
+    qk = data["qk"]
+    worst = max(qk, key=lambda r: abs(r["var"] / r["d"] - 1) / (r["var_se"] / r["d"]))
+    out.append(Claim(f"qk-variance-{label}", f"Var[q.k] = d for q, k ~ N(0, I_d) (worst of d = {qk[0]['d']}..{qk[-1]['d']}; "
+                     f"shown d = {worst['d']}, {label})", SOURCE + "; Vaswani et al. 2017, footnote 4",
+                     1.0, worst["var"] / worst["d"], worst["var_se"] / worst["d"], 3 * worst["var_se"] / worst["d"],
+                     "3 batch standard errors of the sample variance / d", unit="× d"))
+    small = qk[0]
+    out.append(Claim(f"qk-normal-{label}", f"q.k is normal, N(0, d) (excess kurtosis 0; at d = {small['d']}, {label})",
+                     SOURCE, 0.0, small["kurtosis"], small["kurtosis_se"], 3 * small["kurtosis_se"],
+                     "3 batch standard errors of the sample kurtosis", unit="excess kurtosis",
+                     corrected=tb.qk_moments(small["d"])[1],
+                     corrected_note="q.k is a sum of d products of normals: excess kurtosis 6/d, normal only as d grows"))
+    sat = data["saturation"]
+    lo, hi = sat[0], sat[-1]
+    n = data["keys"]
+    big_d = hi["d"]
+    out.append(Claim(f"unscaled-saturates-{label}",
+                     f"Without 1/sqrt(d) the softmax gradient vanishes: median ||J||_F at d = {big_d}, n = {n} is below "
+                     f"the scaled row's ({label})", SOURCE, hi["scaled"]["jac_median"],
+                     hi["unscaled"]["jac_median"], hi["unscaled"]["jac_median_se"], 3 * hi["unscaled"]["jac_median_se"],
+                     "3 bootstrap standard errors of the median", kind="upper_bound"))
+    law = tb.saturated_jacobian_median(n, big_d)
+    out.append(Claim(f"saturation-law-{label}",
+                     f"Derived here: unscaled, median ||J||_F = 2 exp(-t), P(|q| G > t) = 1/2, G the top-two gap of n "
+                     f"normals (d = {big_d}, n = {n}, {label})", "derived in this chapter", law,
+                     hi["unscaled"]["jac_median"], hi["unscaled"]["jac_median_se"], 3 * hi["unscaled"]["jac_median_se"],
+                     "3 bootstrap standard errors of the median"))
+    se = math.hypot(lo["scaled"]["entropy_se"], hi["scaled"]["entropy_se"])
+    out.append(Claim(f"scaled-entropy-flat-{label}",
+                     f"With 1/sqrt(d) the row entropy does not depend on d (d = {hi['d']} against d = {lo['d']}, "
+                     f"n = {n}, {label})", SOURCE, lo["scaled"]["entropy_mean"], hi["scaled"]["entropy_mean"], se,
+                     3 * se, "3 standard errors of the difference of mean entropies", unit="nats",
+                     corrected=float(tb.mean_field_entropy(n, 1.0)),
+                     corrected_note="ln n - 1/2 (mean field, sigma = 1): logits given q are N(0, |q|^2/d) with "
+                                    "E|q|^2/d = 1, so only the spread of |q| depends on d"))
+    out.append(Claim(f"softmax-jacobian-autograd-{label}", f"||J||_F of softmax from its closed form = autograd ({label})",
+                     "identity J = diag(p) - p p^T", 0.0, data["autograd_jacobian_gap"], 0.0, 1e3 * EPS64,
+                     "1000 float64 ulps (autograd sums n^2 rounded products)", kind="upper_bound", unit="relative"))
+    counts = data["mha"]
+    spread = max(r["torch"] for r in counts) - min(r["torch"] for r in counts)
+    out.append(Claim(f"mha-params-{label}", f"Multi-head attention has 4d^2 + 4d parameters for every head count "
+                     f"(d = 512, h = {counts[0]['heads']}..{counts[-1]['heads']}; spread over h, {label})",
+                     SOURCE, 0.0, float(spread), 0.0, 0.0, "an exact count", unit="parameters"))
+    out.append(Claim(f"wo-merge-{label}", f"Single head: W_v W_o merge into one matrix (relative output gap, {label})",
+                     SOURCE, 0.0, data["merged_wo_gap"], 0.0, 1e3 * EPS64, "1000 float64 ulps", kind="upper_bound",
+                     unit="relative"))
+    sym = data["symmetry"]["runs"]
+    same = sym["identical"]["spread"][-1]
+    out.append(Claim(f"heads-stay-identical-{label}", f"Heads initialised identically stay identical under training "
+                     f"(head spread after {sym['identical']['steps'][-1]} AdamW steps, {label})", SOURCE, 0.0, same, 0.0,
+                     0.0, "exact: any difference breaks the symmetry", kind="upper_bound", unit="relative"))
+    drop = sym["identical + attention dropout"]["spread"][-1]
+    out.append(Claim(f"heads-dropout-{label}", f"... also when trained with attention dropout, as the original "
+                     f"Transformer is (head spread after {sym['identical']['steps'][-1]} steps, {label})", SOURCE, 0.0,
+                     drop, 0.0, 0.0, "exact: the notes' claim predicts 0", kind="upper_bound", unit="relative"))
+    pos = data["positions"]
+    bound64 = 8 * pos["positions"] * EPS64
+    out.append(Claim(f"pe-shift-{label}", f"PE(p + k) = M_k PE(p) with M_k block rotations (max error over p < "
+                     f"{pos['positions']}, k up to {pos['shifts'][-1]}, float64; {label})", SOURCE + "; Vaswani et al. 2017",
+                     0.0, max(pos["m_err64"]), 0.0, bound64,
+                     "8 p_max eps: the rounding of the angle p w_i in float64", kind="upper_bound", unit="absolute"))
+    out.append(Claim(f"pe-dot-relative-{label}", f"PE(p).PE(p + k) depends on k only and equals sum_i cos(k w_i) "
+                     f"(max error over p, {label})", "derived", 0.0, pos["dot_pred_err"], 0.0, pos["d"] * bound64,
+                     "d times the M_k rounding bound", kind="upper_bound", unit="absolute"))
+    proj = [r for r in pos["projected"] if r["k"] > 0]
+    rel = float(np.median([r["std"] / max(abs(r["mean"]), 1e-300) for r in proj]))
+    out.append(Claim(f"pe-projected-{label}", f"Through random W_q, W_k the positional score PE_p W_q W_k^T PE_(p+k) still "
+                     f"depends on k only (median over k of its std over p / |mean|; {label})",
+                     "the relative-position reading of PE(p+k) = M_k PE(p)", 0.0, rel, 0.0, 1e3 * EPS64,
+                     "1000 float64 ulps, as for the exact identities", kind="upper_bound", unit="relative"))
+    out.append(Claim(f"rope-relative-{label}", f"With RoPE the score of a fixed content pair depends on k only "
+                     f"(max over k of std over p / mean |score|; {label})", "Su et al. 2021 (RoPE)", 0.0,
+                     pos["rope_spread"], 0.0, 1e3 * EPS64 * math.sqrt(pos["positions"]),
+                     "1000 float64 ulps times sqrt(p_max) (angles p w_i rounded)", kind="upper_bound", unit="relative"))
+    perm = data["permutation"]
+    out.append(Claim(f"bag-of-words-{label}", f"Without positions, self-attention is permutation-equivariant "
+                     f"(relative error; with PE it is {perm['with_pe']:.2g}, {label})", SOURCE + " (after kexue.fm/archives/4765)",
+                     0.0, perm["without_pe"], 0.0, 1e3 * EPS64, "1000 float64 ulps", kind="upper_bound", unit="relative"))
+    return out
