@@ -13,12 +13,12 @@ from typing import Any
 
 import dataclasses
 
-from analysis.experiments import attention_basics, deep_gau, entropy_lm, gau_init, softmax_scale_mc, softmax_scale_train
+from analysis.experiments import attention_basics, deep_gau, ffn_basics, norms_depth, entropy_lm, gau_init, softmax_scale_mc, softmax_scale_train
 from analysis.results import Record, provenance, save_record
 from analysis.scale import validate_scale
 
 EXPERIMENTS: dict[str, ModuleType] = {m.NAME: m for m in (entropy_lm, softmax_scale_mc, softmax_scale_train, gau_init, deep_gau,
-                                                  attention_basics)}
+                                                  attention_basics, norms_depth, ffn_basics)}
 
 
 def get_experiment(name: str) -> ModuleType:

@@ -403,6 +403,12 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     out.append(Claim(f"heads-stay-identical-{label}", f"Heads initialised identically stay identical under training "
                      f"(head spread after {sym['identical']['steps'][-1]} AdamW steps, {label})", SOURCE, 0.0, same, 0.0,
                      0.0, "exact: any difference breaks the symmetry", kind="upper_bound", unit="relative"))
+    pert = sym["identical + 1e-6 perturbation"]
+    out.append(Claim(f"heads-symmetry-stable-{label}", f"The identical-heads state is stable: a 1e-6 asymmetry stays "
+                     f"that small (head spread after {pert['steps'][-1]} steps, {label})",
+                     "implied by the notes' 'forever identical'", pert["spread"][0], pert["spread"][-1], 0.0,
+                     pert["spread"][0], "the initial spread again (a factor 2 of growth)", kind="upper_bound",
+                     unit="relative"))
     drop = sym["identical + attention dropout"]["spread"][-1]
     out.append(Claim(f"heads-dropout-{label}", f"... also when trained with attention dropout, as the original "
                      f"Transformer is (head spread after {sym['identical']['steps'][-1]} steps, {label})", SOURCE, 0.0,

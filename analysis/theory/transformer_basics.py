@@ -301,3 +301,39 @@ def glu_ffn(x: npt.ArrayLike, w: npt.ArrayLike, v: npt.ArrayLike, w2: npt.ArrayL
     gate = {"glu": lambda t: special.expit(t), "bilinear": lambda t: t, "reglu": lambda t: np.maximum(t, 0.0),
             "geglu": gelu, "swiglu": swish}[kind](h)
     return np.asarray((gate * (a @ vm)) @ w2m, dtype=np.float64)
+
+
+# --- symbolic checks -------------------------------------------------------------------------------
+
+
+def symbolic_checks() -> dict[str, str]:
+    """sympy: GELU = x Phi(x); SwiGLU widths; 8 d^2; DeepNorm's alpha, beta from its two conditions; the PE dot product.
+
+    Returns each derived expression as a string (an identity that fails to simplify raises AssertionError).
+    """
+    import sympy as sp
+
+    x, t, d, dff, r, k, big_k = sp.symbols("x t d d_ff r k K", positive=True)
+    a, b = sp.symbols("alpha beta", positive=True)
+    phi_cdf = sp.Rational(1, 2) * (1 + sp.erf(x / sp.sqrt(2)))
+    normal_cdf = sp.integrate(sp.exp(-t**2 / 2) / sp.sqrt(2 * sp.pi), (t, -sp.oo, x))
+    assert sp.simplify((phi_cdf - normal_cdf).rewrite(sp.erf)) == 0
+    notes_erf = 2 / sp.sqrt(sp.pi) * sp.integrate(sp.exp(-t**2), (t, 1, x))
+    notes_gap = sp.simplify(notes_erf - sp.erf(x))
+    r_match = sp.solve(sp.Eq(3 * d * r, 2 * d * dff), r)[0]
+    r_notes = r_match.subs(dff, d)
+    r_standard = r_match.subs(dff, 4 * d)
+    ffn = sp.expand(2 * d * 4 * d + 4 * d + d)
+    sol = sp.solve([sp.Eq(2 * big_k * b**2 / a**2, 1), sp.Eq(a**2 * b**2, sp.Rational(1, 2))], [a, b], dict=True)[0]
+    n_layers, m_layers = sp.symbols("N M", positive=True)
+    assert sp.simplify(sol[a].subs(big_k, 2 * n_layers) - (2 * n_layers) ** sp.Rational(1, 4)) == 0
+    assert sp.simplify(sol[b].subs(big_k, 2 * n_layers) - (8 * n_layers) ** sp.Rational(-1, 4)) == 0
+    assert sp.simplify(sol[a].subs(big_k, 3 * m_layers) - (3 * m_layers) ** sp.Rational(1, 4)) == 0
+    assert sp.simplify(sol[b].subs(big_k, 3 * m_layers) - (12 * m_layers) ** sp.Rational(-1, 4)) == 0
+    p, w = sp.symbols("p w", real=True)
+    pair = sp.sin(p * w) * sp.sin((p + k) * w) + sp.cos(p * w) * sp.cos((p + k) * w)
+    assert sp.simplify(sp.expand_trig(pair - sp.cos(k * w))) == 0
+    return {"gelu_cdf": "1/2 (1 + erf(x/sqrt 2)) = Phi(x)", "notes_erf_minus_erf": str(notes_gap),
+            "swiglu_width": str(r_match), "swiglu_width_notes": str(r_notes), "swiglu_width_standard": str(r_standard),
+            "ffn_parameters": str(ffn), "deepnorm_alpha": str(sol[a]), "deepnorm_beta": str(sol[b]),
+            "pe_pair_product": "sin(pw) sin((p+k)w) + cos(pw) cos((p+k)w) = cos(kw)"}

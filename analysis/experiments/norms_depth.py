@@ -1,0 +1,356 @@
+"""Normalisation and depth, as the Transformer notes state them.
+
+Measured: incremental decoding against a full pass in causal models with per-token norms (LayerNorm, RMSNorm)
+and with norms that mix positions (over the sequence, BatchNorm in training mode); the notes' LayerNorm
+examples and RMSNorm formula against torch and the Llama code they quote; the update size of post-norm,
+pre-norm and DeepNorm stacks against depth, at initialisation and after one AdamW step; and, in trained pre-
+and post-norm models, the cosine similarity of successive residual streams and the loss when consecutive
+sublayers are run side by side (depth traded for width).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from analysis.data import file_corpus, stdlib_corpus
+from analysis.models.lm import LanguageModel, ModelConfig, Residual, grouped_forward, update_sizes
+from analysis.scale import Scale
+from analysis.theory import transformer_basics as tb
+from analysis.train import TrainConfig, fixed_windows, pick_device, random_windows, train_lm
+from analysis.verify import Claim
+
+NAME = "norms-depth"
+SOURCE = "DL——Transformer notes (source 003)"
+RESIDUALS = ("post", "pre", "deepnorm")
+EPS64 = float(np.finfo(np.float64).eps)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes of the decoding check, the depth sweep and the trained pre/post-norm pair."""
+
+    decode_d: int
+    decode_len: int
+    depth_d: int
+    depths: tuple[int, ...]
+    depth_seeds: tuple[int, ...]
+    step_lr: float
+    d: int
+    layers: int
+    ctx: int
+    batch: int
+    steps: int
+    lr: float
+    seeds: tuple[int, ...]
+    groups: tuple[int, ...]
+    eval_windows: int
+    corpus_file: str | None = None
+    seed: int = 0
+
+
+CONFIGS: dict[str, Config] = {
+    "smoke": Config(decode_d=32, decode_len=12, depth_d=32, depths=(2, 4, 8), depth_seeds=(0, 1), step_lr=1e-3, d=32,
+                    layers=4, ctx=32, batch=4, steps=10, lr=3e-3, seeds=(0,), groups=(1, 2, 4), eval_windows=4),
+    "cpu": Config(decode_d=64, decode_len=48, depth_d=64, depths=(2, 4, 8, 16, 32, 64), depth_seeds=(0, 1, 2),
+                  step_lr=1e-3, d=96, layers=8, ctx=64, batch=16, steps=500, lr=2e-3, seeds=(0, 1),
+                  groups=(1, 2, 4, 8), eval_windows=64),
+    "gpu": Config(decode_d=256, decode_len=256, depth_d=256, depths=(2, 4, 8, 16, 32, 64, 128, 256),
+                  depth_seeds=(0, 1, 2, 3), step_lr=1e-3, d=384, layers=24, ctx=256, batch=32, steps=3000, lr=1e-3,
+                  seeds=(0, 1, 2), groups=(1, 2, 4, 8, 16), eval_windows=256),
+}
+
+
+def config_for(scale: Scale, **overrides: Any) -> Config:
+    """The config of ``scale`` with top-level fields replaced."""
+    return dataclasses.replace(CONFIGS[scale], **{k: v for k, v in overrides.items() if v is not None})
+
+
+def config_dict(cfg: Config) -> dict[str, Any]:
+    """Plain data for a results record."""
+    return dataclasses.asdict(cfg)
+
+
+# --- per-token norms and incremental decoding ------------------------------------------------------
+
+
+class SequenceNorm(nn.Module):
+    """Normalises each feature over the positions of a sequence: mixes tokens, so it breaks causality."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x - x.mean(1, keepdim=True)) / torch.sqrt(x.var(1, unbiased=False, keepdim=True) + 1e-5)
+
+
+class TokenBatchNorm(nn.Module):
+    """BatchNorm over (batch, position) per feature, in training mode (statistics of the current batch)."""
+
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.bn = nn.BatchNorm1d(d, dtype=torch.float64)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.bn.train()(x.transpose(1, 2)).transpose(1, 2)
+
+
+def decoding_gap(model: LanguageModel, idx: torch.Tensor) -> float:
+    """max over t of |logits of the full pass at positions < t - logits of the prefix idx[:, :t]|, / max |logits|."""
+    with torch.no_grad():
+        full = model(idx)
+        assert isinstance(full, torch.Tensor)
+        worst = 0.0
+        for t in range(1, idx.shape[1]):
+            prefix = model(idx[:, :t])
+            assert isinstance(prefix, torch.Tensor)
+            worst = max(worst, float((full[:, :t] - prefix).abs().max()))
+    return worst / float(full.abs().max())
+
+
+def decoding(cfg: Config) -> list[dict[str, Any]]:
+    """The decoding gap of causal float64 models with per-token norms and with norms that mix positions."""
+    idx = torch.randint(0, 256, (2, cfg.decode_len), generator=torch.Generator().manual_seed(cfg.seed))
+    rows = []
+    cases = [("transformer", "post", "layernorm", None), ("transformer", "pre", "layernorm", None),
+             ("transformer", "pre", "rmsnorm", None), ("gau", "post", "layernorm", None),
+             ("transformer", "post", "layernorm", "sequence"), ("transformer", "post", "layernorm", "batch")]
+    for block, residual, norm, swap in cases:
+        torch.manual_seed(cfg.seed)
+        model = LanguageModel(ModelConfig(d=cfg.decode_d, layers=2, block=block, residual=residual, norm=norm,
+                                          heads=4, s=16, ctx=cfg.decode_len)).double().eval()
+        if swap is not None:
+            for layer in model.sublayers:
+                assert isinstance(layer, Residual)
+                layer.norm = SequenceNorm() if swap == "sequence" else TokenBatchNorm(cfg.decode_d)
+        label = f"{residual}-norm {'GAU' if block == 'gau' else 'Transformer'}, " + (
+            {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}[norm] if swap is None
+            else "norm over positions" if swap == "sequence" else "BatchNorm (training mode)")
+        rows.append({"label": label, "per_token": swap is None, "gap": decoding_gap(model, idx)})
+    return rows
+
+
+# --- the notes' LayerNorm and RMSNorm examples -------------------------------------------------------
+
+
+def llama_rms_norm(hidden: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """The forward pass of the LlamaRMSNorm code the notes quote (Hugging Face transformers), transcribed."""
+    dtype = hidden.dtype
+    h = hidden.to(torch.float32)
+    variance = h.pow(2).mean(-1, keepdim=True)
+    h = h * torch.rsqrt(variance + eps)
+    return weight * h.to(dtype)
+
+
+def norm_examples() -> dict[str, Any]:
+    """torch.nn.LayerNorm on the notes' vectors, the eps-predicted gaps, and four RMSNorm versions compared."""
+    x = torch.tensor([[1.0, 2, 3, 4], [2, 3, 4, 5], [2, 4, 6, 8], [200, 3, 4, 5]])
+    ln = nn.LayerNorm(4)
+    out = ln(x).detach()
+    pred64 = tb.layer_norm(x.double().numpy(), 1e-5)
+    notes_printed = [[-1.3416, -0.4472, 0.4472, 1.3416], [-1.3416, -0.4472, 0.4472, 1.3416], None,
+                     [1.7320, -0.5891, -0.5773, -0.5655]]
+    printed_err = max(float(np.abs(out[i].numpy() - np.array(p)).max()) for i, p in enumerate(notes_printed) if p)
+    rms_in = x.double()
+    w = torch.ones(4, dtype=torch.float64)
+    versions = {
+        "standard x / RMS(x)": tb.rms_norm(rms_in.numpy(), 1e-6),
+        "notes (x - mean) / RMS(x)": tb.notes_rms_norm(rms_in.numpy(), 1e-6),
+        "quoted Llama code": llama_rms_norm(rms_in.float(), w.float()).double().numpy(),
+        "torch.nn.RMSNorm": nn.RMSNorm(4, eps=1e-6)(rms_in.float()).detach().double().numpy(),
+        "book's RMSNorm": _book_rms(rms_in),
+        "LayerNorm": pred64,
+    }
+    ref = versions["standard x / RMS(x)"]
+    return {"inputs": x.tolist(), "layernorm_torch": out.tolist(), "layernorm_float64": pred64.tolist(),
+            "printed_error": printed_err,
+            "gap_1234_2345": float((out[0] - out[1]).abs().max()), "gap_1234_2468": float((out[0] - out[2]).abs().max()),
+            "gap_1234_2468_predicted": float(np.abs(pred64[0] - pred64[2]).max()),
+            "rms_versions": {k: np.asarray(v).tolist() for k, v in versions.items()},
+            "rms_gap_to_standard": {k: float(np.abs(np.asarray(v) - ref).max()) for k, v in versions.items()}}
+
+
+def _book_rms(x: torch.Tensor) -> np.ndarray:
+    from analysis.models.lm import RMSNorm
+
+    return RMSNorm(4).double()(x).detach().numpy()
+
+
+# --- update size against depth -------------------------------------------------------------------------
+
+
+def _final(model: LanguageModel, idx: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    _, hidden = model(idx, return_hidden=True)  # type: ignore[misc]
+    return model.final_norm(hidden[-1]), hidden
+
+
+def depth_sweep(cfg: Config, corpus_train: np.ndarray, probe: torch.Tensor, device: torch.device) -> list[dict[str, Any]]:
+    """Per depth, residual and seed: mean sublayer update ||x_(l+1) - x_l|| / ||x_l|| at init and after one AdamW
+    step, and the model update RMS(F(theta_1) - F(theta_0)) / RMS(F(theta_0)) of the normalised output F."""
+    rows = []
+    for depth in cfg.depths:
+        for residual in RESIDUALS:
+            for seed in cfg.depth_seeds:
+                torch.manual_seed(seed)
+                model = LanguageModel(ModelConfig(d=cfg.depth_d, layers=depth, block="transformer", residual=residual,
+                                                  heads=4, ctx=cfg.ctx, init="xavier")).to(device)
+                model.eval()
+                with torch.no_grad():
+                    f0, h0 = _final(model, probe)
+                x, y = random_windows(corpus_train, cfg.ctx, cfg.batch, torch.Generator().manual_seed(seed))
+                opt = torch.optim.AdamW(model.parameters(), lr=cfg.step_lr, betas=(0.9, 0.98), weight_decay=0.0)
+                logits = model(x.to(device))
+                assert isinstance(logits, torch.Tensor)
+                F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.to(device).reshape(-1)).backward()
+                opt.step()
+                with torch.no_grad():
+                    f1, h1 = _final(model, probe)
+                rows.append({"depth": depth, "residual": residual, "seed": seed,
+                             "update_init": float(np.mean(update_sizes(h0))),
+                             "update_step": float(np.mean(update_sizes(h1))),
+                             "model_update": float((f1 - f0).pow(2).mean().sqrt() / f0.pow(2).mean().sqrt())})
+    return rows
+
+
+def slope(data: list[dict[str, Any]], residual: str, key: str = "model_update") -> tuple[float, float]:
+    """Least-squares slope of log(key) against log(depth) over seeds, and its standard error."""
+    rows = [r for r in data if r["residual"] == residual]
+    x = np.log([r["depth"] for r in rows])
+    y = np.log([r[key] for r in rows])
+    a = np.vstack([x, np.ones_like(x)]).T
+    coef, res, *_ = np.linalg.lstsq(a, y, rcond=None)
+    dof = max(1, len(x) - 2)
+    sigma2 = float(np.sum((y - a @ coef) ** 2)) / dof
+    cov = sigma2 * np.linalg.inv(a.T @ a)
+    return float(coef[0]), float(math.sqrt(cov[0, 0]))
+
+
+# --- trained pre- and post-norm: successive streams and depth for width --------------------------------
+
+
+def _stream_cosines(hidden: list[torch.Tensor]) -> list[float]:
+    return [float(F.cosine_similarity(a, b, dim=-1).mean()) for a, b in zip(hidden[:-1], hidden[1:])]
+
+
+def _loss(model: LanguageModel, x: torch.Tensor, y: torch.Tensor, group: int) -> float:
+    with torch.no_grad():
+        total = 0.0
+        for i in range(0, x.shape[0], 32):
+            logits = grouped_forward(model, x[i : i + 32], group).double()
+            total += float(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y[i : i + 32].reshape(-1),
+                                           reduction="sum"))
+    return total / y.numel()
+
+
+def trained(cfg: Config, corpus: Any, device: torch.device, progress: bool) -> list[dict[str, Any]]:
+    """Train pre- and post-norm Transformers; at init and after training record the stream cosines and the loss
+    with sublayers run in groups of each size in ``cfg.groups``."""
+    x, y, _ = fixed_windows(corpus.val, cfg.ctx, cfg.eval_windows)
+    x, y = x.to(device), y.to(device)
+    rows = []
+    for residual in ("pre", "post"):
+        for seed in cfg.seeds:
+            torch.manual_seed(seed)
+            model = LanguageModel(ModelConfig(d=cfg.d, layers=cfg.layers, block="transformer", residual=residual,
+                                              heads=4, ctx=cfg.ctx, init="xavier")).to(device)
+            stages: dict[str, Any] = {}
+            for stage in ("init", "trained"):
+                if stage == "trained":
+                    train_lm(model, corpus.train, TrainConfig(steps=cfg.steps, batch=cfg.batch, lr=cfg.lr,
+                                                              warmup=cfg.steps // 10, seed=seed),
+                             cfg.ctx, device, progress=progress)
+                model.eval()
+                with torch.no_grad():
+                    _, hidden = model(x[:16], return_hidden=True)  # type: ignore[misc]
+                stages[stage] = {"cosines": _stream_cosines(hidden), "norms": [float(h.norm(dim=-1).mean()) for h in hidden],
+                                 "loss": {str(g): _loss(model, x, y, g) for g in cfg.groups}}
+            rows.append({"residual": residual, "seed": seed, **stages})
+    return rows
+
+
+def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
+    """Every measurement of the chapter; plain data."""
+    device = pick_device()
+    corpus = file_corpus(cfg.corpus_file) if cfg.corpus_file else stdlib_corpus()
+    probe = fixed_windows(corpus.val, cfg.ctx, 4)[0].to(device)
+    return {"device_type": device.type, "decoding": decoding(cfg), "norms": norm_examples(),
+            "depth": depth_sweep(cfg, corpus.train, probe, device), "trained": trained(cfg, corpus, device, progress),
+            "layers": cfg.layers}
+
+
+# --- claims ---------------------------------------------------------------------------------------------
+
+
+def group_penalty(data: dict[str, Any], residual: str, group: int) -> tuple[float, float]:
+    """Mean over seeds of the trained loss with groups of ``group`` minus the sequential loss, and its SE."""
+    vals = [r["trained"]["loss"][str(group)] - r["trained"]["loss"]["1"] for r in data["trained"] if r["residual"] == residual]
+    se = float(np.std(vals, ddof=1) / math.sqrt(len(vals))) if len(vals) > 1 else 0.0
+    return float(np.mean(vals)), se
+
+
+def claims(data: dict[str, Any], label: str) -> list[Claim]:
+    """The chapter's claims from one run."""
+    out = []
+    per_token = [r for r in data["decoding"] if r["per_token"]]
+    worst = max(r["gap"] for r in per_token)
+    out.append(Claim(f"incremental-decoding-{label}", f"With per-token norms, later tokens never change earlier outputs: "
+                     f"incremental decoding = full pass (worst of {len(per_token)} float64 models, {label})", SOURCE,
+                     0.0, worst, 0.0, 1e3 * EPS64, "1000 float64 ulps relative to the largest logit", kind="upper_bound",
+                     unit="relative"))
+    mixing = min(r["gap"] for r in data["decoding"] if not r["per_token"])
+    out.append(Claim(f"mixing-norm-leaks-{label}", f"A norm over positions or BatchNorm leaks later tokens into earlier "
+                     f"outputs (smallest gap of the two, {label})", "the notes' reason for LayerNorm in decoders",
+                     1e3 * EPS64, mixing, 0.0, 0.0, "must exceed the per-token tolerance", kind="lower_bound",
+                     unit="relative"))
+    nrm = data["norms"]
+    out.append(Claim(f"ln-printed-{label}", f"The notes' printed LayerNorm outputs ([1,2,3,4], [2,3,4,5], [200,3,4,5]; "
+                     f"{label})", SOURCE, 0.0, nrm["printed_error"], 0.0, 5e-5, "half a unit in the 4th printed decimal",
+                     kind="upper_bound", unit="absolute"))
+    out.append(Claim(f"ln-scale-{label}", f"LayerNorm gives the same output for [1,2,3,4] and [2,4,6,8] "
+                     f"(float32 torch.nn.LayerNorm, eps = 1e-5; {label})", SOURCE, 0.0, nrm["gap_1234_2468"], 0.0,
+                     1e-6, "8 float32 ulps of an O(1) output", kind="upper_bound", unit="absolute",
+                     corrected=nrm["gap_1234_2468_predicted"],
+                     corrected_note="eps breaks scale invariance: (x - mu)/sqrt(sigma^2 + eps) differs by "
+                                    "~eps (1/sigma_1^2 - 1/sigma_2^2)/2, computed in float64"))
+    gaps = nrm["rms_gap_to_standard"]
+    out.append(Claim(f"rmsnorm-notes-{label}", f"The notes' RMSNorm (x - mean)/RMS(x) equals the standard x/RMS(x) "
+                     f"(max gap on the four example vectors; {label})", SOURCE + "; Zhang and Sennrich 2019", 0.0,
+                     gaps["notes (x - mean) / RMS(x)"], 0.0, 1e-6, "8 float32 ulps", kind="upper_bound", unit="absolute"))
+    code_gap = max(gaps["quoted Llama code"], gaps["torch.nn.RMSNorm"], gaps["book's RMSNorm"])
+    out.append(Claim(f"rmsnorm-code-{label}", f"The Llama code the notes quote, torch.nn.RMSNorm and the book's RMSNorm "
+                     f"compute the standard x/RMS(x) ({label})", "Hugging Face transformers; PyTorch >= 2.4", 0.0,
+                     code_gap, 0.0, 1e-6, "8 float32 ulps (the quoted code computes in float32)", kind="upper_bound",
+                     unit="absolute"))
+    depth = data["depth"]
+    s_dn, se_dn = slope(depth, "deepnorm")
+    out.append(Claim(f"deepnorm-bounded-{label}", f"DeepNorm keeps the model update after one step bounded as depth "
+                     f"grows (log-log slope of ||dF|| against N, N = {min(r['depth'] for r in depth)}.."
+                     f"{max(r['depth'] for r in depth)}; {label})", "Wang et al. 2022 (DeepNet), sec. 4", 0.0, s_dn, se_dn,
+                     3 * se_dn, "3 standard errors of the fitted slope", kind="upper_bound", unit="slope"))
+    s_post, se_post = slope(depth, "post")
+    out.append(Claim(f"postnorm-update-grows-{label}", f"Post-norm's model update grows with depth faster than "
+                     f"DeepNorm's (slope of ||dF|| against N; {label})", "Wang et al. 2022 (DeepNet), fig. 3", s_dn, s_post,
+                     math.hypot(se_dn, se_post), 3 * math.hypot(se_dn, se_post),
+                     "3 standard errors of the difference of slopes", kind="lower_bound", unit="slope"))
+    pen_pre, se_pre = group_penalty(data, "pre", 2)
+    pen_post, se_post2 = group_penalty(data, "post", 2)
+    se = math.hypot(se_pre, se_post2)
+    out.append(Claim(f"prenorm-width-{label}", f"Pre-norm trades depth for width: running pairs of sublayers side by "
+                     f"side costs a trained pre-norm model less than a post-norm one (loss increase, {label})",
+                     SOURCE + " (after Su, kexue.fm/archives/9009)", pen_post, pen_pre, se, 3 * se,
+                     "3 standard errors over seeds of the difference", kind="upper_bound", unit="nats/byte"))
+    pre = [r for r in data["trained"] if r["residual"] == "pre"]
+    post = [r for r in data["trained"] if r["residual"] == "post"]
+
+    def late(rows: list[dict[str, Any]]) -> float:
+        return float(np.mean([np.mean(r["trained"]["cosines"][len(r["trained"]["cosines"]) // 2 :]) for r in rows]))
+
+    out.append(Claim(f"prenorm-cosine-{label}", f"Pre-norm's successive residual streams are more alike than post-norm's "
+                     f"(mean cosine over the upper half of the trained stack; {label})", SOURCE, late(post), late(pre),
+                     0.0, 0.0, "a comparison of two means (seed spread shown in the figure)", kind="lower_bound",
+                     unit="cosine"))
+    return out
