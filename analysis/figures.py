@@ -425,3 +425,190 @@ def coord_check(data: dict[str, Any]) -> Figure:
         axes[0].legend(fontsize=7, ncol=2)
         fig.tight_layout()
     return fig
+
+
+def qk_saturation(data: dict[str, Any], law: dict[int, float]) -> Figure:
+    """q.k moments against d; softmax-row entropy and median Jacobian norm against d, with and without 1/sqrt(d)."""
+    qk, sat, n = data["qk"], data["saturation"], data["keys"]
+    ds = np.array([r["d"] for r in qk], dtype=float)
+    rd = np.array([r["d"] for r in sat], dtype=float)
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(2, 2, figsize=(13, 9))
+        ax = axes[0, 0]
+        ax.errorbar(ds, [r["var"] / r["d"] for r in qk], yerr=[2 * r["var_se"] / r["d"] for r in qk], fmt="o", label="sampled")
+        ax.axhline(1.0, color="k", lw=1, label="Var[q.k] = d")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("d (log scale)")
+        ax.set_ylabel("Var[q.k] / d")
+        ax.set_title("the variance: exact")
+        ax.legend()
+        ax = axes[0, 1]
+        ax.errorbar(ds, [r["kurtosis"] for r in qk], yerr=[2 * r["kurtosis_se"] for r in qk], fmt="o", label="sampled")
+        ax.plot(ds, 6 / ds, "k-", label="6/d (sum of d normal products)")
+        ax.axhline(0, color="C3", ls="--", label="normal (the notes)")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("symlog", linthresh=0.01)
+        ax.set_xlabel("d (log scale)")
+        ax.set_ylabel("excess kurtosis of q.k (symlog)")
+        ax.set_title("the shape: normal only as d grows")
+        ax.legend(fontsize=9)
+        ax = axes[1, 0]
+        for i, (name, lab) in enumerate((("scaled", "q.k / sqrt(d)"), ("unscaled", "q.k"))):
+            ax.errorbar(rd, [r[name]["entropy_mean"] for r in sat], yerr=[2 * r[name]["entropy_se"] for r in sat],
+                        fmt="o", color=f"C{i}", label=f"softmax of {lab}")
+        fine = np.geomspace(rd[0], rd[-1], 200)
+        ax.plot(fine, np.full_like(fine, np.log(n) - 0.5), "C0-", lw=1, label="mean field ln n - 1/2")
+        mf = np.log(n) - fine / 2
+        ax.plot(fine[mf > 0], mf[mf > 0], "C1-", lw=1, label="mean field ln n - d/2")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("d (log scale)")
+        ax.set_ylabel("mean row entropy (nats)")
+        ax.set_title(f"attention-row entropy, n = {n} keys")
+        ax.legend(fontsize=9)
+        ax = axes[1, 1]
+        for i, name in enumerate(("scaled", "unscaled")):
+            ax.errorbar(rd, [r[name]["jac_median"] for r in sat], yerr=[2 * r[name]["jac_median_se"] for r in sat],
+                        fmt="o", color=f"C{i}", label=f"median, {name}")
+            ax.fill_between(rd, [r[name]["jac_q10"] for r in sat], [r[name]["jac_q90"] for r in sat], color=f"C{i}",
+                            alpha=0.15, label=f"10-90% of rows, {name}")
+        ld = sorted(law)
+        ax.plot(ld, [law[d] for d in ld], "k-", label="saturated law 2 exp(-t) (derived)")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("d (log scale)")
+        ax.set_ylabel("||diag(p) - p p^T||_F (log scale)")
+        ax.set_title("softmax Jacobian norm")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+    return fig
+
+
+def head_symmetry(runs: dict[str, Any]) -> Figure:
+    """Relative spread between heads against training step for each initialisation (log scale; 0 drawn at the floor)."""
+    floor = 1e-10
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(8, 4.8))
+        for i, (name, run) in enumerate(runs.items()):
+            steps = np.maximum(np.array(run["steps"], dtype=float), 0.5)
+            spread = np.maximum(np.array(run["spread"]), floor)
+            ax.plot(steps, spread, "-o", color=f"C{i}", label=name + (" (exactly 0 throughout)" if max(run["spread"]) == 0 else ""))
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_ylim(floor / 3, 10)
+        ax.set_xlabel("AdamW step (log scale; step 0 drawn at 0.5)")
+        ax.set_ylabel("max_h ||theta_h - theta_0|| / ||theta_0|| (log; 0 drawn at 1e-10)")
+        ax.set_title("do identically initialised heads stay identical?")
+        ax.legend(fontsize=9)
+        fig.tight_layout()
+    return fig
+
+
+def positions_figure(pos: dict[str, Any]) -> Figure:
+    """PE dot product against k; float32 error of PE and of M_k against position; projected positional scores."""
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 3, figsize=(16, 4.6))
+        ax = axes[0]
+        ax.plot(pos["dot_curve_k"], pos["dot_curve"], "C0-")
+        ax.set_xlabel("offset k = q - p (tokens)")
+        ax.set_ylabel("PE(p) . PE(p + k)")
+        ax.set_title(f"sum_i cos(k w_i), d = {pos['d']}: same for +k and -k")
+        ax = axes[1]
+        p = np.maximum(np.array(pos["pe32_pos"], dtype=float), 0.5)
+        ax.loglog(p, np.maximum(pos["pe32_err_by_pos"], 1e-12), "C1-", label="float32 PE vs float64 PE")
+        ax.loglog(p, p * 6e-8, "k:", label="p x eps32 / 2 (angle rounding)")
+        ax.axhline(max(pos["m_err64"]), color="C0", ls="--", label="max |PE(p+k) - M_k PE(p)|, float64")
+        ax.set_xlabel("position p (log scale)")
+        ax.set_ylabel("max absolute error (log scale)")
+        ax.set_title("rounding: exact in float64, drifts in float32")
+        ax.legend(fontsize=8)
+        ax = axes[2]
+        proj = [r for r in pos["projected"] if r["k"] > 0]
+        ax.semilogy([r["k"] for r in proj], [r["std"] / abs(r["mean"]) for r in proj], "o-", color="C3",
+                    label="sinusoidal PE through random W_q, W_k")
+        ax.axhline(pos["rope_spread"], color="C2", ls="--", label="RoPE (worst k)")
+        ax.set_xlabel("offset k (tokens)")
+        ax.set_ylabel("std over p / |mean| of the score (log)")
+        ax.set_title("does the positional score depend on k only?")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+    return fig
+
+
+def depth_updates(rows: list[dict[str, Any]]) -> Figure:
+    """Model update after one AdamW step and mean sublayer update at init, against depth, per residual arrangement."""
+    depths = sorted({r["depth"] for r in rows})
+    names = {"post": "post-norm", "pre": "pre-norm", "deepnorm": "DeepNorm"}
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
+        for i, (res, name) in enumerate(names.items()):
+            for ax, key in zip(axes, ("model_update", "update_init")):
+                vals = [[r[key] for r in rows if r["residual"] == res and r["depth"] == d] for d in depths]
+                mean = np.array([np.mean(v) for v in vals])
+                se = np.array([np.std(v, ddof=1) / np.sqrt(len(v)) if len(v) > 1 else 0 for v in vals])
+                ax.errorbar(depths, mean, yerr=2 * se, fmt="-o", color=f"C{i}", label=name)
+        for ax in axes:
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("depth N (Transformer layers, log scale)")
+            ax.legend()
+        axes[0].set_ylabel("RMS(F(theta_1) - F(theta_0)) / RMS(F(theta_0))")
+        axes[0].set_title("model update after one AdamW step")
+        axes[1].set_ylabel("mean ||x_(l+1) - x_l|| / ||x_l|| (log)")
+        axes[1].set_title("sublayer update size at initialisation")
+        fig.tight_layout()
+    return fig
+
+
+def residual_streams(rows: list[dict[str, Any]]) -> Figure:
+    """Cosine of successive residual streams per sublayer, and the loss with sublayers run side by side in groups."""
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
+        for i, res in enumerate(("pre", "post")):
+            sel = [r for r in rows if r["residual"] == res]
+            for stage, style in (("init", ":"), ("trained", "-o")):
+                cos = np.mean([r[stage]["cosines"] for r in sel], axis=0)
+                axes[0].plot(np.arange(1, len(cos) + 1), cos, style, color=f"C{i}", label=f"{res}-norm, {stage}")
+            groups = sorted(int(g) for g in sel[0]["trained"]["loss"])
+            loss = np.array([[r["trained"]["loss"][str(g)] for g in groups] for r in sel])
+            err = loss.std(0, ddof=1) / np.sqrt(len(sel)) if len(sel) > 1 else np.zeros(len(groups))
+            axes[1].errorbar(groups, loss.mean(0), yerr=2 * err, fmt="-o", color=f"C{i}", label=f"{res}-norm, trained")
+        l_cos = np.arange(1, len(rows[0]["init"]["cosines"]) + 1)
+        axes[0].plot(l_cos, 1 / np.sqrt(1 + 1 / l_cos), "k--", lw=1, label="1/sqrt(1 + 1/l): independent equal branches")
+        axes[0].set_xlabel("sublayer l")
+        axes[0].set_ylabel("mean cos(x_l, x_(l+1)) over tokens")
+        axes[0].set_title("how much each sublayer turns the residual stream")
+        axes[0].legend(fontsize=8)
+        axes[1].set_xscale("log", base=2)
+        axes[1].set_xlabel("sublayers run side by side (group size, log scale)")
+        axes[1].set_ylabel("validation loss (nats/byte)")
+        axes[1].set_title("depth traded for width after training")
+        axes[1].legend(fontsize=9)
+        fig.tight_layout()
+    return fig
+
+
+def activations_figure(act: dict[str, Any]) -> Figure:
+    """GELU, its approximations, the notes' GELU, Swish and ReLU; absolute errors against exact GELU (log)."""
+    c = {k: np.array(v) for k, v in act["curve"].items()}
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
+        ax = axes[0]
+        for key, lab, style in (("relu", "ReLU", "k:"), ("gelu", "GELU x Phi(x)", "C0-"), ("swish", "Swish_1 (SiLU)", "C2-"),
+                                ("notes", "the notes' GELU (erf from 1)", "C3--")):
+            ax.plot(c["x"], c[key], style, label=lab)
+        ax.set_xlim(-4, 4)
+        ax.set_ylim(-1.5, 4)
+        ax.set_xlabel("x")
+        ax.set_ylabel("activation")
+        ax.legend(fontsize=9)
+        ax.set_title("activations")
+        ax = axes[1]
+        for key, lab, col in (("tanh", "tanh approximation", "C1"), ("sigmoid", "x sigmoid(1.702 x)", "C4"),
+                              ("notes", "the notes' GELU", "C3")):
+            ax.semilogy(c["x"], np.maximum(np.abs(c[key] - c["gelu"]), 1e-17), color=col, label=lab)
+        ax.set_xlabel("x")
+        ax.set_ylabel("|approximation - GELU| (log scale)")
+        ax.set_title("how far from exact GELU")
+        ax.legend(fontsize=9)
+        fig.tight_layout()
+    return fig

@@ -103,7 +103,7 @@ def qk_moments(cfg: Config, gen: torch.Generator) -> list[dict[str, float]]:
         parts = np.array_split(s, 20)
         kurts = [float((p**4).mean() / (p**2).mean() ** 2 - 3) for p in parts]
         kurt = float((s**4).mean() / var**2 - 3)
-        rows.append({"d": d, "var": var, "var_se": _batch_se(z2), "kurtosis": kurt,
+        rows.append({"d": d, "pairs": int(s.size), "var": var, "var_se": _batch_se(z2), "kurtosis": kurt,
                      "kurtosis_se": float(np.std(kurts, ddof=1) / math.sqrt(20)),
                      "ks_normal": float(_ks_normal(s / math.sqrt(d)))})
     return rows
@@ -285,9 +285,10 @@ def positions(cfg: Config, gen: torch.Generator) -> dict[str, Any]:
     # through random projections: PE_p W_q W_k^T PE_(p+k), its spread over p against its size
     wq = torch.randn(d, d, generator=gen, dtype=torch.float64).numpy() / math.sqrt(d)
     wk = torch.randn(d, d, generator=gen, dtype=torch.float64).numpy() / math.sqrt(d)
+    pq, pk = pe @ wq, pe @ wk
     proj = []
     for k in ks[:32]:
-        vals = ((pe[: big_p - k] @ wq) * (pe[k:] @ wk)).sum(-1)
+        vals = (pq[: big_p - k] * pk[k:]).sum(-1)
         proj.append({"k": int(k), "mean": float(vals.mean()), "std": float(vals.std())})
     # with RoPE instead: the same content x at every position, q_p = R_p W_q x, k_(p+k) = R_(p+k) W_k x
     x = torch.randn(d, generator=gen, dtype=torch.float64)

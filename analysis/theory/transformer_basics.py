@@ -59,19 +59,22 @@ def softmax_stats(logits: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:
     """
     x = _logits(logits)
     m = np.argmax(x, axis=-1)[..., None]
-    z = x - np.take_along_axis(x, m, axis=-1)  # <= 0, 0 at m
-    e = np.exp(z)
+    with np.errstate(over="ignore", under="ignore"):
+        z = x - np.take_along_axis(x, m, axis=-1)  # <= 0 (possibly -inf), 0 at m
+        e = np.exp(z)
     np.put_along_axis(e, m, 0.0, axis=-1)
     r = e.sum(-1, keepdims=True)
     big_z = 1.0 + r
     q = e / big_z  # p_i for i != m, 0 at m
     pm = 1.0 / big_z
-    entropy = np.log1p(r[..., 0]) - (q * z).sum(-1)
-    q2 = q * q
-    s2 = q2.sum(-1, keepdims=True)
-    rest_pairs = np.maximum(s2 * s2 - (q2 * q2).sum(-1, keepdims=True), 0.0)
+    entropy = np.log1p(r[..., 0]) - np.where(q > 0, q * np.where(q > 0, z, 0.0), 0.0).sum(-1)
+    with np.errstate(under="ignore"):
+        q2 = q * q
+        s2 = q2.sum(-1, keepdims=True)
+        rest_pairs = np.maximum(s2 * s2 - (q2 * q2).sum(-1, keepdims=True), 0.0)
     one_minus_pm = r / big_z
-    fro2 = (q2 * (1.0 - q) ** 2).sum(-1, keepdims=True) + pm**2 * one_minus_pm**2 + 2 * pm**2 * s2 + rest_pairs
+    with np.errstate(under="ignore"):
+        fro2 = (q2 * (1.0 - q) ** 2).sum(-1, keepdims=True) + pm**2 * one_minus_pm**2 + 2 * pm**2 * s2 + rest_pairs
     return entropy, np.sqrt(fro2[..., 0])
 
 
@@ -253,7 +256,8 @@ def _values(x: npt.ArrayLike) -> FloatArray:
 def gelu(x: npt.ArrayLike) -> FloatArray:
     """x Phi(x) = x (1 + erf(x / sqrt 2)) / 2, computed as x ndtr(x) (accurate in both tails)."""
     a = _values(x)
-    return np.where(np.isneginf(a), 0.0, a * special.ndtr(a))
+    with np.errstate(invalid="ignore", under="ignore"):
+        return np.where(np.isneginf(a), 0.0, a * special.ndtr(a))
 
 
 def gelu_tanh(x: npt.ArrayLike) -> FloatArray:

@@ -1,0 +1,113 @@
+"""Helpers of the Transformer-notes experiments: head symmetry, decoding, grouped sublayers, counts, claims."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from analysis.experiments import attention_basics as ab
+from analysis.experiments import ffn_basics as fb
+from analysis.experiments import norms_depth as nd
+from analysis.models.lm import LanguageModel, ModelConfig, grouped_forward
+
+
+def _model(**kw: object) -> LanguageModel:
+    cfg = dict(d=32, layers=2, block="transformer", residual="pre", heads=4, ctx=16)
+    cfg.update(kw)
+    torch.manual_seed(0)
+    return LanguageModel(ModelConfig(**cfg))  # type: ignore[arg-type]
+
+
+def test_identical_heads_have_zero_spread_and_random_heads_do_not() -> None:
+    model = _model()
+    assert ab.head_spread(model) > 0.5
+    ab.make_heads_identical(model)
+    assert ab.head_spread(model) == 0.0
+    ab.make_heads_identical(model, perturbation=1e-6)
+    assert 0 < ab.head_spread(model) < 1e-5
+
+
+def test_identical_heads_give_identical_head_outputs() -> None:
+    model = _model()
+    ab.make_heads_identical(model)
+    att = ab._attention_modules(model)[0]
+    x = torch.randn(2, 8, 32)
+    q, k, v = att.qkv(x).split(32, dim=-1)
+    for t in (q, k, v):
+        heads = t.view(2, 8, 4, 8)
+        assert torch.equal(heads[:, :, 0], heads[:, :, 3])
+
+
+def test_attention_dropout_only_in_training() -> None:
+    model = _model(attn_dropout=0.5)
+    idx = torch.randint(0, 256, (2, 16))
+    model.eval()
+    assert torch.equal(model(idx), model(idx))
+    model.train()
+    assert not torch.equal(model(idx), model(idx))
+    with pytest.raises(ValueError, match="attn_dropout"):
+        ModelConfig(attn_dropout=1.0)
+
+
+@pytest.mark.parametrize("residual", ["post", "pre", "sandwich", "deepnorm"])
+def test_grouped_forward(residual: str) -> None:
+    model = _model(residual=residual, layers=3).eval()
+    idx = torch.randint(0, 256, (2, 16))
+    with torch.no_grad():
+        assert torch.allclose(grouped_forward(model, idx, 1), model(idx), atol=1e-6)  # type: ignore[arg-type]
+        wide = grouped_forward(model, idx, 2)
+        assert not torch.allclose(wide, model(idx), atol=1e-3)  # type: ignore[arg-type]
+        # one group of all sublayers: every branch reads the embedding
+        x = model.embed(idx)
+        out = x
+        for layer in model.sublayers:
+            out = layer(out, branch_input=x)
+        assert torch.allclose(grouped_forward(model, idx, len(model.sublayers)), torch.nn.functional.linear(
+            model.final_norm(out), model.embed.weight), atol=1e-6)
+    with pytest.raises(ValueError, match="group"):
+        grouped_forward(model, idx, 0)
+
+
+def test_decoding_gap_per_token_and_mixing() -> None:
+    idx = torch.randint(0, 256, (2, 10))
+    model = _model(residual="post").double().eval()
+    assert nd.decoding_gap(model, idx) < 1e-13
+    for layer in model.sublayers:
+        layer.norm = nd.SequenceNorm()  # type: ignore[union-attr]
+    assert nd.decoding_gap(model, idx) > 1e-3
+
+
+def test_llama_rms_norm_matches_torch() -> None:
+    x = torch.randn(3, 16) * 5
+    w = torch.rand(16)
+    ref = torch.nn.RMSNorm(16, eps=1e-6)
+    with torch.no_grad():
+        ref.weight.copy_(w)
+    assert torch.allclose(nd.llama_rms_norm(x, w), ref(x), atol=1e-6)
+
+
+def test_slope_recovers_a_power_law() -> None:
+    rows = [{"depth": d, "residual": "post", "model_update": 0.1 * d**0.5 * (1 + 0.01 * s)} for d in (2, 4, 8, 16)
+            for s in (-1, 1)]
+    s, se = nd.slope(rows, "post")
+    assert s == pytest.approx(0.5, abs=0.01) and se < 0.01
+
+
+def test_dropout_sites_counts() -> None:
+    out = fb.dropout_sites(layers=2)
+    assert out["paper_residual"] == 10 and out["paper_total"] == 12
+    # PyTorch: 3 nn.Dropout per encoder layer, 4 per decoder layer; attention-weight dropout in 3 MHA per pair
+    assert out["torch_modules"] == 2 * 3 + 2 * 4
+    assert out["torch_attention"] == 2 * 1 + 2 * 2
+
+
+def test_ffn_smoke_claims() -> None:
+    data = fb.run(fb.config_for("smoke"))
+    claims = {c.key: c for c in fb.claims(data, "test")}
+    assert claims["gelu-notes-test"].verdict == "fails"
+    assert claims["gelu-torch-test"].verdict == "holds"
+    assert claims["swiglu-width-test"].verdict == "fails"
+    assert claims["swiglu-width-test"].corrected_verdict == "holds"
+    assert claims["swiglu-merge-test"].verdict == "holds"
+    assert claims["swiglu-merge-training-test"].verdict == "fails"
+    assert claims["ffn-8h2-test"].corrected_verdict == "holds"
