@@ -506,7 +506,9 @@ def head_symmetry(runs: dict[str, Any]) -> Figure:
 def positions_figure(pos: dict[str, Any]) -> Figure:
     """PE dot product against k; float32 error of PE and of M_k against position; projected positional scores."""
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, 3, figsize=(16, 4.6))
+        fig = plt.figure(figsize=(13, 9))
+        grid = fig.add_gridspec(2, 2)
+        axes = [fig.add_subplot(grid[0, :]), fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[1, 1])]
         ax = axes[0]
         ax.plot(pos["dot_curve_k"], pos["dot_curve"], "C0-")
         ax.set_xlabel("offset k = q - p (tokens)")

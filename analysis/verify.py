@@ -149,6 +149,11 @@ _TABLE_CSS = (
 VERDICT_COLOURS: dict[Verdict, str] = {"holds": "#1b7f3b", "holds approximately": "#a36b00", "fails": "#b3261e"}
 
 
+def claims_table_css() -> str:
+    """The <style> block of the book's tables (class "claims-table"), for other tables that should look the same."""
+    return f"<style>{_TABLE_CSS}</style>"
+
+
 def claims_html(claims: list[Claim], link: str | None = None) -> str:
     """An HTML table of claims with predictions, measurements and verdicts side by side."""
     head = ["claim", "predicted", "measured ± error", "tolerance (basis)", "verdict", "corrected"]

@@ -339,7 +339,7 @@ def mha_counts(d: int = 512) -> list[dict[str, int]]:
 def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
     """Every measurement of the chapter; plain data."""
     gen = torch.Generator().manual_seed(cfg.seed)
-    return {"qk": qk_moments(cfg, gen), "keys": cfg.keys, "saturation": saturation(cfg, gen),
+    return {"device_type": pick_device().type, "qk": qk_moments(cfg, gen), "keys": cfg.keys, "saturation": saturation(cfg, gen),
             "autograd_jacobian_gap": autograd_jacobian_check(gen), "mha": mha_counts(),
             "merged_wo_gap": merged_output_projection(gen), "symmetry": symmetry(cfg, progress),
             "positions": positions(cfg, gen), "permutation": permutation(gen)}

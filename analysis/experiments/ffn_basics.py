@@ -173,7 +173,7 @@ def dropout_sites(layers: int = 6) -> dict[str, int]:
 def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
     """Every measurement of the chapter; plain data."""
     gen = torch.Generator().manual_seed(cfg.seed)
-    return {"activations": activations(cfg), "glu": glu_family(cfg, gen), "params": parameter_counts(),
+    return {"device_type": "cpu", "activations": activations(cfg), "glu": glu_family(cfg, gen), "params": parameter_counts(),
             "merge": merge(cfg, gen), "dropout": dropout_sites(), "symbolic": tb.symbolic_checks()}
 
 
