@@ -217,5 +217,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                      f"embedding sums (torch.nn.Transformer, 6 + 6 layers, sites per forward pass; {label})",
                      SOURCE + "; Vaswani et al. 2017, sec. 5.4", dr["paper_residual"], dr["torch_total"], 0.0, 0.0,
                      "an exact count (torch.nn.Transformer has no embedding layer, so the paper's 2 embedding sites are "
-                     "left out)", unit="sites"))
+                     "left out)", unit="sites", corrected=10 * (dr["paper_residual"] // 5),
+                     corrected_note="10 per encoder-decoder layer pair: PyTorch also drops the attention weights "
+                                    "(3 per pair) and the FFN's hidden activations (2 per pair)"))
     return out
