@@ -538,15 +538,15 @@ def positions_figure(pos: dict[str, Any]) -> Figure:
 
 def depth_updates(rows: list[dict[str, Any]]) -> Figure:
     """Model update after one AdamW step and mean sublayer update at init, against depth, per residual arrangement."""
+    from analysis.experiments.norms_depth import mean_update
+
     depths = sorted({r["depth"] for r in rows})
     names = {"post": "post-norm", "pre": "pre-norm", "deepnorm": "DeepNorm"}
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
         for i, (res, name) in enumerate(names.items()):
             for ax, key in zip(axes, ("model_update", "update_init")):
-                vals = [[r[key] for r in rows if r["residual"] == res and r["depth"] == d] for d in depths]
-                mean = np.array([np.mean(v) for v in vals])
-                se = np.array([np.std(v, ddof=1) / np.sqrt(len(v)) if len(v) > 1 else 0 for v in vals])
+                mean, se = np.array([mean_update(rows, res, d, key) for d in depths]).T
                 ax.errorbar(depths, mean, yerr=2 * se, fmt="-o", color=f"C{i}", label=name)
         for ax in axes:
             ax.set_xscale("log", base=2)

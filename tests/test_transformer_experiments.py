@@ -8,7 +8,7 @@ import torch
 from analysis.experiments import attention_basics as ab
 from analysis.experiments import ffn_basics as fb
 from analysis.experiments import norms_depth as nd
-from analysis.models.lm import LanguageModel, ModelConfig, grouped_forward
+from analysis.models.lm import LanguageModel, ModelConfig
 
 
 def _model(**kw: object) -> LanguageModel:
@@ -54,18 +54,18 @@ def test_grouped_forward(residual: str) -> None:
     model = _model(residual=residual, layers=3).eval()
     idx = torch.randint(0, 256, (2, 16))
     with torch.no_grad():
-        assert torch.allclose(grouped_forward(model, idx, 1), model(idx), atol=1e-6)  # type: ignore[arg-type]
-        wide = grouped_forward(model, idx, 2)
+        assert torch.allclose(model(idx, group=1), model(idx), atol=1e-6)  # type: ignore[arg-type]
+        wide = model(idx, group=2)
         assert not torch.allclose(wide, model(idx), atol=1e-3)  # type: ignore[arg-type]
         # one group of all sublayers: every branch reads the embedding
         x = model.embed(idx)
         out = x
         for layer in model.sublayers:
             out = layer(out, branch_input=x)
-        assert torch.allclose(grouped_forward(model, idx, len(model.sublayers)), torch.nn.functional.linear(
+        assert torch.allclose(model(idx, group=len(model.sublayers)), torch.nn.functional.linear(  # type: ignore[arg-type]
             model.final_norm(out), model.embed.weight), atol=1e-6)
     with pytest.raises(ValueError, match="group"):
-        grouped_forward(model, idx, 0)
+        model(idx, group=0)
 
 
 def test_decoding_gap_per_token_and_mixing() -> None:

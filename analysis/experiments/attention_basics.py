@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,10 +80,15 @@ def config_dict(cfg: Config) -> dict[str, Any]:
 # --- q.k moments and softmax saturation -----------------------------------------------------------
 
 
-def _batch_se(values: np.ndarray, batches: int = 20) -> float:
-    """Standard error of a statistic's mean from ``batches`` equal batches."""
+def _batch_se(values: np.ndarray, statistic: Callable[[np.ndarray], float] = np.mean, batches: int = 20) -> float:
+    """Standard error of ``statistic`` of ``values`` from its spread over ``batches`` equal batches."""
     parts = np.array_split(values, batches)
-    return float(np.std([p.mean() for p in parts], ddof=1) / math.sqrt(batches))
+    return float(np.std([statistic(p) for p in parts], ddof=1) / math.sqrt(batches))
+
+
+def _excess_kurtosis(x: np.ndarray) -> float:
+    """E[x^4] / E[x^2]^2 - 3 of a centred sample."""
+    return float((x**4).mean() / (x**2).mean() ** 2 - 3)
 
 
 def qk_moments(cfg: Config, gen: torch.Generator) -> list[dict[str, float]]:
@@ -100,11 +106,8 @@ def qk_moments(cfg: Config, gen: torch.Generator) -> list[dict[str, float]]:
         s = np.concatenate(chunks)
         z2 = s * s
         var = float(z2.mean())  # the mean is 0 exactly in distribution
-        parts = np.array_split(s, 20)
-        kurts = [float((p**4).mean() / (p**2).mean() ** 2 - 3) for p in parts]
-        kurt = float((s**4).mean() / var**2 - 3)
-        rows.append({"d": d, "pairs": int(s.size), "var": var, "var_se": _batch_se(z2), "kurtosis": kurt,
-                     "kurtosis_se": float(np.std(kurts, ddof=1) / math.sqrt(20)),
+        rows.append({"d": d, "pairs": int(s.size), "var": var, "var_se": _batch_se(z2), "kurtosis": _excess_kurtosis(s),
+                     "kurtosis_se": _batch_se(s, _excess_kurtosis),
                      "ks_normal": float(_ks_normal(s / math.sqrt(d)))})
     return rows
 
@@ -350,11 +353,21 @@ def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
 EPS64 = float(np.finfo(np.float64).eps)
 
 
+def worst_variance_row(qk: list[dict[str, Any]]) -> dict[str, Any]:
+    """The d whose sampled Var[q.k]/d is furthest from 1 in units of its standard error."""
+    return max(qk, key=lambda r: abs(r["var"] / r["d"] - 1) / (r["var_se"] / r["d"]))
+
+
+def projected_spread(pos: dict[str, Any]) -> float:
+    """Median over k > 0 of std over p / |mean| of the positional score PE_p W_q W_k^T PE_(p+k)."""
+    return float(np.median([r["std"] / max(abs(r["mean"]), 1e-300) for r in pos["projected"] if r["k"] > 0]))
+
+
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
     """The chapter's claims from one run."""
     out = []
     qk = data["qk"]
-    worst = max(qk, key=lambda r: abs(r["var"] / r["d"] - 1) / (r["var_se"] / r["d"]))
+    worst = worst_variance_row(qk)
     out.append(Claim(f"qk-variance-{label}", f"Var[q.k] = d for q, k ~ N(0, I_d) (worst of d = {qk[0]['d']}..{qk[-1]['d']}; "
                      f"shown d = {worst['d']}, {label})", SOURCE + "; Vaswani et al. 2017, footnote 4",
                      1.0, worst["var"] / worst["d"], worst["var_se"] / worst["d"], 3 * worst["var_se"] / worst["d"],
@@ -423,8 +436,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     out.append(Claim(f"pe-dot-relative-{label}", f"PE(p).PE(p + k) depends on k only and equals sum_i cos(k w_i) "
                      f"(max error over p, {label})", "derived", 0.0, pos["dot_pred_err"], 0.0, pos["d"] * bound64,
                      "d times the M_k rounding bound", kind="upper_bound", unit="absolute"))
-    proj = [r for r in pos["projected"] if r["k"] > 0]
-    rel = float(np.median([r["std"] / max(abs(r["mean"]), 1e-300) for r in proj]))
+    rel = projected_spread(pos)
     out.append(Claim(f"pe-projected-{label}", f"Through random W_q, W_k the positional score PE_p W_q W_k^T PE_(p+k) still "
                      f"depends on k only (median over k of its std over p / |mean|; {label})",
                      "the relative-position reading of PE(p+k) = M_k PE(p)", 0.0, rel, 0.0, 1e3 * EPS64,

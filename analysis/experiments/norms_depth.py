@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from analysis.data import file_corpus, stdlib_corpus
-from analysis.models.lm import LanguageModel, ModelConfig, Residual, grouped_forward, update_sizes
+from analysis.models.lm import LanguageModel, ModelConfig, Residual, update_sizes
 from analysis.scale import Scale
 from analysis.theory import transformer_basics as tb
 from analysis.train import TrainConfig, fixed_windows, pick_device, random_windows, train_lm
@@ -216,6 +216,13 @@ def depth_sweep(cfg: Config, corpus_train: np.ndarray, probe: torch.Tensor, devi
     return rows
 
 
+def mean_update(rows: list[dict[str, Any]], residual: str, depth: int, key: str = "model_update") -> tuple[float, float]:
+    """Mean over seeds of ``key`` at one depth and residual arrangement, and its standard error (0 with one seed)."""
+    vals = [r[key] for r in rows if r["residual"] == residual and r["depth"] == depth]
+    se = float(np.std(vals, ddof=1) / math.sqrt(len(vals))) if len(vals) > 1 else 0.0
+    return float(np.mean(vals)), se
+
+
 def slope(data: list[dict[str, Any]], residual: str, key: str = "model_update") -> tuple[float, float]:
     """Least-squares slope of log(key) against log(depth) over seeds, and its standard error."""
     rows = [r for r in data if r["residual"] == residual]
@@ -240,7 +247,9 @@ def _loss(model: LanguageModel, x: torch.Tensor, y: torch.Tensor, group: int) ->
     with torch.no_grad():
         total = 0.0
         for i in range(0, x.shape[0], 32):
-            logits = grouped_forward(model, x[i : i + 32], group).double()
+            logits = model(x[i : i + 32], group=group)
+            assert isinstance(logits, torch.Tensor)
+            logits = logits.double()
             total += float(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y[i : i + 32].reshape(-1),
                                            reduction="sum"))
     return total / y.numel()
@@ -283,6 +292,12 @@ def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
 
 
 # --- claims ---------------------------------------------------------------------------------------------
+
+
+def late_cosine(data: dict[str, Any], residual: str) -> float:
+    """Mean over seeds of the trained model's mean cosine of successive streams over the upper half of the stack."""
+    rows = [r for r in data["trained"] if r["residual"] == residual]
+    return float(np.mean([np.mean(r["trained"]["cosines"][len(r["trained"]["cosines"]) // 2 :]) for r in rows]))
 
 
 def group_penalty(data: dict[str, Any], residual: str, group: int) -> tuple[float, float]:
@@ -335,11 +350,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                      corrected_note="fitted, not derived: the update grows like sqrt(N), as if the layers' "
                                     "contributions added as independent terms"))
 
-    def mean_update(res: str) -> tuple[float, float]:
-        vals = [r["model_update"] for r in depth if r["residual"] == res and r["depth"] == hi]
-        return float(np.mean(vals)), float(np.std(vals, ddof=1) / math.sqrt(len(vals))) if len(vals) > 1 else 0.0
-
-    (m_post, e_post), (m_dn, e_dn) = mean_update("post"), mean_update("deepnorm")
+    (m_post, e_post), (m_dn, e_dn) = mean_update(depth, "post", hi), mean_update(depth, "deepnorm", hi)
     se = math.hypot(e_post, e_dn)
     out.append(Claim(f"deepnorm-below-post-{label}", f"DeepNorm's one-step model update is below post-norm's "
                      f"(depth {hi}; {label})", "Wang et al. 2022 (DeepNet), fig. 3", m_post, m_dn, se, 3 * se,
@@ -349,14 +360,9 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                      f"sublayers side by side barely changes a trained model (loss increase, {label})",
                      SOURCE + " (after Su, kexue.fm/archives/9009)", 0.0, pen_pre, se_pre, 3 * se_pre,
                      "3 standard errors over seeds", kind="upper_bound", unit="nats/byte"))
-    pre = [r for r in data["trained"] if r["residual"] == "pre"]
-    post = [r for r in data["trained"] if r["residual"] == "post"]
-
-    def late(rows: list[dict[str, Any]]) -> float:
-        return float(np.mean([np.mean(r["trained"]["cosines"][len(r["trained"]["cosines"]) // 2 :]) for r in rows]))
-
     out.append(Claim(f"prenorm-cosine-{label}", f"Pre-norm's successive residual streams are more alike than post-norm's "
-                     f"(mean cosine over the upper half of the trained stack; {label})", SOURCE, late(post), late(pre),
+                     f"(mean cosine over the upper half of the trained stack; {label})", SOURCE, late_cosine(data, "post"),
+                     late_cosine(data, "pre"),
                      0.0, 0.0, "a comparison of two means (seed spread shown in the figure)", kind="lower_bound",
                      unit="cosine"))
     return out

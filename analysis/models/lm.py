@@ -198,16 +198,26 @@ class LanguageModel(nn.Module):
                         else:
                             module.weight.mul_(beta)
 
-    def forward(self, idx: torch.Tensor, return_hidden: bool = False) -> torch.Tensor | tuple[torch.Tensor, list[torch.Tensor]]:
-        """idx (b, n) -> logits (b, n, vocab); with ``return_hidden`` also the residual stream after each sublayer."""
+    def forward(self, idx: torch.Tensor, return_hidden: bool = False,
+                group: int = 1) -> torch.Tensor | tuple[torch.Tensor, list[torch.Tensor]]:
+        """idx (b, n) -> logits (b, n, vocab); with ``return_hidden`` also the residual stream after each sublayer.
+
+        ``group`` > 1 runs the sublayers in consecutive groups of that size, every branch in a group reading the
+        stream at the group's start (depth traded for width); 1 is the ordinary sequential pass.
+        """
+        if not isinstance(group, int) or group < 1:
+            raise ValueError(f"group must be a positive integer; got {group!r}")
         if idx.dim() != 2:
             raise ValueError(f"idx must have shape (batch, length); got {tuple(idx.shape)}")
         if idx.shape[1] > self.cfg.ctx:
             raise ValueError(f"sequence length {idx.shape[1]} exceeds ctx {self.cfg.ctx}")
         x = self.embed(idx)
         hidden = [x]
-        for layer in self.sublayers:
-            x = layer(x)
+        u = x  # the stream at the start of the current group
+        for i, layer in enumerate(self.sublayers):
+            if i % group == 0:
+                u = x
+            x = layer(x, branch_input=None if group == 1 else u)
             hidden.append(x)
         logits = F.linear(self.final_norm(x), self.embed.weight)
         return (logits, hidden) if return_hidden else logits
@@ -215,20 +225,6 @@ class LanguageModel(nn.Module):
     def num_parameters(self) -> int:
         """Trainable parameters (the tied output layer counted once)."""
         return sum(p.numel() for p in self.parameters())
-
-
-def grouped_forward(model: LanguageModel, idx: torch.Tensor, group: int) -> torch.Tensor:
-    """Logits with the sublayers run in consecutive groups of ``group``: every branch in a group reads the
-    stream at the group's start (group = 1 is the ordinary forward pass; larger groups trade depth for width)."""
-    if not isinstance(group, int) or group < 1:
-        raise ValueError(f"group must be a positive integer; got {group!r}")
-    x = model.embed(idx)
-    layers = list(model.sublayers)
-    for start in range(0, len(layers), group):
-        u = x
-        for layer in layers[start : start + group]:
-            x = layer(x, branch_input=u)
-    return F.linear(model.final_norm(x), model.embed.weight)
 
 
 def update_sizes(hidden: list[torch.Tensor]) -> list[float]:

@@ -67,7 +67,7 @@ def softmax_stats(logits: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:
     big_z = 1.0 + r
     q = e / big_z  # p_i for i != m, 0 at m
     pm = 1.0 / big_z
-    entropy = np.log1p(r[..., 0]) - np.where(q > 0, q * np.where(q > 0, z, 0.0), 0.0).sum(-1)
+    entropy = np.log1p(r[..., 0]) - (q * np.where(q > 0, z, 0.0)).sum(-1)
     with np.errstate(under="ignore"):
         q2 = q * q
         s2 = q2.sum(-1, keepdims=True)
