@@ -1,6 +1,7 @@
 """Command line: ``python -m analysis SUBCOMMAND ...`` (``--help`` lists them).
 
-Invalid arguments exit with status 2 and one line on stderr, without a traceback.
+Invalid input exits with status 2 and one line on stderr, without a traceback; any other error is a
+bug and exits with status 1 and its traceback.
 """
 
 from __future__ import annotations
@@ -9,11 +10,13 @@ import argparse
 import json
 import math
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 EXIT_USAGE = 2
+EXIT_FAILURE = 1
 
 
 class UsageError(Exception):
@@ -135,60 +138,97 @@ def cmd_gau_magnitude(args: argparse.Namespace) -> None:
     ] + ([] if np.isfinite(m["rms"]) else ["(non-finite output)"]))
 
 
-# --- run -------------------------------------------------------------------------------
+# --- run, list, plan -------------------------------------------------------------------
+
+
+def _experiment_or_usage(name: str) -> Any:
+    from analysis.experiments import get_experiment
+
+    try:
+        return get_experiment(name)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
 
 
 def cmd_run(args: argparse.Namespace) -> None:
-    """Run an experiment at a scale and record it under results/."""
-    from analysis.experiments import run_and_record
+    """Run an experiment at a scale and record it under results/ (or, with --all, every one lacking a current record)."""
+    from analysis.experiments import EXPERIMENTS, config_for, current_record, run_and_record
 
-    record, path = run_and_record(args.experiment, args.scale, directory=args.out, progress=not args.quiet,
-                                  corpus_file=args.corpus, seed=args.seed)
-    corpus = record.data.get("corpus") or record.data.get("real", {}).get("corpus", {})
-    if corpus:
-        print(f"corpus: {corpus.get('description')} sha256 {corpus.get('sha256')}")
-    print(f"recorded {path}")
-    print(record.describe())
+    if args.all == (args.experiment is not None):
+        raise UsageError("name one experiment, or give --all")
+    names = sorted(EXPERIMENTS) if args.all else [args.experiment]
+    for name in names:
+        module = _experiment_or_usage(name)
+        try:
+            config_for(module, args.scale, corpus_file=args.corpus, seed=args.seed)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+    log = None
+    if args.all:
+        from analysis.results import results_dir
+
+        folder = Path(args.out) if args.out else results_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        log = (folder / f"run-all.{args.scale}.log").open("a")
+    for i, name in enumerate(names, 1):
+        if args.all:
+            record, stale = current_record(name, args.scale, args.out)
+            if record is not None and not stale:
+                print(f"[{i}/{len(names)}] {name}: current record kept")
+                continue
+            print(f"[{i}/{len(names)}] {name}: running at {args.scale} scale", flush=True)
+        record, path = run_and_record(name, args.scale, directory=args.out, progress=not args.quiet,
+                                      corpus_file=args.corpus, seed=args.seed)
+        corpus = record.data.get("corpus") or record.data.get("real", {}).get("corpus", {})
+        if corpus:
+            print(f"corpus: {corpus.get('description')} sha256 {corpus.get('sha256')}")
+        print(f"recorded {path}")
+        print(record.describe())
+        if log is not None:
+            log.write(f"{record.provenance.get('date')} {name} {args.scale} {record.provenance.get('wall_time_s')} s {path}\n")
+            log.flush()
 
 
 def cmd_list(args: argparse.Namespace) -> None:
-    """List the experiments and the records present for each scale."""
-    from analysis.experiments import EXPERIMENTS
-    from analysis.results import find_record
+    """List the experiments and, per scale, whether a record exists and whether it is current or stale."""
+    from analysis.experiments import EXPERIMENTS, current_record
+    from analysis.scale import SCALES
 
     for name, module in sorted(EXPERIMENTS.items()):
-        have = []
-        for scale in ("smoke", "cpu", "gpu"):
-            rec = find_record(name, scale)
-            have.append(f"{scale}: {'recorded ' + str(rec.provenance.get('date', ''))[:10] if rec else 'none'}")
-        print(f"{name}  ({'; '.join(have)})  {(module.__doc__ or '').strip().splitlines()[0]}")
+        print(f"{name}: {(module.__doc__ or '').strip().splitlines()[0]}")
+        for scale in SCALES:
+            record, stale = current_record(name, scale)
+            if record is None:
+                state = "none"
+            else:
+                state = f"recorded {str(record.provenance.get('date', ''))[:10]}, " + (
+                    "STALE: " + "; ".join(stale) if stale else "current")
+            print(f"  {scale:5s} {state}")
 
 
-# --- build helpers ---------------------------------------------------------------------
+def cmd_plan(args: argparse.Namespace) -> None:
+    """Estimate every experiment's cost at a scale; build and step each model once (a dry run)."""
+    from analysis.experiments import EXPERIMENTS
+    from analysis.plan import UTILISATION, plan_experiment, plan_table
 
-
-def cmd_scale_default(args: argparse.Namespace) -> None:
-    """Print the scale this machine defaults to (gpu with CUDA, else cpu)."""
-    from analysis.scale import default_scale
-
-    print(default_scale())
-
-
-CELL_TIMEOUT_S = {"smoke": 120, "cpu": 1800, "gpu": 1800}
-
-
-def cmd_book_config(args: argparse.Namespace) -> None:
-    """Write _config.yml with the per-cell timeout of ``--scale`` to OUT/_config.SCALE.yml; print its path."""
-    import yaml
-
-    root = Path(__file__).resolve().parent.parent
-    config = yaml.safe_load((root / "_config.yml").read_text())
-    config.setdefault("execute", {})["timeout"] = CELL_TIMEOUT_S[args.scale]
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"_config.{args.scale}.yml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    print(path)
+    names = [args.experiment] if args.experiment else sorted(EXPERIMENTS)
+    for name in names:
+        _experiment_or_usage(name)
+    estimates = []
+    for name in names:
+        est = plan_experiment(name, args.scale, execute=not args.no_step)
+        estimates.append(est)
+        if not args.json:
+            print(f"{name}: built and stepped {len(est.stepped)} model(s)", file=sys.stderr)
+    if args.json:
+        print(json.dumps([{"experiment": e.experiment, "scale": e.scale, "parameters": e.parameters, "flops": e.flops,
+                           "h100_minutes": e.h100_minutes, "utilisation": e.utilisation,
+                           "peak_memory_gb": e.peak_memory_gb, "fits_80gb": e.fits, "stepped": e.stepped}
+                          for e in estimates], indent=1))
+        return
+    print(f"Estimated cost at {args.scale} scale (H100 minutes at an assumed {100 * UTILISATION:.0f}% of 989 TFLOP/s "
+          "bf16; memory = 16 bytes per parameter + activations saved for backward). Estimates, not measurements.\n")
+    print(plan_table(estimates))
 
 
 # --- parser ----------------------------------------------------------------------------
@@ -249,7 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--classes", "-K", type=_bounded_int("--classes", 1, 2**53), required=True, help="number of classes K >= 1")
     p.add_argument("--p", type=_probability("--p"), required=True, help="probability of the correct class, in (0, 1]")
     p.add_argument("--json", action="store_true", help="print a JSON object")
-    p.set_defaults(func=cmd_entropy)
+    p.set_defaults(func=cmd_entropy, calculator=True)
 
     p = sub.add_parser("scale", help="the softmax scale alpha* that maximises the softmax gradient, for n scores")
     p.add_argument("--scores", choices=("normal", "cosine"), required=True, help="N(0,1) scores or cosines in d dimensions")
@@ -258,7 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reps", type=_bounded_int("--reps", 16, 100_000), default=256, help="rows for the finite-sample value")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print a JSON object")
-    p.set_defaults(func=cmd_scale)
+    p.set_defaults(func=cmd_scale, calculator=True)
 
     from analysis.theory.gau_init import ACTIVATIONS
 
@@ -266,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("activation", choices=sorted(ACTIVATIONS))
     p.add_argument("--sigma", type=_bounded_float("--sigma", 1e-6, 1e6), default=1.0, help="scale of the normal input")
     p.add_argument("--json", action="store_true", help="print a JSON object")
-    p.set_defaults(func=cmd_moments)
+    p.set_defaults(func=cmd_moments, calculator=True)
 
     p = sub.add_parser("gau-magnitude", help="predicted and measured RMS of a GAU layer's output at initialisation")
     p.add_argument("--d", type=_bounded_int("--d", 1, 65536), required=True)
@@ -276,27 +316,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--init", choices=("lecun", "std0.02"), default="lecun")
     p.add_argument("--seeds", type=_bounded_int("--seeds", 1, 1000), default=4)
     p.add_argument("--json", action="store_true", help="print a JSON object")
-    p.set_defaults(func=cmd_gau_magnitude)
+    p.set_defaults(func=cmd_gau_magnitude, calculator=True)
 
-    p = sub.add_parser("run", help="run an experiment and record it under results/")
-    p.add_argument("experiment", help="experiment name (see 'list')")
+    p = sub.add_parser("run", help="run an experiment (or --all) and record it under results/")
+    p.add_argument("experiment", nargs="?", help="experiment name (see 'list')")
+    p.add_argument("--all", action="store_true", help="every experiment without a current record at this scale; resumable")
     p.add_argument("--scale", choices=SCALES, required=True)
     p.add_argument("--corpus", metavar="FILE", help="train on this UTF-8 text file instead of the standard-library corpus")
-    p.add_argument("--seed", type=int)
+    p.add_argument("--seed", type=_bounded_int("--seed", 0, 2**31 - 1))
     p.add_argument("--out", metavar="DIR", help="results folder (default: the repository's results/)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("list", help="list the experiments and their recorded results")
+    p = sub.add_parser("list", help="list the experiments and whether their records are current or stale")
     p.set_defaults(func=cmd_list)
 
-    p = sub.add_parser("scale-default", help="print this machine's default scale")
-    p.set_defaults(func=cmd_scale_default)
-
-    p = sub.add_parser("book-config", help="write the book's config for a scale (used by scripts/book.sh)")
+    p = sub.add_parser("plan", help="estimate FLOPs, H100 minutes and memory of a scale; build and step every model")
+    p.add_argument("experiment", nargs="?", help="one experiment (default: all)")
     p.add_argument("--scale", choices=SCALES, required=True)
-    p.add_argument("--out", required=True, metavar="DIR")
-    p.set_defaults(func=cmd_book_config)
+    p.add_argument("--no-step", action="store_true", help="estimate only; do not build and step the models")
+    p.add_argument("--json", action="store_true", help="print a JSON list")
+    p.set_defaults(func=cmd_plan)
     return parser
 
 
@@ -306,6 +346,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from analysis.results import ResultsFileError
 
     parser = build_parser()
+    args: argparse.Namespace | None = None
     try:
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
@@ -315,9 +356,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
-    except (ValueError, CorpusError, ResultsFileError) as err:
+    except ValueError as err:
+        if not getattr(args, "calculator", False):
+            traceback.print_exc()
+            return EXIT_FAILURE
+        # a calculator is a function of its arguments: the library's input checks speak for them
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
+    except (CorpusError, ResultsFileError) as err:  # a file the user named cannot be used
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception:  # anything else is a bug, not a usage error: show where it happened
+        traceback.print_exc()
+        return EXIT_FAILURE
     return 0
 
 

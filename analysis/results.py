@@ -106,6 +106,7 @@ class Record:
     config: dict[str, Any]
     data: dict[str, Any]
     provenance: dict[str, Any]
+    fingerprint: dict[str, Any] | None = None  # config and code fingerprints (analysis.fingerprint); None before them
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document of this record."""
@@ -117,6 +118,7 @@ class Record:
             "config": to_jsonable(self.config),
             "provenance": to_jsonable(self.provenance),
             "data": to_jsonable(self.data),
+            **({} if self.fingerprint is None else {"fingerprint": to_jsonable(self.fingerprint)}),
         }
 
     def describe(self) -> str:
@@ -189,7 +191,10 @@ def load_record(path: str | os.PathLike[str]) -> Record:
             problems.append(f"provenance lacks {', '.join(missing)}")
     if problems:
         raise ResultsFileError(f"{p}: malformed results record: {'; '.join(problems)}")
-    return Record(doc["experiment"], doc["scale"], doc["seed"], doc["config"], doc["data"], doc["provenance"])
+    fp = doc.get("fingerprint")
+    if fp is not None and not (isinstance(fp, dict) and {"config", "code"} <= set(fp)):
+        raise ResultsFileError(f"{p}: malformed results record: 'fingerprint' lacks config or code")
+    return Record(doc["experiment"], doc["scale"], doc["seed"], doc["config"], doc["data"], doc["provenance"], fp)
 
 
 def find_record(experiment: str, scale: str, directory: str | os.PathLike[str] | None = None) -> Record | None:

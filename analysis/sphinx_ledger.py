@@ -82,10 +82,16 @@ def _on_doctree_resolved(app: Sphinx, doctree: nodes.document, docname: str) -> 
             node.replace_self(nodes.paragraph(text="The claims ledger is part of the HTML book."))
 
 
+def _on_env_get_outdated(app: Sphinx, env: Any, added: set[str], changed: set[str], removed: set[str]) -> list[str]:
+    """The ledger is rebuilt whenever a build runs: the chapters' claims may have changed while its source did not."""
+    return [d for d in env.found_docs if Path(d).name == "ledger"]
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
-    """Register the directive, its node and the two build events."""
+    """Register the directive, its node and the build events."""
     app.add_node(claims_ledger_node)
     app.add_directive("claims-ledger", ClaimsLedgerDirective)
     app.connect("builder-inited", _on_builder_inited)
     app.connect("doctree-resolved", _on_doctree_resolved)
+    app.connect("env-get-outdated", _on_env_get_outdated)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

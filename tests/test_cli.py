@@ -67,12 +67,62 @@ def test_corrupted_record_is_reported_not_replaced(tmp_path, monkeypatch, capsys
     assert bad.read_text() == '{"schema": "analysis.results/1", '
 
 
-def test_book_config_sets_timeout_per_scale(tmp_path, capsys):
-    assert main(["book-config", "--scale", "smoke", "--out", str(tmp_path)]) == 0
-    path = capsys.readouterr().out.strip()
-    import yaml
+def test_a_bug_exits_1_with_its_traceback(monkeypatch, capsys):
+    from analysis.experiments import entropy_lm
 
-    assert yaml.safe_load(open(path))["execute"]["timeout"] == 120
+    def broken(cfg, progress=False):
+        raise ValueError("a bug deep inside run")
+
+    monkeypatch.setattr(entropy_lm, "run", broken)
+    assert main(["run", "entropy-lm", "--scale", "smoke", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "a bug deep inside run" in err
+
+
+def test_build_plumbing_is_not_in_the_readers_help():
+    out = run_cli("--help")
+    assert "book-config" not in out.stdout and "scale-default" not in out.stdout
+    assert "plan" in out.stdout
+
+
+def test_list_marks_missing_current_and_stale_records(tmp_path, monkeypatch, capsys):
+    import json
+
+    monkeypatch.setenv("ANALYSIS_RESULTS_DIR", str(tmp_path))
+    assert main(["run", "ffn-basics", "--scale", "smoke", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    block = out[out.index("ffn-basics:"):].splitlines()
+    assert "smoke recorded" in block[1] and "current" in block[1] and "none" in block[2]
+    path = tmp_path / "ffn-basics.smoke.json"
+    doc = json.loads(path.read_text())
+    doc["config"]["grid"] += 1
+    doc["fingerprint"]["config"] = "0" * 16
+    path.write_text(json.dumps(doc))
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "STALE: config differs (grid:" in out[out.index("ffn-basics:"):]
+
+
+def test_run_all_keeps_current_records_and_logs(tmp_path, monkeypatch, capsys):
+    from analysis import experiments
+
+    ran = []
+    monkeypatch.setattr(experiments, "EXPERIMENTS", {k: experiments.EXPERIMENTS[k] for k in ("ffn-basics", "entropy-bound")})
+    real = experiments.run_and_record
+
+    def counting(name, *a, **kw):
+        ran.append(name)
+        return real(name, *a, **kw)
+
+    monkeypatch.setattr(experiments, "run_and_record", counting)
+    assert main(["run", "--all", "--scale", "smoke", "--out", str(tmp_path), "--quiet"]) == 0
+    assert sorted(ran) == ["entropy-bound", "ffn-basics"]
+    assert main(["run", "--all", "--scale", "smoke", "--out", str(tmp_path), "--quiet"]) == 0  # resume: nothing left
+    assert sorted(ran) == ["entropy-bound", "ffn-basics"] and "current record kept" in capsys.readouterr().out
+    assert len((tmp_path / "run-all.smoke.log").read_text().splitlines()) == 2
+    assert main(["run", "--all", "ffn-basics", "--scale", "smoke"]) == 2
 
 
 def test_scale_json_keys_and_values(capsys):

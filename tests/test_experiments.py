@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from analysis.experiments import entropy_bound, entropy_lm, get_experiment, run_and_record
+from analysis.experiments import config_for, entropy_bound, entropy_lm, get_experiment, run_and_record
 from analysis.results import load_record
 
 
@@ -10,7 +10,7 @@ def test_entropy_bound_smoke_claims_hold():
     assert data["direct"]["max_classes"] == 150_000
     assert all(m["increases_on_notes_range"] == 0 for m in data["monotone"].values())
     assert all(m["increases_on_full_range"] > 0 for m in data["monotone"].values())
-    for claim in entropy_bound.claims(data):
+    for claim in entropy_bound.claims(data, "smoke"):
         assert claim.verdict == "holds", claim.key
 
 
@@ -40,11 +40,11 @@ def test_entropy_lm_smoke_run_and_record(tmp_path):
 def test_user_corpus_and_bad_names(tmp_path):
     text = tmp_path / "t.txt"
     text.write_text("the quick brown fox jumps over the lazy dog\n" * 300)
-    cfg = entropy_lm.config_for("smoke", corpus_file=str(text))
+    cfg = config_for(entropy_lm, "smoke", corpus_file=str(text))
     data = entropy_lm.run(cfg, progress=False)
     assert data["real"]["corpus"]["name"] == "t.txt"
     with pytest.raises(ValueError, match="experiment must be one of"):
         get_experiment("nope")
     with pytest.raises(ValueError, match="snapshots must be steps"):
-        entropy_lm.config_for("smoke", snapshots=(0, 10_000))
+        config_for(entropy_lm, "smoke", snapshots=(0, 10_000))
     assert np.isfinite(data["markov"]["excess_loss"])

@@ -96,15 +96,3 @@ def test_names_and_values_are_validated(tmp_path):
     with pytest.raises(TypeError, match="cannot store a object"):
         to_jsonable(object())
     assert to_jsonable({"a": (np.float32(1.5), math.inf)}) == {"a": [1.5, "inf"]}
-
-
-def test_live_and_recorded_lists_the_live_run_then_other_scales(tmp_path):
-    from analysis.results import live_and_recorded
-
-    save_record(make_record(scale="cpu"), tmp_path)
-    save_record(make_record(scale="gpu"), tmp_path)
-    runs = live_and_recorded("demo", "cpu", {"device_type": "cpu", "x": 1}, tmp_path)
-    assert [r.key for r in runs] == ["cpu", "recorded-gpu"]  # the live scale is not listed twice
-    assert runs[0].data == {"device_type": "cpu", "x": 1} and runs[0].label == "this build (cpu scale)"
-    assert runs[1].label == "recorded, gpu scale" and runs[1].provenance.startswith("recorded: demo at gpu scale")
-    assert [r.key for r in live_and_recorded("absent", "smoke", {}, tmp_path)] == ["smoke"]

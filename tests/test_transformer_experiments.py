@@ -102,7 +102,7 @@ def test_dropout_sites_counts() -> None:
 
 
 def test_ffn_smoke_claims() -> None:
-    data = fb.run(fb.config_for("smoke"))
+    data = fb.run(fb.CONFIGS["smoke"])
     claims = {c.key: c for c in fb.claims(data, "test")}
     assert claims["gelu-notes-test"].verdict == "fails"
     assert claims["gelu-torch-test"].verdict == "holds"

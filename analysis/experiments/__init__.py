@@ -1,8 +1,9 @@
-"""One module per experiment: a config per scale, a run() returning plain data, recorded results.
+"""The registry of experiments; each module follows the protocol of :mod:`analysis.experiments.base`.
 
-``EXPERIMENTS`` maps each experiment's command-line name to its module; every
-module defines ``NAME``, ``CONFIGS`` (smoke / cpu / gpu) and
-``run(config, progress) -> dict``.
+``EXPERIMENTS`` maps each experiment's command-line name to its module.
+:func:`run_and_record` runs one at a scale and saves its record with provenance
+and fingerprints; :func:`staleness` says how a record differs from what today's
+code and config would produce.
 """
 
 from __future__ import annotations
@@ -11,14 +12,21 @@ import time
 from types import ModuleType
 from typing import Any
 
-import dataclasses
-
-from analysis.experiments import attention_basics, deep_gau, ffn_basics, norms_depth, entropy_lm, gau_init, softmax_scale_mc, softmax_scale_train
-from analysis.results import Record, provenance, save_record
+from analysis.experiments import (attention_basics, coord_check, deep_gau, entropy_bound, entropy_lm, ffn_basics,
+                                  gau_init, norms_depth, softmax_scale_checks, softmax_scale_mc, softmax_scale_train)
+from analysis.experiments.base import config_dict, config_for, conformance_problems
+from analysis.fingerprint import code_fingerprint, config_differences, config_fingerprint
+from analysis.results import Record, find_record, provenance, save_record
 from analysis.scale import validate_scale
 
-EXPERIMENTS: dict[str, ModuleType] = {m.NAME: m for m in (entropy_lm, softmax_scale_mc, softmax_scale_train, gau_init, deep_gau,
-                                                  attention_basics, norms_depth, ffn_basics)}
+EXPERIMENTS: dict[str, ModuleType] = {m.NAME: m for m in (
+    entropy_bound, entropy_lm, softmax_scale_checks, softmax_scale_mc, softmax_scale_train, gau_init, coord_check,
+    deep_gau, attention_basics, norms_depth, ffn_basics)}
+
+for _module in EXPERIMENTS.values():
+    _problems = conformance_problems(_module)
+    if _problems:
+        raise TypeError(f"{_module.__name__} does not follow the experiment protocol: {'; '.join(_problems)}")
 
 
 def get_experiment(name: str) -> ModuleType:
@@ -28,15 +36,44 @@ def get_experiment(name: str) -> ModuleType:
     return EXPERIMENTS[name]
 
 
-def run_and_record(name: str, scale: str, directory: str | None = None, progress: bool = True, **overrides: Any) -> tuple[Record, str]:
+def fingerprint(module: ModuleType, cfg: Any) -> dict[str, Any]:
+    """What a record stores of what produced it: config and code fingerprints and the data version."""
+    return {"config": config_fingerprint(config_dict(cfg)), "code": code_fingerprint(module.__name__),
+            "data_version": module.DATA_VERSION}
+
+
+def run_and_record(name: str, scale: str, directory: str | None = None, progress: bool = True,
+                   **overrides: Any) -> tuple[Record, str]:
     """Run experiment ``name`` at ``scale`` and save its record; returns (record, path)."""
     module = get_experiment(name)
-    fields = {f.name for f in dataclasses.fields(module.Config)}
-    for key, value in overrides.items():
-        if value is not None and key not in fields:
-            raise ValueError(f"{key.replace('_', '-')} does not apply to experiment {name!r}")
-    config = module.config_for(validate_scale(scale), **overrides)
+    cfg = config_for(module, validate_scale(scale), **overrides)
     start = time.perf_counter()
-    data = module.run(config, progress=progress)
-    record = Record(name, scale, config.seed, module.config_dict(config), data, provenance(time.perf_counter() - start))
+    data = module.run(cfg, progress=progress)
+    record = Record(name, scale, cfg.seed, config_dict(cfg), data, provenance(time.perf_counter() - start),
+                    fingerprint(module, cfg))
     return record, str(save_record(record, directory))
+
+
+def staleness(record: Record) -> list[str]:
+    """Why ``record`` may not be what today's code and config at its scale produce (empty when it is current)."""
+    module = get_experiment(record.experiment)
+    today = fingerprint(module, config_for(module, record.scale, seed=record.seed,
+                                           corpus_file=record.config.get("corpus_file")))
+    if record.fingerprint is None:
+        return ["recorded before records carried fingerprints"]
+    reasons = []
+    if record.fingerprint.get("config") != today["config"]:
+        diff = config_differences(record.config, config_dict(config_for(module, record.scale, seed=record.seed,
+                                                                        corpus_file=record.config.get("corpus_file"))))
+        reasons.append("config differs (" + "; ".join(diff[:4]) + ("; ..." if len(diff) > 4 else "") + ")")
+    if record.fingerprint.get("code") != today["code"]:
+        reasons.append("the experiment's code has changed since")
+    if record.fingerprint.get("data_version") != today["data_version"]:
+        reasons.append(f"data version {record.fingerprint.get('data_version')}, today {today['data_version']}")
+    return reasons
+
+
+def current_record(name: str, scale: str, directory: str | None = None) -> tuple[Record | None, list[str]]:
+    """The record of ``name`` at ``scale`` (None when there is none) and its staleness reasons."""
+    record = find_record(name, scale, directory)
+    return record, ([] if record is None else staleness(record))

@@ -9,7 +9,6 @@ two positions, raw and through random query/key projections; permutation equivar
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,16 +16,16 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
-from analysis.data import file_corpus, stdlib_corpus
+from analysis.experiments.base import corpus_of
 from analysis.models.lm import Attention, LanguageModel, ModelConfig
-from analysis.scale import Scale
 from analysis.theory import transformer_basics as tb
 from analysis.train import TrainConfig, pick_device, train_lm
 from analysis.verify import Claim
+from analysis.plan import Workload
 
 NAME = "attention-basics"
+DATA_VERSION = 1  # raised when the layout of run()\'s data changes
 SOURCE = "DL——Transformer notes (source 003)"
 VARIANTS = ("identical", "identical + attention dropout", "identical + 1e-6 perturbation", "independent init")
 
@@ -67,14 +66,6 @@ CONFIGS: dict[str, Config] = {
 }
 
 
-def config_for(scale: Scale, **overrides: Any) -> Config:
-    """The config of ``scale`` with top-level fields replaced."""
-    return dataclasses.replace(CONFIGS[scale], **{k: v for k, v in overrides.items() if v is not None})
-
-
-def config_dict(cfg: Config) -> dict[str, Any]:
-    """Plain data for a results record."""
-    return dataclasses.asdict(cfg)
 
 
 # --- q.k moments and softmax saturation -----------------------------------------------------------
@@ -218,7 +209,7 @@ def make_heads_identical(model: LanguageModel, perturbation: float = 0.0, seed: 
 def symmetry(cfg: Config, progress: bool) -> dict[str, Any]:
     """Head spread during training for the four initialisations of :data:`VARIANTS`."""
     device = pick_device()
-    corpus = file_corpus(cfg.corpus_file) if cfg.corpus_file else stdlib_corpus()
+    corpus = corpus_of(cfg)
     checkpoints = sorted({0, 1, cfg.steps // 10, cfg.steps // 3, cfg.steps})
     runs = {}
     for variant in VARIANTS:
@@ -450,3 +441,13 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                      f"(relative error; with PE it is {perm['with_pe']:.2g}, {label})", SOURCE + " (after kexue.fm/archives/4765)",
                      0.0, perm["without_pe"], 0.0, 1e3 * EPS64, "1000 float64 ulps", kind="upper_bound", unit="relative"))
     return out
+
+
+def plan(cfg: Config) -> list[Workload]:
+    """Sampling (q.k pairs, softmax rows with their Jacobian norms) as counted FLOPs, and the four symmetry runs."""
+    qk = sum(2.0 * d * cfg.qk_pairs for d in cfg.qk_dims)
+    rows = sum(2.0 * 2 * cfg.rows * cfg.keys * (d + 10) for d in cfg.row_dims)  # with and without 1/sqrt(d)
+    model = ModelConfig(d=cfg.d, layers=cfg.layers, block="transformer", residual="pre", heads=cfg.heads, ctx=cfg.ctx)
+    return [Workload("q.k pairs and softmax rows", flops=qk + rows,
+                     memory_bytes=8.0 * (2 * 2_000_000 + cfg.qk_pairs + 3 * 4_000_000 + 4 * cfg.rows * cfg.keys)),  # chunked draws
+            Workload("head-symmetry runs", model, cfg.batch, cfg.ctx, cfg.steps, 0, len(VARIANTS))]

@@ -8,7 +8,6 @@ its input; the Transformer's is of order one.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -18,11 +17,12 @@ import torch.nn.functional as F
 
 from analysis.data import stdlib_corpus
 from analysis.models.lm import LanguageModel, ModelConfig, Residual
-from analysis.scale import Scale
 from analysis.train import fixed_windows, pick_device, random_windows
 from analysis.verify import Claim
+from analysis.plan import Workload
 
 NAME = "coord-check"
+DATA_VERSION = 1  # raised when the layout of run()\'s data changes
 ARCHS = (("gau", "post"), ("transformer", "post"), ("transformer", "pre"))
 
 
@@ -45,10 +45,6 @@ CONFIGS: dict[str, Config] = {
     "gpu": Config(widths=(128, 256, 512, 1024, 2048), depths=(2, 8, 32), ctx=512, batch=16, steps=(0, 1, 3, 10, 30)),
 }
 
-
-def config_for(scale: Scale) -> Config:
-    """The config of ``scale``."""
-    return CONFIGS[scale]
 
 
 @torch.no_grad()
@@ -111,3 +107,12 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         "Su 2022, kexue.fm/archives/8990 (GAU(x) ~ 0.01 x)", 0.01, top["median"], spread, 3 * spread,
         "3 standard errors of the median over the stack's layers",
     )]
+
+
+def plan(cfg: Config) -> list[Workload]:
+    """Each (architecture, depth, width) trained for the largest step count, measured at every listed step."""
+    return [Workload(f"{block}/{residual} depth {depth} width {width}",
+                     ModelConfig(d=width, layers=2 * depth if block == "gau" else depth, block=block, residual=residual,
+                                 ctx=cfg.ctx, heads=4, s=min(128, width), init="xavier"),
+                     cfg.batch, cfg.ctx, max(cfg.steps), len(cfg.steps))
+            for block, residual in ARCHS for depth in cfg.depths for width in cfg.widths]

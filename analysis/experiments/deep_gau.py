@@ -9,20 +9,20 @@ loss, divergence (non-finite loss or a loss above 3x the first), and the per-sub
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from analysis.data import file_corpus, stdlib_corpus
+from analysis.experiments.base import corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig, update_sizes
-from analysis.scale import Scale
 from analysis.train import TrainConfig, fixed_windows, pick_device, token_stats, train_lm
 from analysis.verify import Claim
+from analysis.plan import Workload
 
 NAME = "deep-gau"
+DATA_VERSION = 1  # raised when the layout of run()\'s data changes
 ARCHS = (("gau", "post"), ("transformer", "post"), ("transformer", "pre"), ("transformer", "deepnorm"))
 
 
@@ -53,14 +53,6 @@ CONFIGS: dict[str, Config] = {
 }
 
 
-def config_for(scale: Scale, **overrides: Any) -> Config:
-    """The config of ``scale`` with top-level fields replaced."""
-    return dataclasses.replace(CONFIGS[scale], **{k: v for k, v in overrides.items() if v is not None})
-
-
-def config_dict(cfg: Config) -> dict[str, Any]:
-    """Plain data for a results record."""
-    return dataclasses.asdict(cfg)
 
 
 def model_config(cfg: Config, block: str, residual: str, depth: int) -> ModelConfig:
@@ -73,20 +65,20 @@ def model_config(cfg: Config, block: str, residual: str, depth: int) -> ModelCon
 def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
     """Every (depth, architecture, warmup, seed); plain data."""
     device = pick_device()
-    corpus = file_corpus(cfg.corpus_file) if cfg.corpus_file else stdlib_corpus()
+    corpus = corpus_of(cfg)
     probe = fixed_windows(corpus.val, cfg.ctx, 4)[0].to(device)
     runs = []
     for depth in cfg.depths:
         for block, residual in ARCHS:
             for warmup in cfg.warmups:
                 for seed in cfg.seeds:
-                    torch.manual_seed(seed)
+                    torch.manual_seed(run_seed(cfg, seed))
                     model = LanguageModel(model_config(cfg, block, residual, depth)).to(device)
                     with torch.no_grad():
                         _, hidden = model.eval()(probe, return_hidden=True)
                     sizes = update_sizes(hidden)
                     log = train_lm(model, corpus.train, TrainConfig(steps=cfg.steps, batch=cfg.batch, lr=cfg.lr,
-                                                                    warmup=warmup, seed=seed),
+                                                                    warmup=warmup, seed=run_seed(cfg, seed)),
                                    cfg.ctx, device, progress=progress)
                     val = float("nan") if log.diverged_at is not None else float(
                         token_stats(model, corpus.val, cfg.ctx, cfg.eval_windows, device).loss.mean())
@@ -106,9 +98,8 @@ def arch_label(block: str, residual: str) -> str:
 def summary(data: dict[str, Any], depth: int, block: str, residual: str, warmup: int) -> dict[str, float]:
     """Mean validation loss over seeds that did not diverge, its standard error, and the divergence rate."""
     rows = [r for r in data["runs"] if (r["depth"], r["block"], r["residual"], r["warmup"]) == (depth, block, residual, warmup)]
-    ok = [r["val_loss"] for r in rows if r["diverged_at"] is None]
-    se = float(np.std(ok, ddof=1) / np.sqrt(len(ok))) if len(ok) > 1 else 0.0
-    return {"val_loss": float(np.mean(ok)) if ok else float("nan"), "se": se,
+    val_loss, se = mean_se(r["val_loss"] for r in rows if r["diverged_at"] is None)
+    return {"val_loss": val_loss, "se": se if se == se else 0.0,
             "diverged": sum(r["diverged_at"] is not None for r in rows) / len(rows), "runs": len(rows)}
 
 
@@ -136,3 +127,10 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
               no_warm["val_loss"], gap_se, 3 * gap_se, "3 standard errors over seeds of the difference (0 with one seed)",
               kind="upper_bound", unit="nats/byte"),
     ]
+
+
+def plan(cfg: Config) -> list[Workload]:
+    """Every stack trained: per depth and architecture, one run per warmup and seed."""
+    evals = -(-cfg.eval_windows // cfg.batch)
+    return [Workload(f"{arch_label(b, r)}, depth {depth}", model_config(cfg, b, r, depth), cfg.batch, cfg.ctx, cfg.steps,
+                     evals, len(cfg.warmups) * len(cfg.seeds)) for depth in cfg.depths for b, r in ARCHS]

@@ -9,13 +9,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy import special
 
-from analysis.scale import Scale
+from analysis.plan import Workload
 from analysis.verify import Claim
 from analysis.theory.entropy import (
     direct_sum_error_bound,
@@ -25,6 +27,7 @@ from analysis.theory.entropy import (
 )
 
 NAME = "entropy-bound"
+DATA_VERSION = 1  # raised when the layout of run()\'s data changes
 NOTES_CLASSES = (1_000, 10_000, 100_000, 150_000)
 NOTES_P_RANGE = (0.01, 0.99)
 NOTES_CLIP = 1e-10
@@ -134,12 +137,8 @@ def sampled_gaps(cfg: Config) -> dict[str, Any]:
     return {"classes": k, "rows": rows, "count": len(rows) * cfg.samples_per_cell}
 
 
-def config_for(scale: Scale) -> Config:
-    """The config of ``scale``."""
-    return CONFIGS[scale]
 
-
-def run(cfg: Config) -> dict[str, Any]:
+def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
     """All checks of this module as plain data."""
     return {
         "direct": closed_form_checks(cfg.direct_p),
@@ -149,7 +148,12 @@ def run(cfg: Config) -> dict[str, Any]:
     }
 
 
-def claims(data: dict[str, Any]) -> list[Claim]:
+def claims(data: dict[str, Any], label: str) -> list[Claim]:
+    """The chapter's claims on ``data``, keys suffixed with ``label``."""
+    return [dataclasses.replace(c, key=f"{c.key}-{label}") for c in _claims(data)]
+
+
+def _claims(data: dict[str, Any]) -> list[Claim]:
     """The claims measured by :func:`run`: summation, accuracy, peak, and the sampled bound."""
     eps = float(np.finfo(np.float64).eps)
     direct, sampled = data["direct"], data["sampled"]
@@ -193,3 +197,10 @@ def claims(data: dict[str, Any]) -> list[Claim]:
             kind="upper_bound", unit="nats (largest H - H_max)",
         ),
     ]
+
+
+def plan(cfg: Config) -> list[Workload]:
+    """Dirichlet samples of K classes per (p, concentration) cell, ~30 FLOPs per class (gamma draw, log, sums)."""
+    cells = len(cfg.sample_p) * len(cfg.concentrations)
+    return [Workload("Dirichlet samples", flops=30.0 * cells * cfg.samples_per_cell * cfg.sample_classes,
+                     memory_bytes=8.0 * cfg.samples_per_cell * cfg.sample_classes * 2)]

@@ -19,14 +19,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from analysis.data import Corpus, MarkovSource, file_corpus, stdlib_corpus
+from analysis.data import Corpus, MarkovSource
+from analysis.experiments.base import corpus_of
 from analysis.models.transformer import LMConfig, TransformerLM
-from analysis.scale import Scale
 from analysis.theory.entropy import entropy_upper_bound
 from analysis.verify import Claim
 from analysis.train import TokenStats, TrainConfig, pick_device, token_stats, train_lm
+from analysis.plan import Workload
 
 NAME = "entropy-lm"
+DATA_VERSION = 1  # raised when the layout of run()\'s data changes
 VOCAB = 256
 
 
@@ -82,14 +84,6 @@ CONFIGS: dict[str, Config] = {
 }
 
 
-def config_for(scale: Scale, **overrides: Any) -> Config:
-    """The config of ``scale`` with top-level fields replaced (e.g. corpus_file, seed)."""
-    return dataclasses.replace(CONFIGS[scale], **{k: v for k, v in overrides.items() if v is not None})
-
-
-def config_dict(cfg: Config) -> dict[str, Any]:
-    """Plain data for a results record."""
-    return dataclasses.asdict(cfg)
 
 
 def _subsample(n: int, k: int) -> np.ndarray:
@@ -177,7 +171,7 @@ def run_markov(cfg: Config, device: torch.device, progress: bool) -> dict[str, A
 def run(cfg: Config, progress: bool = True) -> dict[str, Any]:
     """Both runs; plain data (lists and floats) ready for a results record."""
     device = pick_device()
-    corpus = file_corpus(cfg.corpus_file) if cfg.corpus_file else stdlib_corpus()
+    corpus = corpus_of(cfg)
     return {
         "device_type": device.type,
         "real": run_corpus(cfg, corpus, device, progress),
@@ -229,3 +223,11 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
             unit="nats/token",
         ),
     ]
+
+
+def plan(cfg: Config) -> list[Workload]:
+    """The corpus model (with its snapshots) and the Markov-chain model."""
+    b, ctx = cfg.train.batch, cfg.model.ctx
+    evals = -(-cfg.eval_windows // b)
+    return [Workload("corpus model", cfg.model, b, ctx, cfg.train.steps, evals * len(cfg.snapshots)),
+            Workload("Markov model", cfg.model, b, ctx, cfg.markov_steps, evals)]

@@ -8,7 +8,6 @@ and where dropout acts in torch.nn.Transformer, counted with hooks, against the 
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -19,11 +18,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from analysis.models.lm import FeedForward, ModelConfig
-from analysis.scale import Scale
 from analysis.theory import transformer_basics as tb
 from analysis.verify import Claim
+from analysis.plan import Workload
 
 NAME = "ffn-basics"
+DATA_VERSION = 1  # raised when the layout of run()\'s data changes
 SOURCE = "DL——Transformer notes (source 003)"
 EPS64 = float(np.finfo(np.float64).eps)
 EPS32 = float(np.finfo(np.float32).eps)
@@ -48,14 +48,6 @@ CONFIGS: dict[str, Config] = {
 }
 
 
-def config_for(scale: Scale, **overrides: Any) -> Config:
-    """The config of ``scale`` with top-level fields replaced."""
-    return dataclasses.replace(CONFIGS[scale], **{k: v for k, v in overrides.items() if v is not None})
-
-
-def config_dict(cfg: Config) -> dict[str, Any]:
-    """Plain data for a results record."""
-    return dataclasses.asdict(cfg)
 
 
 def activations(cfg: Config) -> dict[str, Any]:
@@ -221,3 +213,10 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                      corrected_note="10 per encoder-decoder layer pair: PyTorch also drops the attention weights "
                                     "(3 per pair) and the FFN's hidden activations (2 per pair)"))
     return out
+
+
+def plan(cfg: Config) -> list[Workload]:
+    """Activations on the grid (~50 FLOPs a point each) and the FFN merge check on ``tokens`` tokens (counted)."""
+    ffn = 2.0 * cfg.tokens * cfg.d * cfg.hidden * 3 * 3  # forward, backward, and the merged copy
+    return [Workload("activations and FFN checks", flops=50.0 * 12 * cfg.grid + ffn,
+                     memory_bytes=8.0 * max(cfg.grid * 4, cfg.tokens * cfg.hidden * 3))]

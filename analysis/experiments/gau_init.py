@@ -15,12 +15,13 @@ import torch
 import torch.nn.functional as F
 
 from analysis.models.gau import GAU, GAUConfig
-from analysis.scale import Scale
 from analysis.theory import gau_init as th
 from analysis.train import pick_device
 from analysis.verify import Claim
+from analysis.plan import Workload
 
 NAME = "gau-init"
+DATA_VERSION = 1  # raised when the layout of run()\'s data changes
 SOURCE = "Su 2022, kexue.fm/archives/8990"
 
 
@@ -47,14 +48,6 @@ CONFIGS: dict[str, Config] = {
 }
 
 
-def config_for(scale: Scale, **overrides: Any) -> Config:
-    """The config of ``scale`` with fields replaced."""
-    return dataclasses.replace(CONFIGS[scale], **{k: v for k, v in overrides.items() if v is not None})
-
-
-def config_dict(cfg: Config) -> dict[str, Any]:
-    """Plain data for a results record."""
-    return dataclasses.asdict(cfg)
 
 
 @torch.no_grad()
@@ -185,3 +178,18 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
               SOURCE, 7.0, float(exps[one]), exp_se, 3 * exp_se,
               "3 standard errors of the finite-difference exponent, from the seed errors of its two RMS values"),
     ]
+
+
+def gau_forward_flops(n: int, d: int, e: int, s: int) -> float:
+    """Multiply-adds x 2 of one GAU layer on n tokens: projections 2n d (2e + s) + 2n e d, scores 2n^2 s, mixing 2n^2 e."""
+    return 2.0 * n * d * (2 * e + s) + 2.0 * n * e * d + 2.0 * n * n * s + 2.0 * n * n * e
+
+
+def plan(cfg: Config) -> list[Workload]:
+    """Forward passes of single GAU layers over the grid and the lambda sweep, as counted FLOPs."""
+    grid = sum(gau_forward_flops(n, d, e, s) for n in cfg.ns for s in cfg.ss for d, e in cfg.widths if s <= e)
+    d, e = cfg.widths[0]
+    sweep = len(cfg.lambdas) * gau_forward_flops(512, d, e, 128)
+    n, (d, e) = max(cfg.ns), max(cfg.widths)
+    return [Workload("GAU layers at initialisation", flops=cfg.seeds * (len(cfg.inits) * grid + sweep),
+                     memory_bytes=4.0 * (n * n * 3 + n * (3 * e + d)))]

@@ -10,7 +10,6 @@ sublayers are run side by side (depth traded for width).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -20,14 +19,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from analysis.data import file_corpus, stdlib_corpus
+from analysis.experiments.base import corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig, Residual, update_sizes
-from analysis.scale import Scale
 from analysis.theory import transformer_basics as tb
 from analysis.train import TrainConfig, fixed_windows, pick_device, random_windows, train_lm
 from analysis.verify import Claim
+from analysis.plan import Workload
 
 NAME = "norms-depth"
+DATA_VERSION = 1  # raised when the layout of run()\'s data changes
 SOURCE = "DL——Transformer notes (source 003)"
 RESIDUALS = ("post", "pre", "deepnorm")
 EPS64 = float(np.finfo(np.float64).eps)
@@ -68,14 +68,6 @@ CONFIGS: dict[str, Config] = {
 }
 
 
-def config_for(scale: Scale, **overrides: Any) -> Config:
-    """The config of ``scale`` with top-level fields replaced."""
-    return dataclasses.replace(CONFIGS[scale], **{k: v for k, v in overrides.items() if v is not None})
-
-
-def config_dict(cfg: Config) -> dict[str, Any]:
-    """Plain data for a results record."""
-    return dataclasses.asdict(cfg)
 
 
 # --- per-token norms and incremental decoding ------------------------------------------------------
@@ -195,13 +187,13 @@ def depth_sweep(cfg: Config, corpus_train: np.ndarray, probe: torch.Tensor, devi
     for depth in cfg.depths:
         for residual in RESIDUALS:
             for seed in cfg.depth_seeds:
-                torch.manual_seed(seed)
+                torch.manual_seed(run_seed(cfg, seed))
                 model = LanguageModel(ModelConfig(d=cfg.depth_d, layers=depth, block="transformer", residual=residual,
                                                   heads=4, ctx=cfg.ctx, init="xavier")).to(device)
                 model.eval()
                 with torch.no_grad():
                     f0, h0 = _final(model, probe)
-                x, y = random_windows(corpus_train, cfg.ctx, cfg.batch, torch.Generator().manual_seed(seed))
+                x, y = random_windows(corpus_train, cfg.ctx, cfg.batch, torch.Generator().manual_seed(run_seed(cfg, seed)))
                 opt = torch.optim.AdamW(model.parameters(), lr=cfg.step_lr, betas=(0.9, 0.98), weight_decay=0.0)
                 logits = model(x.to(device))
                 assert isinstance(logits, torch.Tensor)
@@ -219,8 +211,7 @@ def depth_sweep(cfg: Config, corpus_train: np.ndarray, probe: torch.Tensor, devi
 def mean_update(rows: list[dict[str, Any]], residual: str, depth: int, key: str = "model_update") -> tuple[float, float]:
     """Mean over seeds of ``key`` at one depth and residual arrangement, and its standard error (0 with one seed)."""
     vals = [r[key] for r in rows if r["residual"] == residual and r["depth"] == depth]
-    se = float(np.std(vals, ddof=1) / math.sqrt(len(vals))) if len(vals) > 1 else 0.0
-    return float(np.mean(vals)), se
+    return mean_se(vals)
 
 
 def slope(data: list[dict[str, Any]], residual: str, key: str = "model_update") -> tuple[float, float]:
@@ -263,14 +254,14 @@ def trained(cfg: Config, corpus: Any, device: torch.device, progress: bool) -> l
     rows = []
     for residual in ("pre", "post"):
         for seed in cfg.seeds:
-            torch.manual_seed(seed)
+            torch.manual_seed(run_seed(cfg, seed))
             model = LanguageModel(ModelConfig(d=cfg.d, layers=cfg.layers, block="transformer", residual=residual,
                                               heads=4, ctx=cfg.ctx, init="xavier")).to(device)
             stages: dict[str, Any] = {}
             for stage in ("init", "trained"):
                 if stage == "trained":
                     train_lm(model, corpus.train, TrainConfig(steps=cfg.steps, batch=cfg.batch, lr=cfg.lr,
-                                                              warmup=cfg.steps // 10, seed=seed),
+                                                              warmup=cfg.steps // 10, seed=run_seed(cfg, seed)),
                              cfg.ctx, device, progress=progress)
                 model.eval()
                 with torch.no_grad():
@@ -284,7 +275,7 @@ def trained(cfg: Config, corpus: Any, device: torch.device, progress: bool) -> l
 def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
     """Every measurement of the chapter; plain data."""
     device = pick_device()
-    corpus = file_corpus(cfg.corpus_file) if cfg.corpus_file else stdlib_corpus()
+    corpus = corpus_of(cfg)
     probe = fixed_windows(corpus.val, cfg.ctx, 4)[0].to(device)
     return {"device_type": device.type, "decoding": decoding(cfg), "norms": norm_examples(),
             "depth": depth_sweep(cfg, corpus.train, probe, device), "trained": trained(cfg, corpus, device, progress),
@@ -303,8 +294,7 @@ def late_cosine(data: dict[str, Any], residual: str) -> float:
 def group_penalty(data: dict[str, Any], residual: str, group: int) -> tuple[float, float]:
     """Mean over seeds of the trained loss with groups of ``group`` minus the sequential loss, and its SE."""
     vals = [r["trained"]["loss"][str(group)] - r["trained"]["loss"]["1"] for r in data["trained"] if r["residual"] == residual]
-    se = float(np.std(vals, ddof=1) / math.sqrt(len(vals))) if len(vals) > 1 else 0.0
-    return float(np.mean(vals)), se
+    return mean_se(vals)
 
 
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
@@ -366,3 +356,16 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                      0.0, 0.0, "a comparison of two means (seed spread shown in the figure)", kind="lower_bound",
                      unit="cosine"))
     return out
+
+
+def plan(cfg: Config) -> list[Workload]:
+    """One AdamW step per depth, residual and seed; then the trained pre- and post-norm models."""
+    sweep = [Workload(f"{residual}-norm depth {depth}",
+                      ModelConfig(d=cfg.depth_d, layers=depth, block="transformer", residual=residual, heads=4,
+                                  ctx=cfg.ctx, init="xavier"), cfg.batch, cfg.ctx, 1, 2, len(cfg.depth_seeds))
+             for depth in cfg.depths for residual in RESIDUALS]
+    evals = -(-cfg.eval_windows // cfg.batch) * len(cfg.groups) * 2
+    trained = [Workload(f"trained {residual}-norm", ModelConfig(d=cfg.d, layers=cfg.layers, block="transformer",
+                                                                residual=residual, heads=4, ctx=cfg.ctx, init="xavier"),
+                        cfg.batch, cfg.ctx, cfg.steps, evals, len(cfg.seeds)) for residual in ("pre", "post")]
+    return sweep + trained

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import dataclasses
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,11 +21,12 @@ import numpy as np
 import torch
 from scipy import integrate, optimize, stats
 
-from analysis.scale import Scale
 from analysis.theory import softmax_scale as sc
 from analysis.verify import Claim
+from analysis.plan import Workload
 
 NAME = "softmax-scale-checks"
+DATA_VERSION = 1  # raised when the layout of run()\'s data changes
 SOURCE = "Su 2023, kexue.fm/archives/9812"
 SOURCE_RANGE = (40, 20_000)  # the n range of the source's fits (40 * Range[1, 500])
 
@@ -45,10 +47,6 @@ CONFIGS: dict[str, Config] = {
     "gpu": Config(jacobian_trials=200, ks_samples=20_000),
 }
 
-
-def config_for(scale: Scale) -> Config:
-    """The config of ``scale``."""
-    return CONFIGS[scale]
 
 
 def jacobian_check(trials: int, seed: int) -> dict[str, float]:
@@ -191,7 +189,7 @@ def rules_comparison() -> dict[str, float]:
     }
 
 
-def run(cfg: Config) -> dict[str, Any]:
+def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
     """All checks as plain data."""
     return {
         "jacobian": jacobian_check(cfg.jacobian_trials, cfg.seed),
@@ -205,9 +203,13 @@ def run(cfg: Config) -> dict[str, Any]:
     }
 
 
-def claims(data: dict[str, Any]) -> list[Claim]:
+def claims(data: dict[str, Any], label: str) -> list[Claim]:
+    """The chapter's claims on ``data``, keys suffixed with ``label``."""
+    return [dataclasses.replace(c, key=f"{c.key}-{label}") for c in _claims(data)]
+
+
+def _claims(data: dict[str, Any]) -> list[Claim]:
     """The ledger entries of these checks."""
-    eps = float(np.finfo(np.float64).eps)
     fits, dens, large = data["fits"], data["density"], data["large_d"]
     worst_ks = max(dens["rows"], key=lambda r: r["statistic"] / r["critical_1pct"])
     ratio_65536 = data["large_d"]["ratios"]["1024"][-1]
@@ -243,3 +245,9 @@ def claims(data: dict[str, Any]) -> list[Claim]:
         Claim("large-d-law", "alpha*(n, d) -> sqrt(d) alpha*_normal(n) (ratio at n = 1024, d = 65536)", "this book", 1.0,
               ratio_65536, 1e-10, 1e-9, "alpha* is computed to 1e-10 relative", unit="ratio"),
     ]
+
+
+def plan(cfg: Config) -> list[Workload]:
+    """Small numerical checks: the Jacobian trials and the cosine samples dominate (counted FLOPs)."""
+    return [Workload("numerical checks", flops=cfg.jacobian_trials * 4.0 * 512 ** 2 + sum(
+        2.0 * d * cfg.ks_samples for d in cfg.ks_dims), memory_bytes=8.0 * cfg.ks_samples * max(cfg.ks_dims) * 2)]

@@ -11,7 +11,6 @@ plateau h(b_n) of :func:`analysis.theory.softmax_scale.finite_sample_plateau`.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,12 +18,13 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from analysis.scale import Scale
 from analysis.theory import softmax_scale as sc
 from analysis.train import pick_device
 from analysis.verify import Claim
+from analysis.plan import Workload
 
 NAME = "softmax-scale-mc"
+DATA_VERSION = 1  # raised when the layout of run()\'s data changes
 KINDS = ("normal", "cosine")
 
 
@@ -47,14 +47,6 @@ CONFIGS: dict[str, Config] = {
 }
 
 
-def config_for(scale: Scale, **overrides: Any) -> Config:
-    """The config of ``scale`` with fields replaced."""
-    return dataclasses.replace(CONFIGS[scale], **{k: v for k, v in overrides.items() if v is not None})
-
-
-def config_dict(cfg: Config) -> dict[str, Any]:
-    """Plain data for a results record."""
-    return dataclasses.asdict(cfg)
 
 
 def sample_scores(kind: str, n: int, d: int, reps: int, rng: np.random.Generator) -> npt.NDArray[np.float64]:
@@ -179,3 +171,10 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
             tolerance_basis="3 standard errors of the Monte Carlo mean at alpha = 4 h(b_n)",
         ))
     return out
+
+
+def plan(cfg: Config) -> list[Workload]:
+    """Per kind and n: sampling the scores (cosines cost 2d per score) and the objective on the alpha grid (~10/score)."""
+    per_n = [cfg.reps * n * (cfg.grid * 10.0 + 2.0 * cfg.d + 2.0) for n in cfg.ns]
+    return [Workload("score rows and objectives", flops=float(sum(per_n)),
+                     memory_bytes=8.0 * cfg.reps * max(cfg.ns) * 3)]

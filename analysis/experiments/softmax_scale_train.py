@@ -11,21 +11,21 @@ in the head dimension.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from analysis.data import file_corpus, stdlib_corpus
+from analysis.experiments.base import corpus_of, mean_se, run_seed
 from analysis.models.transformer import LMConfig, TransformerLM
-from analysis.scale import Scale
 from analysis.theory import softmax_scale as sc
 from analysis.train import TrainConfig, fixed_windows, pick_device, token_stats, train_lm
 from analysis.verify import Claim
+from analysis.plan import Workload
 
 NAME = "softmax-scale-train"
+DATA_VERSION = 1  # raised when the layout of run()\'s data changes
 
 
 @dataclass(frozen=True)
@@ -61,14 +61,6 @@ CONFIGS: dict[str, Config] = {
 }
 
 
-def config_for(scale: Scale, **overrides: Any) -> Config:
-    """The config of ``scale`` with top-level fields replaced."""
-    return dataclasses.replace(CONFIGS[scale], **{k: v for k, v in overrides.items() if v is not None})
-
-
-def config_dict(cfg: Config) -> dict[str, Any]:
-    """Plain data for a results record."""
-    return dataclasses.asdict(cfg)
 
 
 def variants(cfg: Config) -> list[dict[str, Any]]:
@@ -101,7 +93,7 @@ def run_one(cfg: Config, tokens: dict[str, np.ndarray], ctx: int, var: dict[str,
         attn_kind=var["kind"], attn_alpha=var["value"] if var["kind"] == "dot" else 1.0,
         cosine_scale=var["value"] if var["kind"] == "cosine" else 10.0, learn_cosine_scale=var["learned"],
     )
-    torch.manual_seed(seed)
+    torch.manual_seed(run_seed(cfg, seed))
     model = TransformerLM(model_cfg)
     probe = fixed_windows(tokens["val"], ctx, 4)[0].to(device)
     checkpoints = {0, cfg.steps // 2, cfg.steps}
@@ -113,7 +105,7 @@ def run_one(cfg: Config, tokens: dict[str, np.ndarray], ctx: int, var: dict[str,
 
     batch = max(1, cfg.tokens_per_step // ctx)
     log = train_lm(model, tokens["train"], TrainConfig(steps=cfg.steps, batch=batch, lr=cfg.lr, warmup=max(1, cfg.steps // 10),
-                                                       seed=seed), ctx, device, on_step, progress=False)
+                                                       seed=run_seed(cfg, seed)), ctx, device, on_step, progress=False)
     stats = token_stats(model, tokens["val"], ctx, cfg.eval_windows, device)
     scale = float(model.attention_layers()[0].logit_scale().detach()) if var["kind"] == "cosine" else var["value"]
     return {
@@ -125,7 +117,7 @@ def run_one(cfg: Config, tokens: dict[str, np.ndarray], ctx: int, var: dict[str,
 def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
     """The whole sweep; plain data with the predictions for each length."""
     device = pick_device()
-    corpus = file_corpus(cfg.corpus_file) if cfg.corpus_file else stdlib_corpus()
+    corpus = corpus_of(cfg)
     tokens = {"train": corpus.train, "val": corpus.val}
     runs = [run_one(cfg, tokens, ctx, var, seed, device)
             for ctx in cfg.lengths for var in variants(cfg) for seed in cfg.seeds]
@@ -145,9 +137,8 @@ def loss_by_setting(data: dict[str, Any], ctx: int, kind: str) -> list[tuple[flo
     rows = [r for r in data["runs"] if r["ctx"] == ctx and r["kind"] == kind and not r["learned"]]
     out = []
     for v in sorted({r["value"] for r in rows}):
-        losses = [r["val_loss"] for r in rows if r["value"] == v]
-        se = float(np.std(losses, ddof=1) / np.sqrt(len(losses))) if len(losses) > 1 else 0.0
-        out.append((v, float(np.mean(losses)), se))
+        mean, se = mean_se(r["val_loss"] for r in rows if r["value"] == v)
+        out.append((v, mean, se))
     return out
 
 
@@ -185,4 +176,15 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
             tolerance=tolerance,
             tolerance_basis="alphas whose loss is within 2 combined seed standard errors of the best, widened by the grid's sqrt(2)",
         ))
+    return out
+
+
+def plan(cfg: Config) -> list[Workload]:
+    """One model per length, setting and seed; the FLOPs do not depend on the setting, so one workload per length."""
+    out = []
+    for ctx in cfg.lengths:
+        model = LMConfig(d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads, ctx=ctx)
+        batch = max(1, cfg.tokens_per_step // ctx)
+        out.append(Workload(f"L = {ctx}", model, batch, ctx, cfg.steps, -(-cfg.eval_windows // batch),
+                            len(variants(cfg)) * len(cfg.seeds)))
     return out

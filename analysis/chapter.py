@@ -1,0 +1,125 @@
+"""The one call that opens every chapter: live runs, recorded runs with their staleness, claims, GPU status.
+
+``open_chapter(doc, title, *experiments)`` runs each experiment live at the
+build's scale ($ANALYSIS_SCALE), loads the recorded runs at the other scales,
+says for each record whether it is stale (its config or code differs from
+today's), gives every run's claims to the chapter's :class:`ChapterClaims`
+(so the ledger gets them) and prints one provenance line per run. A chapter
+then plots and states what :meth:`Chapter.best` holds: the largest-scale run
+available (a gpu record, else a cpu record, else the live run).
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from analysis.scale import Scale, current_scale
+from analysis.verify import ChapterClaims
+
+RECORDED_ORDER: tuple[Scale, ...] = ("cpu", "gpu")  # ascending: the last one present is the strongest evidence
+
+
+@dataclass(frozen=True)
+class RunSet:
+    """One run a chapter shows: its label, the suffix of its claim keys, its data, provenance and staleness."""
+
+    label: str
+    key: str
+    data: dict[str, Any]
+    provenance: str
+    stale: tuple[str, ...] = ()
+    scale: str = ""
+
+    @property
+    def note(self) -> str:
+        """The provenance line, with the staleness reasons when the record is stale."""
+        if not self.stale:
+            return self.provenance
+        return f"{self.provenance}. STALE: {'; '.join(self.stale)}"
+
+
+def _live_provenance(scale: str, data: dict[str, Any], seconds: float) -> str:
+    import torch
+
+    from analysis.results import _git
+
+    commit = (_git("rev-parse", "HEAD") or "unknown")[:10]
+    return (f"this build: {scale} scale on {data.get('device_type', 'unknown device')}, torch {torch.__version__}, "
+            f"Python {platform.python_version()}, commit {commit}, {seconds:.1f} s")
+
+
+def runs_for(name: str, scale: str, live: dict[str, Any], seconds: float = 0.0,
+             directory: str | None = None) -> list[RunSet]:
+    """The live run of experiment ``name`` at ``scale``, then its records at the other scales (cpu, then gpu)."""
+    from analysis.experiments import current_record
+
+    runs = [RunSet(f"this build ({scale} scale)", scale, live, _live_provenance(scale, live, seconds), (), scale)]
+    for other in RECORDED_ORDER:
+        if other == scale:
+            continue
+        record, stale = current_record(name, other, directory)
+        if record is not None:
+            runs.append(RunSet(f"recorded, {other} scale" + (" (stale)" if stale else ""), f"recorded-{other}",
+                               record.data, "recorded: " + record.describe(), tuple(stale), other))
+    return runs
+
+
+@dataclass
+class Chapter:
+    """What a chapter's opening call gathered: per experiment its runs, and the chapter's claims."""
+
+    doc: str
+    title: str
+    scale: Scale
+    claims: ChapterClaims
+    runs: dict[str, list[RunSet]] = field(default_factory=dict)
+
+    def best(self, name: str) -> RunSet:
+        """The strongest evidence for experiment ``name``: the last of its runs (gpu record, cpu record, live)."""
+        return self.runs[name][-1]
+
+    def live(self, name: str) -> RunSet:
+        """The run made by this build."""
+        return self.runs[name][0]
+
+    def has_gpu(self, name: str) -> bool:
+        """Whether a gpu-scale run (live or recorded) is among the runs of ``name``."""
+        return any(r.scale == "gpu" for r in self.runs[name])
+
+    def gpu_status(self, name: str) -> Any:
+        """Markdown: that the GPU run is included, or that none was recorded, with the command and its estimate."""
+        from IPython.display import Markdown
+
+        if self.has_gpu(name):
+            return Markdown(f"The GPU-scale run of `{name}` is included.")
+        from analysis.plan import plan_experiment
+
+        est = plan_experiment(name, "gpu", execute=False)
+        return Markdown(
+            f"**No GPU-scale run of `{name}` has been recorded yet.** One H100 would take an estimated "
+            f"{est.h100_minutes:.2g} minutes at {100 * est.utilisation:.0f}% utilisation ({est.flops:.2g} FLOPs, "
+            f"peak memory about {est.peak_memory_gb:.2g} GB): `python -m analysis run {name} --scale gpu`. "
+            "Estimated, not measured: no GPU number appears in this book that was not measured on a GPU."
+        )
+
+
+def open_chapter(doc: str, title: str, *experiments: str, directory: str | None = None) -> Chapter:
+    """Run ``experiments`` live at the build's scale, gather their records and claims, print their provenance."""
+    from analysis.experiments import config_for, get_experiment
+
+    scale = current_scale()
+    chapter = Chapter(doc, title, scale, ChapterClaims(doc, title))
+    for name in experiments:
+        module = get_experiment(name)
+        start = time.perf_counter()
+        live = module.run(config_for(module, scale))
+        runs = runs_for(name, scale, live, time.perf_counter() - start, directory)
+        chapter.runs[name] = runs
+        for run in runs:
+            print(f"{name}: {run.note}")
+            for claim in module.claims(run.data, run.key):
+                chapter.claims.record(claim)
+    return chapter

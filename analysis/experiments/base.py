@@ -1,0 +1,94 @@
+"""The experiment protocol that every experiment and benchmark module follows, and the helpers they share.
+
+A module registered in :data:`analysis.experiments.EXPERIMENTS` defines
+
+* ``NAME``: its command-line name, and a module docstring whose first line says what it measures;
+* ``Config``: a frozen dataclass with a ``seed: int`` field (and ``corpus_file`` where it trains on text);
+* ``CONFIGS``: one ``Config`` per scale (smoke, cpu, gpu);
+* ``DATA_VERSION``: an integer raised whenever the layout of the data ``run`` returns changes;
+* ``run(cfg, progress=False) -> dict``: plain data, every random draw derived from ``cfg.seed``;
+* ``claims(data, label) -> list[Claim]``: the chapter's claims, computed from the data alone;
+* optionally ``summary(data) -> dict``: the numbers and decisions a chapter states in its prose;
+* ``plan(cfg) -> list[Workload]``: the models it trains and the work it counts, for the dry run (:mod:`analysis.plan`).
+
+``tests/test_protocol.py`` checks every registered module against this list.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Mapping
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from analysis.scale import SCALES, validate_scale
+
+SEED_STRIDE = 10_000  # run seed = cfg.seed * SEED_STRIDE + replicate index: seed 0 keeps the replicate indices
+
+
+def config_for(module: ModuleType, scale: str, **overrides: Any) -> Any:
+    """``module.CONFIGS[scale]`` with the given top-level fields replaced (None leaves a field as it is)."""
+    cfg = module.CONFIGS[validate_scale(scale)]
+    fields = {f.name for f in dataclasses.fields(cfg)}
+    unknown = sorted(k for k, v in overrides.items() if v is not None and k not in fields)
+    if unknown:
+        raise ValueError(f"{', '.join(k.replace('_', '-') for k in unknown)} does not apply to experiment {module.NAME!r}")
+    return dataclasses.replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def config_dict(cfg: Any) -> dict[str, Any]:
+    """Plain data of a config dataclass, for a results record."""
+    return dataclasses.asdict(cfg)
+
+
+def run_seed(cfg: Any, replicate: int) -> int:
+    """The seed of replicate ``replicate`` of a run configured with ``cfg.seed``: seed * 10000 + replicate."""
+    if not 0 <= replicate < SEED_STRIDE:
+        raise ValueError(f"replicate must be in [0, {SEED_STRIDE}); got {replicate}")
+    if cfg.seed < 0:
+        raise ValueError(f"seed must be >= 0; got {cfg.seed}")
+    return int(cfg.seed) * SEED_STRIDE + int(replicate)
+
+
+def corpus_of(cfg: Any) -> Any:
+    """The training corpus of a config: ``cfg.corpus_file`` when set, else the standard-library corpus."""
+    from analysis.data import file_corpus, stdlib_corpus
+
+    path = getattr(cfg, "corpus_file", None)
+    return file_corpus(path) if path else stdlib_corpus()
+
+
+def mean_se(values: Iterable[float]) -> tuple[float, float]:
+    """Mean and standard error s / sqrt(m) of m values (SE 0 for one value; NaN, NaN for none)."""
+    v = np.asarray(list(values), dtype=float)
+    if v.size == 0:
+        return math.nan, math.nan
+    se = float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else 0.0
+    return float(v.mean()), se
+
+
+def conformance_problems(module: ModuleType) -> list[str]:
+    """What ``module`` lacks of the protocol above (empty when it conforms)."""
+    problems = []
+    for attr in ("NAME", "Config", "CONFIGS", "DATA_VERSION", "run", "claims", "plan"):
+        if not hasattr(module, attr):
+            problems.append(f"no {attr}")
+    if problems:
+        return problems
+    if not (module.__doc__ or "").strip():
+        problems.append("no module docstring")
+    if not dataclasses.is_dataclass(module.Config):
+        problems.append("Config is not a dataclass")
+    elif "seed" not in {f.name for f in dataclasses.fields(module.Config)}:
+        problems.append("Config has no seed field")
+    configs: Mapping[str, Any] = module.CONFIGS
+    if set(configs) != set(SCALES):
+        problems.append(f"CONFIGS has scales {sorted(configs)}, not {sorted(SCALES)}")
+    if not all(isinstance(c, module.Config) for c in configs.values()):
+        problems.append("a CONFIGS entry is not a Config")
+    if not isinstance(module.DATA_VERSION, int) or module.DATA_VERSION < 1:
+        problems.append("DATA_VERSION must be a positive integer")
+    return problems

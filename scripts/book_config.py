@@ -1,0 +1,29 @@
+"""Build plumbing for scripts/book.sh: write _config.yml for a scale and print its path.
+
+The per-cell timeout follows the scale (smoke 120 s; cpu and gpu 1800 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import yaml
+
+from analysis.scale import SCALES
+
+CELL_TIMEOUT_S = {"smoke": 120, "cpu": 1800, "gpu": 1800}
+ROOT = Path(__file__).resolve().parent.parent
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--scale", choices=SCALES, required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    config.setdefault("execute", {})["timeout"] = CELL_TIMEOUT_S[args.scale]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"_config.{args.scale}.yml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    print(path)
