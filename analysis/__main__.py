@@ -356,14 +356,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
+    except (CorpusError, ResultsFileError) as err:  # a file the user named cannot be used
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_USAGE
     except ValueError as err:
         if not getattr(args, "calculator", False):
             traceback.print_exc()
             return EXIT_FAILURE
         # a calculator is a function of its arguments: the library's input checks speak for them
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_USAGE
-    except (CorpusError, ResultsFileError) as err:  # a file the user named cannot be used
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except Exception:  # anything else is a bug, not a usage error: show where it happened
