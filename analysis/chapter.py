@@ -11,7 +11,6 @@ available (a gpu record, else a cpu record, else the live run).
 
 from __future__ import annotations
 
-import platform
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,13 +41,11 @@ class RunSet:
 
 
 def _live_provenance(scale: str, data: dict[str, Any], seconds: float) -> str:
-    import torch
+    from analysis.results import provenance
 
-    from analysis.results import _git
-
-    commit = (_git("rev-parse", "HEAD") or "unknown")[:10]
-    return (f"this build: {scale} scale on {data.get('device_type', 'unknown device')}, torch {torch.__version__}, "
-            f"Python {platform.python_version()}, commit {commit}, {seconds:.1f} s")
+    p = provenance(seconds)
+    return (f"this build: {scale} scale on {data.get('device_type', 'unknown device')}, torch {p['torch']}, "
+            f"Python {p['python']}, commit {(p['git_commit'] or 'unknown')[:10]}, {seconds:.1f} s")
 
 
 def runs_for(name: str, scale: str, live: dict[str, Any], seconds: float = 0.0,

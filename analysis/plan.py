@@ -1,6 +1,6 @@
 """The dry run of a scale: what every experiment would cost, proven to build and step without running it.
 
-Each experiment's ``plan(cfg)`` lists its work as :class:`Workload` items: a
+Each experiment's ``plan(cfg)`` lists its work as :class:`analysis.experiments.base.Workload` items: a
 language model trained (or evaluated) ``count`` times for ``steps`` steps at
 (batch, ctx), or an exact count of the FLOPs and bytes of its sampling work.
 :func:`plan_experiment` turns them into
@@ -21,6 +21,7 @@ truncated training step (batch 1, at most 64 positions) where it has at most
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,27 +35,6 @@ H100_MEMORY_GB = 80.0
 BYTES_PER_PARAM_TRAINING = 16  # fp32 weights + gradients + AdamW exp_avg + exp_avg_sq
 CPU_STEP_MAX_PARAMS = 20_000_000
 CPU_STEP_MAX_CTX = 64
-
-
-@dataclass(frozen=True)
-class Workload:
-    """One kind of work: a model trained ``count`` x ``steps`` steps at (batch, ctx), or a counted amount of FLOPs."""
-
-    label: str
-    model: Any = None  # a ModelConfig or an LMConfig; None for counted work
-    batch: int = 1
-    ctx: int = 1
-    steps: int = 0  # training steps (forward + backward + AdamW)
-    eval_batches: int = 0  # forward-only batches of (batch, ctx)
-    count: int = 1
-    flops: float = 0.0  # counted work, when model is None
-    memory_bytes: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.count < 1 or self.batch < 1 or self.ctx < 1 or self.steps < 0 or self.eval_batches < 0:
-            raise ValueError(f"workload {self.label!r}: count, batch, ctx must be >= 1 and steps, eval_batches >= 0")
-        if self.model is None and not (self.flops >= 0 and math.isfinite(self.flops)):
-            raise ValueError(f"workload {self.label!r}: flops must be finite and >= 0")
 
 
 @dataclass
@@ -99,8 +79,28 @@ def _loss(model: torch.nn.Module, idx: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), idx[:, 1:].reshape(-1))
 
 
+def _depth_field(config: Any) -> str:
+    """The name of the config's layer count ('layers' or 'n_layers')."""
+    return "layers" if hasattr(config, "layers") else "n_layers"
+
+
 def step_cost(config: Any, batch: int, ctx: int) -> tuple[int, float, float, float]:
-    """(parameters, forward FLOPs, forward+backward FLOPs, bytes saved for backward) of one step, on the meta device."""
+    """(parameters, forward FLOPs, forward+backward FLOPs, bytes saved for backward) of one step, on the meta device.
+
+    Every layer of a stack is the same module, so each of the four is a + b L exactly in the layer count L:
+    a deep stack is counted from its 1- and 2-layer versions (tests/test_plan.py checks the identity).
+    """
+    field_name = _depth_field(config)
+    layers = getattr(config, field_name)
+    if layers <= 2:
+        return _step_cost_direct(config, batch, ctx)
+    one = _step_cost_direct(dataclasses.replace(config, **{field_name: 1}), batch, ctx)
+    two = _step_cost_direct(dataclasses.replace(config, **{field_name: 2}), batch, ctx)
+    params, fwd, fwd_bwd, saved = (u + (layers - 1) * (v - u) for u, v in zip(one, two))
+    return int(params), float(fwd), float(fwd_bwd), float(saved)
+
+
+def _step_cost_direct(config: Any, batch: int, ctx: int) -> tuple[int, float, float, float]:
     from torch.utils.flop_counter import FlopCounterMode
 
     with torch.device("meta"):
@@ -122,10 +122,9 @@ def step_cost(config: Any, batch: int, ctx: int) -> tuple[int, float, float, flo
     return params, float(forward), float(counter.get_total_flops()), float(saved)
 
 
-def truncated_step(config: Any, ctx: int) -> str:
-    """Build the model on the CPU and run one AdamW step at batch 1, min(ctx, 64) positions; 'cpu step' or 'meta step'."""
-    with torch.device("meta"):
-        params = sum(p.numel() for p in build_model(config).parameters())
+def truncated_step(config: Any, ctx: int, params: int) -> str:
+    """Build the model (``params`` parameters) on the CPU and run one AdamW step at batch 1, min(ctx, 64) positions;
+    above 20 M parameters, one full-length step on the meta device. Returns which."""
     device = "cpu" if params <= CPU_STEP_MAX_PARAMS else "meta"
     with torch.device(device):
         model = build_model(config)
@@ -162,7 +161,7 @@ def plan_experiment(name: str, scale: str, execute: bool = True) -> Estimate:
         est.flops += w.count * (w.steps * fwd_bwd + w.eval_batches * fwd)
         peak = max(peak, BYTES_PER_PARAM_TRAINING * params + saved)
         if execute and w.model not in stepped:
-            stepped[w.model] = truncated_step(w.model, w.ctx)
+            stepped[w.model] = truncated_step(w.model, w.ctx, params)
             est.stepped.append(f"{w.label}: {stepped[w.model]}")
     est.peak_memory_gb = peak / 1e9
     return est

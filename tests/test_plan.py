@@ -4,7 +4,9 @@ import pytest
 
 from analysis.experiments import EXPERIMENTS
 from analysis.models.lm import ModelConfig
-from analysis.plan import Workload, plan_experiment, plan_table, step_cost
+from analysis.models.transformer import LMConfig
+from analysis.experiments.base import Workload
+from analysis.plan import plan_experiment, plan_table, step_cost
 
 
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))
@@ -31,3 +33,15 @@ def test_plan_table_and_bad_workloads():
     assert table.count("\n") == 3 and "ffn-basics" in table and "**all**" in table
     with pytest.raises(ValueError, match="count, batch, ctx"):
         Workload("x", count=0)
+
+
+@pytest.mark.parametrize("config", [
+    ModelConfig(d=64, layers=5, block="gau", residual="post", s=32, ctx=32),
+    ModelConfig(d=64, layers=5, block="flash", residual="pre", s=32, chunk=8, ctx=32),
+    ModelConfig(d=64, layers=5, block="transformer", residual="deepnorm", ctx=32),
+    LMConfig(d_model=64, n_layers=5, n_heads=4, ctx=32),
+])
+def test_deep_stacks_are_counted_exactly_from_one_and_two_layers(config):
+    from analysis.plan import _step_cost_direct
+
+    assert step_cost(config, 2, 32) == _step_cost_direct(config, 2, 32)

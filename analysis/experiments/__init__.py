@@ -56,15 +56,14 @@ def run_and_record(name: str, scale: str, directory: str | None = None, progress
 
 def staleness(record: Record) -> list[str]:
     """Why ``record`` may not be what today's code and config at its scale produce (empty when it is current)."""
-    module = get_experiment(record.experiment)
-    today = fingerprint(module, config_for(module, record.scale, seed=record.seed,
-                                           corpus_file=record.config.get("corpus_file")))
     if record.fingerprint is None:
         return ["recorded before records carried fingerprints"]
+    module = get_experiment(record.experiment)
+    cfg = config_for(module, record.scale, seed=record.seed, corpus_file=record.config.get("corpus_file"))
+    today = fingerprint(module, cfg)
     reasons = []
     if record.fingerprint.get("config") != today["config"]:
-        diff = config_differences(record.config, config_dict(config_for(module, record.scale, seed=record.seed,
-                                                                        corpus_file=record.config.get("corpus_file"))))
+        diff = config_differences(record.config, config_dict(cfg))
         reasons.append("config differs (" + "; ".join(diff[:4]) + ("; ..." if len(diff) > 4 else "") + ")")
     if record.fingerprint.get("code") != today["code"]:
         reasons.append("the experiment's code has changed since")

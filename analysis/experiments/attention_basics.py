@@ -17,12 +17,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from analysis.experiments.base import corpus_of
+from analysis.experiments.base import Workload, corpus_of
 from analysis.models.lm import Attention, LanguageModel, ModelConfig
 from analysis.theory import transformer_basics as tb
 from analysis.train import TrainConfig, pick_device, train_lm
 from analysis.verify import Claim
-from analysis.plan import Workload
 
 NAME = "attention-basics"
 DATA_VERSION = 1  # raised when the layout of run()\'s data changes

@@ -9,7 +9,8 @@ A module registered in :data:`analysis.experiments.EXPERIMENTS` defines
 * ``run(cfg, progress=False) -> dict``: plain data, every random draw derived from ``cfg.seed``;
 * ``claims(data, label) -> list[Claim]``: the chapter's claims, computed from the data alone;
 * optionally ``summary(data) -> dict``: the numbers and decisions a chapter states in its prose;
-* ``plan(cfg) -> list[Workload]``: the models it trains and the work it counts, for the dry run (:mod:`analysis.plan`).
+* ``plan(cfg) -> list[Workload]``: the models it trains and the work it counts, costed by :mod:`analysis.plan`
+  (Workload is defined here, so that a record's code fingerprint does not follow the costing code).
 
 ``tests/test_protocol.py`` checks every registered module against this list.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -27,6 +29,27 @@ import numpy as np
 from analysis.scale import SCALES, validate_scale
 
 SEED_STRIDE = 10_000  # run seed = cfg.seed * SEED_STRIDE + replicate index: seed 0 keeps the replicate indices
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One kind of work: a model trained ``count`` x ``steps`` steps at (batch, ctx), or a counted amount of FLOPs."""
+
+    label: str
+    model: Any = None  # a ModelConfig or an LMConfig; None for counted work
+    batch: int = 1
+    ctx: int = 1
+    steps: int = 0  # training steps (forward + backward + AdamW)
+    eval_batches: int = 0  # forward-only batches of (batch, ctx)
+    count: int = 1
+    flops: float = 0.0  # counted work, when model is None
+    memory_bytes: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.count < 1 or self.batch < 1 or self.ctx < 1 or self.steps < 0 or self.eval_batches < 0:
+            raise ValueError(f"workload {self.label!r}: count, batch, ctx must be >= 1 and steps, eval_batches >= 0")
+        if self.model is None and not (self.flops >= 0 and math.isfinite(self.flops)):
+            raise ValueError(f"workload {self.label!r}: flops must be finite and >= 0")
 
 
 def config_for(module: ModuleType, scale: str, **overrides: Any) -> Any:

@@ -18,8 +18,8 @@ import torch.nn.functional as F
 from analysis.data import stdlib_corpus
 from analysis.models.lm import LanguageModel, ModelConfig, Residual
 from analysis.train import fixed_windows, pick_device, random_windows
+from analysis.experiments.base import Workload
 from analysis.verify import Claim
-from analysis.plan import Workload
 
 NAME = "coord-check"
 DATA_VERSION = 1  # raised when the layout of run()\'s data changes

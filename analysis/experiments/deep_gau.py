@@ -15,11 +15,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from analysis.experiments.base import corpus_of, mean_se, run_seed
+from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig, update_sizes
 from analysis.train import TrainConfig, fixed_windows, pick_device, token_stats, train_lm
 from analysis.verify import Claim
-from analysis.plan import Workload
 
 NAME = "deep-gau"
 DATA_VERSION = 1  # raised when the layout of run()\'s data changes

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from analysis.plan import Workload
+from analysis.experiments.base import Workload
 from analysis.verify import Claim
 from analysis.theory.entropy import (
     direct_sum_error_bound,

@@ -20,12 +20,11 @@ import numpy as np
 import torch
 
 from analysis.data import Corpus, MarkovSource
-from analysis.experiments.base import corpus_of
+from analysis.experiments.base import Workload, corpus_of
 from analysis.models.transformer import LMConfig, TransformerLM
 from analysis.theory.entropy import entropy_upper_bound
 from analysis.verify import Claim
 from analysis.train import TokenStats, TrainConfig, pick_device, token_stats, train_lm
-from analysis.plan import Workload
 
 NAME = "entropy-lm"
 DATA_VERSION = 1  # raised when the layout of run()\'s data changes

@@ -19,8 +19,8 @@ from torch import nn
 
 from analysis.models.lm import FeedForward, ModelConfig
 from analysis.theory import transformer_basics as tb
+from analysis.experiments.base import Workload
 from analysis.verify import Claim
-from analysis.plan import Workload
 
 NAME = "ffn-basics"
 DATA_VERSION = 1  # raised when the layout of run()\'s data changes

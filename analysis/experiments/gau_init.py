@@ -17,8 +17,8 @@ import torch.nn.functional as F
 from analysis.models.gau import GAU, GAUConfig
 from analysis.theory import gau_init as th
 from analysis.train import pick_device
+from analysis.experiments.base import Workload
 from analysis.verify import Claim
-from analysis.plan import Workload
 
 NAME = "gau-init"
 DATA_VERSION = 1  # raised when the layout of run()\'s data changes

@@ -19,12 +19,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from analysis.experiments.base import corpus_of, mean_se, run_seed
+from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig, Residual, update_sizes
 from analysis.theory import transformer_basics as tb
 from analysis.train import TrainConfig, fixed_windows, pick_device, random_windows, train_lm
 from analysis.verify import Claim
-from analysis.plan import Workload
 
 NAME = "norms-depth"
 DATA_VERSION = 1  # raised when the layout of run()\'s data changes

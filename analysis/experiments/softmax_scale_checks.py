@@ -22,8 +22,8 @@ import torch
 from scipy import integrate, optimize, stats
 
 from analysis.theory import softmax_scale as sc
+from analysis.experiments.base import Workload
 from analysis.verify import Claim
-from analysis.plan import Workload
 
 NAME = "softmax-scale-checks"
 DATA_VERSION = 1  # raised when the layout of run()\'s data changes

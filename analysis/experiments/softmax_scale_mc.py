@@ -20,8 +20,8 @@ import torch
 
 from analysis.theory import softmax_scale as sc
 from analysis.train import pick_device
+from analysis.experiments.base import Workload
 from analysis.verify import Claim
-from analysis.plan import Workload
 
 NAME = "softmax-scale-mc"
 DATA_VERSION = 1  # raised when the layout of run()\'s data changes
