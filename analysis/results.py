@@ -83,7 +83,8 @@ def provenance(wall_time_s: float) -> dict[str, Any]:
     """Device, torch and CUDA versions, Python, git commit (and whether the tree was dirty), date, wall time."""
     import torch
 
-    status = _git("status", "--porcelain", "--untracked-files=no")
+    # records written earlier in the same session do not make the code dirty
+    status = _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results")
     return {
         "device": device_name(),
         "torch": torch.__version__,
