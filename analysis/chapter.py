@@ -11,6 +11,7 @@ available (a gpu record, else a cpu record, else the live run).
 
 from __future__ import annotations
 
+import textwrap
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -116,7 +117,7 @@ def open_chapter(doc: str, title: str, *experiments: str, directory: str | None 
         runs = runs_for(name, scale, live, time.perf_counter() - start, directory)
         chapter.runs[name] = runs
         for run in runs:
-            print(f"{name}: {run.note}")
+            print(textwrap.fill(f"{name}: {run.note}", width=72, subsequent_indent="    "))  # fits the page width
             for claim in module.claims(run.data, run.key):
                 chapter.claims.record(claim)
     return chapter
