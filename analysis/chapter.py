@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analysis.scale import Scale, current_scale
-from analysis.verify import ChapterClaims
+from analysis.verify import ChapterClaims, Claim
 
 RECORDED_ORDER: tuple[Scale, ...] = ("cpu", "gpu")  # ascending: the last one present is the strongest evidence
 
@@ -87,6 +87,21 @@ class Chapter:
         """Whether a gpu-scale run (live or recorded) is among the runs of ``name``."""
         return any(r.scale == "gpu" for r in self.runs[name])
 
+    def claim(self, name: str, key: str) -> Claim:
+        """The claim ``key`` (without its run suffix) of the best run of experiment ``name``."""
+        full = f"{key}-{self.best(name).key}"
+        for c in self.claims.claims:
+            if c.key == full:
+                return c
+        raise KeyError(f"no claim {full!r} in chapter {self.doc!r}")
+
+    def verdicts(self, name: str) -> Any:
+        """Markdown: one bullet per claim of the best run of ``name``, its verdict (and corrected verdict) from the claim."""
+        from IPython.display import Markdown
+
+        return Markdown("\n".join(verdict_line(c) for c in self.claims.claims
+                                   if c.key.endswith("-" + self.best(name).key)))
+
     def gpu_status(self, name: str) -> Any:
         """Markdown: that the GPU run is included, or that none was recorded, with the command and its estimate."""
         from IPython.display import Markdown
@@ -102,6 +117,32 @@ class Chapter:
             f"peak memory about {est.peak_memory_gb:.2g} GB): `python -m analysis run {name} --scale gpu`. "
             "Estimated, not measured: no GPU number appears in this book that was not measured on a GPU."
         )
+
+
+def verdict_line(claim: Claim) -> str:
+    """A Markdown bullet: the claim, its verdict in bold, the alternative when inconclusive, the corrected verdict."""
+    line = f"- {claim.statement}: **{claim.verdict_text()}**"
+    if claim.verdict == "inconclusive" and claim.alternative is not None:
+        line += f" (the alternative, {claim.alternative_note}, fits as well)"
+    if claim.corrected is not None:
+        line += f"; corrected: **{claim.corrected_verdict}** ({claim.corrected_note})"
+    return line
+
+
+def recorded(name: str, directory: str | None = None) -> RunSet:
+    """The strongest recorded run of ``name`` (gpu, else cpu), cited from another chapter without re-running it;
+    a live smoke run when nothing is recorded."""
+    from analysis.experiments import config_for, current_record, get_experiment
+
+    for scale in reversed(RECORDED_ORDER):
+        record, stale = current_record(name, scale, directory)
+        if record is not None:
+            return RunSet(f"recorded, {scale} scale" + (" (stale)" if stale else ""), f"recorded-{scale}", record.data,
+                          "recorded: " + record.describe(), tuple(stale), scale)
+    start = time.perf_counter()
+    live = get_experiment(name).run(config_for(get_experiment(name), "smoke"))
+    return RunSet("this build (smoke scale)", "smoke", live,
+                  _live_provenance("smoke", live, time.perf_counter() - start), (), "smoke")
 
 
 def open_chapter(doc: str, title: str, *experiments: str, directory: str | None = None) -> Chapter:

@@ -373,7 +373,7 @@ def gau_lambda(data: dict[str, Any]) -> Figure:
 
 def deep_gau(data: dict[str, Any]) -> Figure:
     """Validation loss against depth per architecture, with and without warmup; update sizes at initialisation."""
-    from analysis.experiments.deep_gau import ARCHS, arch_label, summary
+    from analysis.experiments.deep_gau import ARCHS, arch_label, stats
 
     depths = sorted({r["depth"] for r in data["runs"]})
     warmups = sorted({r["warmup"] for r in data["runs"]})
@@ -381,7 +381,7 @@ def deep_gau(data: dict[str, Any]) -> Figure:
         fig, axes = plt.subplots(1, 2, figsize=(15, 5))
         for i, (block, residual) in enumerate(ARCHS):
             for warmup, style in zip(warmups, ("-o", "--s")):
-                rows = [summary(data, d, block, residual, warmup) for d in depths]
+                rows = [stats(data, d, block, residual, warmup) for d in depths]
                 axes[0].errorbar(depths, [r["val_loss"] for r in rows], yerr=[2 * r["se"] for r in rows], fmt=style,
                                  color=f"C{i}", label=f"{arch_label(block, residual)}, warmup {warmup}")
             deepest = [r for r in data["runs"] if r["depth"] == depths[-1] and (r["block"], r["residual"]) == (block, residual)]

@@ -61,15 +61,12 @@ class Estimate:
 
 
 def build_model(config: Any) -> torch.nn.Module:
-    """The language model of a ModelConfig (analysis.models.lm) or an LMConfig (analysis.models.transformer)."""
+    """The language model of a ModelConfig (analysis.models.lm)."""
     from analysis.models.lm import LanguageModel, ModelConfig
-    from analysis.models.transformer import LMConfig, TransformerLM
 
     if isinstance(config, ModelConfig):
         return LanguageModel(config)
-    if isinstance(config, LMConfig):
-        return TransformerLM(config)
-    raise TypeError(f"model must be a ModelConfig or an LMConfig; got {type(config).__name__}")
+    raise TypeError(f"model must be a ModelConfig; got {type(config).__name__}")
 
 
 def _loss(model: torch.nn.Module, idx: torch.Tensor) -> torch.Tensor:
@@ -79,23 +76,17 @@ def _loss(model: torch.nn.Module, idx: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), idx[:, 1:].reshape(-1))
 
 
-def _depth_field(config: Any) -> str:
-    """The name of the config's layer count ('layers' or 'n_layers')."""
-    return "layers" if hasattr(config, "layers") else "n_layers"
-
-
 def step_cost(config: Any, batch: int, ctx: int) -> tuple[int, float, float, float]:
     """(parameters, forward FLOPs, forward+backward FLOPs, bytes saved for backward) of one step, on the meta device.
 
     Every layer of a stack is the same module, so each of the four is a + b L exactly in the layer count L:
     a deep stack is counted from its 1- and 2-layer versions (tests/test_plan.py checks the identity).
     """
-    field_name = _depth_field(config)
-    layers = getattr(config, field_name)
+    layers = config.layers
     if layers <= 2:
         return _step_cost_direct(config, batch, ctx)
-    one = _step_cost_direct(dataclasses.replace(config, **{field_name: 1}), batch, ctx)
-    two = _step_cost_direct(dataclasses.replace(config, **{field_name: 2}), batch, ctx)
+    one = _step_cost_direct(dataclasses.replace(config, layers=1), batch, ctx)
+    two = _step_cost_direct(dataclasses.replace(config, layers=2), batch, ctx)
     params, fwd, fwd_bwd, saved = (u + (layers - 1) * (v - u) for u, v in zip(one, two))
     return int(params), float(fwd), float(fwd_bwd), float(saved)
 

@@ -9,7 +9,13 @@ that signed or absolute deviation:
 * holds approximately: excess <= tolerance + approx_rel * |predicted| (the
   deviation in percent is reported: "holds within X%");
 * fails: otherwise; a ``corrected`` prediction, if given, gets its own verdict
-  against the same measurement and tolerance.
+  against the same measurement and tolerance;
+* inconclusive: the prediction passes, but so does the ``alternative`` the
+  claim is tested against (the value a rival explanation predicts), so the
+  measurement cannot tell them apart. A claim without an alternative is
+  resolved to its tolerance: that is the smallest deviation it can detect.
+
+Exact claims (counts, identities) set ``approx_rel`` = 0: they hold or fail.
 
 A chapter collects its claims in a :class:`ChapterClaims`; when the book is
 built, each chapter writes them to $ANALYSIS_CLAIMS_DIR and the ledger page is
@@ -27,7 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 Kind = Literal["equal", "upper_bound", "lower_bound"]
-Verdict = Literal["holds", "holds approximately", "fails"]
+Verdict = Literal["holds", "holds approximately", "inconclusive", "fails"]
 KINDS: tuple[Kind, ...] = ("equal", "upper_bound", "lower_bound")
 DEFAULT_APPROX_REL = 0.10
 CLAIMS_DIR_ENV = "ANALYSIS_CLAIMS_DIR"
@@ -42,8 +48,20 @@ def _finite(name: str, value: float, minimum: float | None = None) -> float:
     return v
 
 
-def judge(kind: Kind, predicted: float, measured: float, tolerance: float, approx_rel: float) -> Verdict:
-    """Verdict of one comparison (see the module docstring for the rule)."""
+def judge(kind: Kind, predicted: float, measured: float, tolerance: float, approx_rel: float,
+          alternative: float | None = None) -> Verdict:
+    """Verdict of one comparison: excess <= tol holds, <= tol + approx_rel |pred| approximately, else fails.
+
+    When the prediction passes and an ``alternative`` passes the same test, the verdict is inconclusive.
+    """
+    verdict = _judge(kind, predicted, measured, tolerance, approx_rel)
+    if alternative is not None and verdict != "fails" and \
+            _judge(kind, alternative, measured, tolerance, approx_rel) != "fails":
+        return "inconclusive"
+    return verdict
+
+
+def _judge(kind: Kind, predicted: float, measured: float, tolerance: float, approx_rel: float) -> Verdict:
     if kind == "equal":
         excess = abs(measured - predicted)
     elif kind == "upper_bound":
@@ -74,6 +92,8 @@ class Claim:
     unit: str = ""
     corrected: float | None = None
     corrected_note: str = ""
+    alternative: float | None = None  # what a rival explanation predicts; None: resolved to the tolerance
+    alternative_note: str = ""
 
     def __post_init__(self) -> None:
         if not self.key or not self.key.replace("-", "").replace("_", "").isalnum():
@@ -87,20 +107,24 @@ class Claim:
         _finite("approx_rel", self.approx_rel, 0.0)
         if self.corrected is not None:
             _finite("corrected", self.corrected)
+        if self.alternative is not None:
+            _finite("alternative", self.alternative)
+            if not self.alternative_note.strip():
+                raise ValueError("alternative_note must say what the alternative is")
         if not self.tolerance_basis.strip():
             raise ValueError("tolerance_basis must say how the tolerance was chosen")
 
     @property
     def verdict(self) -> Verdict:
         """holds / holds approximately / fails for the source's prediction."""
-        return judge(self.kind, self.predicted, self.measured, self.tolerance, self.approx_rel)
+        return judge(self.kind, self.predicted, self.measured, self.tolerance, self.approx_rel, self.alternative)
 
     @property
     def corrected_verdict(self) -> Verdict | None:
         """The verdict of the corrected prediction, or None when there is none."""
         if self.corrected is None:
             return None
-        return judge(self.kind, self.corrected, self.measured, self.tolerance, self.approx_rel)
+        return judge(self.kind, self.corrected, self.measured, self.tolerance, self.approx_rel, self.alternative)
 
     @property
     def deviation_pct(self) -> float:
@@ -146,7 +170,8 @@ _TABLE_CSS = (
     "table.claims-table th,table.claims-table td{border:1px solid #ccc;padding:0.3em 0.5em;vertical-align:top;text-align:left}"
     "table.claims-table th{background:#f3f3f3}table.claims-table small{color:#555}"
 )
-VERDICT_COLOURS: dict[Verdict, str] = {"holds": "#1b7f3b", "holds approximately": "#a36b00", "fails": "#b3261e"}
+VERDICT_COLOURS: dict[Verdict, str] = {"holds": "#1b7f3b", "holds approximately": "#a36b00",
+                                       "inconclusive": "#5f6368", "fails": "#b3261e"}
 
 
 def claims_table_css() -> str:
@@ -167,12 +192,14 @@ def claims_html(claims: list[Claim], link: str | None = None) -> str:
         if link:
             stmt = f'<a href="{html.escape(link)}">{stmt}</a>'
         sign = {"equal": "=", "upper_bound": "≤", "lower_bound": "≥"}[c.kind]
+        alternative = "" if c.alternative is None else (
+            f"<br><small>alternative {fmt(c.alternative)}: {html.escape(c.alternative_note)}</small>")
         rows.append(
             "<tr>"
             f"<td>{stmt}<br><small>{html.escape(c.source)}</small></td>"
             f"<td>{sign} {fmt(c.predicted)} {html.escape(c.unit)}</td>"
             f"<td>{fmt(c.measured)} ± {fmt(c.uncertainty, 2)}</td>"
-            f"<td>{fmt(c.tolerance, 2)}<br><small>{html.escape(c.tolerance_basis)}</small></td>"
+            f"<td>{fmt(c.tolerance, 2)}<br><small>{html.escape(c.tolerance_basis)}</small>{alternative}</td>"
             f'<td style="color:{colour};font-weight:bold">{html.escape(c.verdict_text())}</td>'
             f"<td>{corrected}</td>"
             "</tr>"

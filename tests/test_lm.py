@@ -88,7 +88,7 @@ def test_torch_compile_matches_eager():
 @pytest.mark.parametrize(
     "kw, message",
     [({"block": "rnn"}, "block must be one of"), ({"residual": "mid"}, "residual must be one of"),
-     ({"norm": "batchnorm"}, "norm must be one of"), ({"d": 30, "block": "transformer"}, "must split into"),
+     ({"norm": "batchnorm"}, "norm must be one of"), ({"d": 30, "block": "transformer"}, "divisible by heads"),
      ({"layers": 0}, "layers must be a positive integer")],
 )
 def test_bad_config(kw, message):
@@ -110,3 +110,63 @@ def test_deep_gau_experiment_smoke():
     assert len(gau[0]["update_sizes"]) == 2 * cfg.depths[0] and len(tfm[0]["update_sizes"]) == 2 * cfg.depths[0]
     claims = deep_gau.claims(data, "smoke")
     assert {c.key for c in claims} == {"gau-no-warmup-smoke", "gau-no-divergence-smoke", "gau-vs-postnorm-transformer-smoke"}
+
+
+def test_gpt_shape_is_the_nanogpt_layout():
+    cfg = ModelConfig.gpt(d=32, layers=2, heads=4, ctx=16)
+    model = LanguageModel(cfg)
+    assert model.pos is not None and model.pos.weight.shape == (16, 32)
+    assert len(model.attention_layers()) == 2 and not model.attention_layers()[0].rope
+    assert isinstance(model.final_norm, torch.nn.LayerNorm)
+    assert abs(float(model.embed.weight.detach().std()) - 0.02) < 0.003
+    assert small(block="gau").attention_layers() == []
+
+
+def test_copy_head_makes_heads_identical_and_touches_only_that_head():
+    model = small(block="transformer")
+    att = model.attention_layers()[0]
+    before = [att.head_parameters(h).clone() for h in range(att.heads)]
+    att.copy_head(0, 2)
+    after = [att.head_parameters(h) for h in range(att.heads)]
+    torch.testing.assert_close(after[2], before[0])
+    for h in (0, 1, 3):
+        torch.testing.assert_close(after[h], before[h])
+    # a head's parameters are 3 k rows of W_qkv (with biases) and k columns of W_o
+    k = 32 // 4
+    assert before[0].numel() == 3 * k * 32 + 3 * k + 32 * k
+    with pytest.raises(ValueError, match="head must be in"):
+        att.head_rows(4)
+
+
+def test_identical_heads_give_identical_head_outputs():
+    model = small(block="transformer").double().eval()
+    att = model.attention_layers()[0]
+    for h in range(1, att.heads):
+        att.copy_head(0, h)
+    x = torch.randn(2, 8, 32, dtype=torch.float64)
+    y = att.qkv(x)[..., :32].view(2, 8, 4, 8)
+    for h in range(1, 4):
+        torch.testing.assert_close(y[..., h, :], y[..., 0, :])
+
+
+@pytest.mark.parametrize("residual", RESIDUALS)
+def test_branch_is_the_update_the_residual_applies(residual):
+    model = small(block="transformer", residual=residual).double().eval()
+    x = torch.randn(2, 8, 32, dtype=torch.float64)
+    layer = model.residuals()[0]
+    update = layer(x)
+    if residual in ("pre", "sandwich"):
+        torch.testing.assert_close(update - x, layer.branch(x))
+    elif residual == "post":
+        torch.testing.assert_close(update, layer.norm(x + layer.branch(x)))
+    else:
+        torch.testing.assert_close(update, layer.norm(layer.alpha * x + layer.branch(x)))
+    ratios = model.branch_ratios(torch.randint(0, 64, (2, 8)))
+    assert len(ratios) == 4 and all(r > 0 for r in ratios)
+
+
+def test_replace_norms_swaps_every_sublayer_norm_but_not_the_final_one():
+    model = small(block="transformer", residual="pre")
+    model.replace_norms(lambda: RMSNorm(32))
+    assert all(isinstance(r.norm, RMSNorm) for r in model.residuals())
+    assert isinstance(model.final_norm, torch.nn.LayerNorm)

@@ -4,24 +4,24 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.models.transformer import LMConfig, TransformerLM
+from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.train import TrainConfig, fixed_windows, random_windows, token_stats, train_lm
 
-CFG = LMConfig(d_model=32, n_layers=2, n_heads=4, ctx=16)
+CFG = ModelConfig.gpt(d=32, layers=2, heads=4, ctx=16)
 
 
 def test_shapes_and_parameter_count():
-    model = TransformerLM(CFG)
+    model = LanguageModel(CFG)
     idx = torch.randint(0, 256, (3, 16))
     assert model(idx).shape == (3, 16, 256)
-    # tied embedding counted once: 256*32 + 16*32 + per block (4*32*32+4*32 + 2*4*32*32+4*32+32 + 4*32) + 2*32
+    # tied embedding counted once: 256*32 + 16*32 + per block (attention, FFN, two LayerNorms) + final LayerNorm
     block = (3 * 32 * 32 + 3 * 32) + (32 * 32 + 32) + (32 * 128 + 128) + (128 * 32 + 32) + 4 * 32
     assert model.num_parameters() == 256 * 32 + 16 * 32 + 2 * block + 2 * 32
 
 
 def test_causality_future_tokens_never_change_earlier_outputs():
     torch.manual_seed(0)
-    model = TransformerLM(CFG).eval()
+    model = LanguageModel(CFG).eval()
     a = torch.randint(0, 256, (2, 16))
     b = a.clone()
     b[:, 9:] = torch.randint(0, 256, (2, 7))
@@ -32,16 +32,21 @@ def test_causality_future_tokens_never_change_earlier_outputs():
 
 
 def test_config_and_input_validation():
-    with pytest.raises(ValueError, match="divisible by n_heads"):
-        LMConfig(d_model=30, n_heads=4)
+    with pytest.raises(ValueError, match="divisible by heads"):
+        ModelConfig.gpt(d=30, layers=1, heads=4, ctx=16)
     with pytest.raises(ValueError, match="ctx must be a positive integer"):
-        LMConfig(ctx=0)
-    with pytest.raises(ValueError, match="init_std"):
-        LMConfig(init_std=0.0)
-    model = TransformerLM(CFG)
+        ModelConfig.gpt(d=32, layers=1, heads=4, ctx=0)
+    with pytest.raises(ValueError, match="even head width"):
+        ModelConfig(block="transformer", d=36, heads=4)
+    with pytest.raises(ValueError, match="Transformer blocks only"):
+        ModelConfig(block="gau", attn="cosine")
+    for bad in (0.0, float("nan"), -1.0):
+        with pytest.raises(ValueError, match="attn_alpha"):
+            ModelConfig.gpt(d=32, layers=1, heads=4, ctx=16, attn_alpha=bad)
+    model = LanguageModel(CFG)
     with pytest.raises(ValueError, match="exceeds ctx"):
         model(torch.zeros(1, 17, dtype=torch.long))
-    with pytest.raises(ValueError, match="shape \\(batch, time\\)"):
+    with pytest.raises(ValueError, match="shape \\(batch, length\\)"):
         model(torch.zeros(17, dtype=torch.long))
 
 
@@ -69,7 +74,7 @@ def test_windows_are_shifted_targets():
 def test_training_learns_a_repeating_pattern_and_stats_are_consistent():
     tokens = np.frombuffer(b"abcdefgh" * 400, dtype=np.uint8).copy()
     torch.manual_seed(0)
-    model = TransformerLM(CFG)
+    model = LanguageModel(CFG)
     seen = []
     log = train_lm(model, tokens, TrainConfig(steps=60, batch=8, lr=3e-3, warmup=5), 16, torch.device("cpu"),
                    on_step=lambda step, m: seen.append(step), progress=False)
@@ -81,9 +86,9 @@ def test_training_learns_a_repeating_pattern_and_stats_are_consistent():
 
 
 def test_divergence_is_recorded_not_raised():
-    model = TransformerLM(CFG)
+    model = LanguageModel(CFG)
     with torch.no_grad():
-        model.head.weight.fill_(float("nan"))
+        model.embed.weight.fill_(float("nan"))
     tokens = np.arange(200, dtype=np.uint8)
     log = train_lm(model, tokens, TrainConfig(steps=5, batch=2), 16, torch.device("cpu"), progress=False)
     assert log.diverged_at == 0
@@ -92,21 +97,22 @@ def test_divergence_is_recorded_not_raised():
 def test_attention_variants_agree_with_explicit_softmax_and_learn_the_scale():
     torch.manual_seed(0)
     idx = torch.randint(0, 256, (2, 16))
-    for kw in ({"attn_alpha": 2.5}, {"attn_kind": "cosine", "cosine_scale": 20.0}):
-        model = TransformerLM(LMConfig(d_model=32, n_layers=1, n_heads=4, ctx=16, **kw)).eval()
+    for kw in ({"attn_alpha": 2.5}, {"attn": "cosine", "cosine_scale": 20.0},
+               {"attn_alpha": 2.5, "positions": "rope"}):
+        model = LanguageModel(ModelConfig.gpt(d=32, layers=1, heads=4, ctx=16, **kw)).eval()
         fast = model(idx)
-        attn = model.blocks[0].attn
+        attn = model.attention_layers()[0]
         attn.track_softmax_gradient = True
         slow = model(idx)
         torch.testing.assert_close(fast, slow, rtol=1e-5, atol=1e-5)
         # alpha (1 - sum p^2) lies in [0, alpha]; the first row (one key) contributes 0
         theory_scale = kw.get("attn_alpha", kw.get("cosine_scale"))
         assert 0 < attn.softmax_gradient < theory_scale
-    model = TransformerLM(LMConfig(d_model=32, n_layers=1, n_heads=4, ctx=16, attn_kind="cosine", learn_cosine_scale=True))
+    model = LanguageModel(ModelConfig.gpt(d=32, layers=1, heads=4, ctx=16, attn="cosine", learn_cosine_scale=True))
     model(idx).sum().backward()
-    assert model.blocks[0].attn.log_cosine_scale.grad is not None
-    with pytest.raises(ValueError, match="attn_kind"):
-        LMConfig(attn_kind="linear")
+    assert model.attention_layers()[0].log_cosine_scale.grad is not None
+    with pytest.raises(ValueError, match="attn must be one of"):
+        ModelConfig.gpt(d=32, layers=1, heads=4, ctx=16, attn="linear")
 
 
 def test_checkpoint_resume_reproduces_an_uninterrupted_run(tmp_path):
@@ -115,7 +121,7 @@ def test_checkpoint_resume_reproduces_an_uninterrupted_run(tmp_path):
 
     def fresh():
         torch.manual_seed(0)
-        return TransformerLM(CFG)
+        return LanguageModel(CFG)
 
     straight = fresh()
     log_a = train_lm(straight, tokens, cfg, 16, torch.device("cpu"), progress=False, log_every=1)
@@ -144,10 +150,10 @@ def test_checkpoint_resume_reproduces_an_uninterrupted_run(tmp_path):
 def test_validation_is_logged_and_loss_explosion_is_divergence():
     tokens = np.frombuffer(b"abcdefgh" * 300, dtype=np.uint8).copy()
     torch.manual_seed(0)
-    log = train_lm(TransformerLM(CFG), tokens, TrainConfig(steps=10, batch=4), 16, torch.device("cpu"),
+    log = train_lm(LanguageModel(CFG), tokens, TrainConfig(steps=10, batch=4), 16, torch.device("cpu"),
                    progress=False, val_tokens=tokens, eval_every=5, eval_windows=4)
     assert log.val_steps == [5, 10] and all(np.isfinite(log.val_loss))
     torch.manual_seed(0)
-    blown = train_lm(TransformerLM(CFG), tokens, TrainConfig(steps=30, batch=4, lr=5.0, grad_clip=None),
+    blown = train_lm(LanguageModel(CFG), tokens, TrainConfig(steps=30, batch=4, lr=5.0, grad_clip=None),
                      16, torch.device("cpu"), progress=False, explode_factor=1.5)
     assert blown.diverged_at is not None and blown.diverged_at < 30

@@ -4,7 +4,6 @@ import pytest
 
 from analysis.experiments import EXPERIMENTS
 from analysis.models.lm import ModelConfig
-from analysis.models.transformer import LMConfig
 from analysis.experiments.base import Workload
 from analysis.plan import plan_experiment, plan_table, step_cost
 
@@ -39,7 +38,7 @@ def test_plan_table_and_bad_workloads():
     ModelConfig(d=64, layers=5, block="gau", residual="post", s=32, ctx=32),
     ModelConfig(d=64, layers=5, block="flash", residual="pre", s=32, chunk=8, ctx=32),
     ModelConfig(d=64, layers=5, block="transformer", residual="deepnorm", ctx=32),
-    LMConfig(d_model=64, n_layers=5, n_heads=4, ctx=32),
+    ModelConfig.gpt(d=64, layers=5, heads=4, ctx=32),
 ])
 def test_deep_stacks_are_counted_exactly_from_one_and_two_layers(config):
     from analysis.plan import _step_cost_direct

@@ -30,7 +30,7 @@ def test_identical_heads_have_zero_spread_and_random_heads_do_not() -> None:
 def test_identical_heads_give_identical_head_outputs() -> None:
     model = _model()
     ab.make_heads_identical(model)
-    att = ab._attention_modules(model)[0]
+    att = model.attention_layers()[0]
     x = torch.randn(2, 8, 32)
     q, k, v = att.qkv(x).split(32, dim=-1)
     for t in (q, k, v):

@@ -31,6 +31,39 @@ def test_judge(kind, predicted, measured, tol, expected):
     assert judge(kind, predicted, measured, tol, 0.10) == expected
 
 
+@pytest.mark.parametrize(
+    "predicted, measured, alternative, expected",
+    [
+        (2.0, 2.0, 1.0, "inconclusive"),  # tolerance 1.5 covers both the prediction and the alternative
+        (2.0, 2.0, 8.0, "holds"),  # the alternative is ruled out
+        (2.0, 8.0, 8.0, "fails"),  # a failed prediction stays failed, whatever the alternative
+        (2.0, 3.6, 3.0, "inconclusive"),  # holding approximately, with an alternative that holds outright
+        (2.0, 3.6, 1.0, "holds approximately"),  # the alternative is further off than the band
+    ],
+)
+def test_inconclusive_when_the_alternative_passes_too(predicted, measured, alternative, expected):
+    assert judge("equal", predicted, measured, 1.5, 0.1, alternative) == expected
+    claim = make(predicted=predicted, measured=measured, tolerance=1.5, alternative=alternative,
+                 alternative_note="the default")
+    assert claim.verdict == expected
+
+
+def test_alternative_needs_a_note_and_shows_in_the_table():
+    with pytest.raises(ValueError, match="alternative_note"):
+        make(alternative=1.0)
+    with pytest.raises(ValueError, match="alternative must be finite"):
+        make(alternative=float("nan"), alternative_note="x")
+    c = make(alternative=1.01, alternative_note="the default scale")
+    assert c.verdict == "inconclusive"
+    assert "alternative 1.01: the default scale" in claims_html([c])
+    assert Claim.from_dict(json.loads(json.dumps(c.to_dict()))).verdict == "inconclusive"
+
+
+def test_exact_claims_with_no_approximate_band_hold_or_fail():
+    assert make(predicted=2_097_152, measured=2_099_712, tolerance=0.0).verdict == "holds approximately"
+    assert make(predicted=2_097_152, measured=2_099_712, tolerance=0.0, approx_rel=0.0).verdict == "fails"
+
+
 def test_verdict_text_reports_percent_and_corrected_prediction_is_judged():
     c = make(predicted=0.01, measured=0.0105, tolerance=0.0001, corrected=0.01045)
     assert c.verdict == "holds approximately"

@@ -159,28 +159,12 @@ def autograd_jacobian_check(gen: torch.Generator, rows: int = 8, n: int = 64) ->
 # --- heads -------------------------------------------------------------------------------------------
 
 
-def _attention_modules(model: LanguageModel) -> list[Attention]:
-    return [m for m in model.modules() if isinstance(m, Attention)]
-
-
-def head_slices(att: Attention) -> list[torch.Tensor]:
-    """Each head's parameters (its rows of W_q, W_k, W_v with biases, its columns of W_o) as one flat vector."""
-    d = att.out.weight.shape[0]
-    dk = d // att.heads
-    w, b, wo = att.qkv.weight, att.qkv.bias, att.out.weight
-    heads = []
-    for h in range(att.heads):
-        rows = torch.cat([torch.arange(part * d + h * dk, part * d + (h + 1) * dk) for part in range(3)])
-        heads.append(torch.cat([w[rows].flatten(), b[rows], wo[:, h * dk : (h + 1) * dk].flatten()]))
-    return heads
-
-
 def head_spread(model: LanguageModel) -> float:
     """max over layers and heads of ||theta_h - theta_0|| / ||theta_0||: 0 when all heads are identical."""
     worst = 0.0
     with torch.no_grad():
-        for att in _attention_modules(model):
-            heads = head_slices(att)
+        for att in model.attention_layers():
+            heads = [att.head_parameters(h) for h in range(att.heads)]
             worst = max(worst, max(float((h - heads[0]).norm() / heads[0].norm()) for h in heads[1:]))
     return worst
 
@@ -189,17 +173,9 @@ def make_heads_identical(model: LanguageModel, perturbation: float = 0.0, seed: 
     """Copy head 0 into every head of every attention layer; optionally add relative noise of that size."""
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
-        for att in _attention_modules(model):
-            d = att.out.weight.shape[0]
-            dk = d // att.heads
-            for part in range(3):
-                src = slice(part * d, part * d + dk)
-                for h in range(1, att.heads):
-                    dst = slice(part * d + h * dk, part * d + (h + 1) * dk)
-                    att.qkv.weight[dst] = att.qkv.weight[src]
-                    att.qkv.bias[dst] = att.qkv.bias[src]
+        for att in model.attention_layers():
             for h in range(1, att.heads):
-                att.out.weight[:, h * dk : (h + 1) * dk] = att.out.weight[:, :dk]
+                att.copy_head(0, h)
             if perturbation:
                 for p in (att.qkv.weight, att.qkv.bias, att.out.weight):
                     p.add_(perturbation * p.abs().mean() * torch.randn(p.shape, generator=gen))

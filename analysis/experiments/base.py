@@ -36,7 +36,7 @@ class Workload:
     """One kind of work: a model trained ``count`` x ``steps`` steps at (batch, ctx), or a counted amount of FLOPs."""
 
     label: str
-    model: Any = None  # a ModelConfig or an LMConfig; None for counted work
+    model: Any = None  # a ModelConfig; None for counted work
     batch: int = 1
     ctx: int = 1
     steps: int = 0  # training steps (forward + backward + AdamW)
@@ -115,3 +115,15 @@ def conformance_problems(module: ModuleType) -> list[str]:
     if not isinstance(module.DATA_VERSION, int) or module.DATA_VERSION < 1:
         problems.append("DATA_VERSION must be a positive integer")
     return problems
+
+
+def compare(a: float, se_a: float, b: float, se_b: float, sigmas: float = 3.0) -> str:
+    """'smaller than', 'larger than' or 'indistinguishable from': a against b at sigmas combined standard errors."""
+    if not all(math.isfinite(v) for v in (a, b)):
+        raise ValueError(f"compare needs finite values; got {a!r} and {b!r}")
+    margin = sigmas * math.hypot(se_a if math.isfinite(se_a) else 0.0, se_b if math.isfinite(se_b) else 0.0)
+    if a < b - margin:
+        return "smaller than"
+    if a > b + margin:
+        return "larger than"
+    return "indistinguishable from"

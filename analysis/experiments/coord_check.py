@@ -9,14 +9,14 @@ its input; the Transformer's is of order one.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from analysis.data import stdlib_corpus
-from analysis.models.lm import LanguageModel, ModelConfig, Residual
+from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.train import fixed_windows, pick_device, random_windows
 from analysis.experiments.base import Workload
 from analysis.verify import Claim
@@ -42,23 +42,17 @@ class Config:
 CONFIGS: dict[str, Config] = {
     "smoke": Config(widths=(32, 64), depths=(1, 2), ctx=32, batch=4, steps=(0, 1, 3)),
     "cpu": Config(widths=(64, 128, 256, 512), depths=(2, 4, 8), ctx=128, batch=8, steps=(0, 1, 3, 10)),
-    "gpu": Config(widths=(128, 256, 512, 1024, 2048), depths=(2, 8, 32), ctx=512, batch=16, steps=(0, 1, 3, 10, 30)),
+    "gpu": Config(widths=(128, 256, 512, 1024, 2048), depths=(2, 8, 24), ctx=512, batch=8, steps=(0, 1, 3, 10, 30)),
 }
 
 
 
-@torch.no_grad()
-def branch_ratios(model: LanguageModel, idx: torch.Tensor) -> list[float]:
-    """RMS(f(x_l)) / RMS(x_l) for every residual branch, with x_l the residual stream entering it."""
-    x = model.embed(idx)
-    out = []
-    for module in model.sublayers:
-        layer = cast(Residual, module)
-        inner = x if layer.kind in ("post", "deepnorm") else layer.norm(x)
-        f = layer.f(inner)
-        out.append(float(f.pow(2).mean().sqrt() / x.pow(2).mean().sqrt()))
-        x = layer(x)
-    return out
+def summary(data: dict[str, Any]) -> dict[str, Any]:
+    """The GAU branch at initialisation in the widest, deepest stack: its median ratio, width and GAU layers."""
+    top = max((r for r in data["rows"] if r["block"] == "gau" and r["step"] == 0),
+              key=lambda r: (r["width"], r["depth"]))
+    return {"gau_median": top["median"], "width": top["width"], "gau_layers": 2 * top["depth"],
+            "where": f"width {top['width']}, {2 * top['depth']} GAU layers"}
 
 
 def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
@@ -86,7 +80,7 @@ def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
                         loss.backward()
                         opt.step()
                         done += 1
-                    ratios = branch_ratios(model.eval(), probe)
+                    ratios = model.eval().branch_ratios(probe)
                     model.train()
                     rows.append({"block": block, "residual": residual, "depth": depth, "width": width, "step": step,
                                  "ratios": ratios, "median": float(np.median(ratios))})

@@ -21,7 +21,7 @@ import torch
 
 from analysis.data import Corpus, MarkovSource
 from analysis.experiments.base import Workload, corpus_of
-from analysis.models.transformer import LMConfig, TransformerLM
+from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.theory.entropy import entropy_upper_bound
 from analysis.verify import Claim
 from analysis.train import TokenStats, TrainConfig, pick_device, token_stats, train_lm
@@ -35,7 +35,7 @@ VOCAB = 256
 class Config:
     """Everything a run depends on; one per scale in CONFIGS."""
 
-    model: LMConfig
+    model: ModelConfig
     train: TrainConfig
     snapshots: tuple[int, ...]  # steps at which per-token statistics are taken; 0 = initialisation
     eval_windows: int
@@ -57,7 +57,7 @@ class Config:
                 raise ValueError(f"{name} must be positive; got {getattr(self, name)!r}")
 
 
-def _cfg(model: LMConfig, steps: int, batch: int, lr: float, snapshots: tuple[int, ...], windows: int, points: int,
+def _cfg(model: ModelConfig, steps: int, batch: int, lr: float, snapshots: tuple[int, ...], windows: int, points: int,
          markov_tokens: tuple[int, int], markov_steps: int) -> Config:
     return Config(
         model=model,
@@ -77,9 +77,9 @@ def _cfg(model: LMConfig, steps: int, batch: int, lr: float, snapshots: tuple[in
 
 
 CONFIGS: dict[str, Config] = {
-    "smoke": _cfg(LMConfig(d_model=32, n_layers=1, n_heads=2, ctx=32), 30, 8, 3e-3, (0, 5, 30), 16, 512, (20_000, 4_000), 30),
-    "cpu": _cfg(LMConfig(d_model=96, n_layers=2, n_heads=4, ctx=64), 600, 32, 3e-3, (0, 40, 600), 160, 4000, (200_000, 20_000), 200),
-    "gpu": _cfg(LMConfig(d_model=384, n_layers=6, n_heads=6, ctx=256), 3000, 64, 1e-3, (0, 100, 3000), 384, 6000, (2_000_000, 200_000), 2000),
+    "smoke": _cfg(ModelConfig.gpt(d=32, layers=1, heads=2, ctx=32), 30, 8, 3e-3, (0, 5, 30), 16, 512, (20_000, 4_000), 30),
+    "cpu": _cfg(ModelConfig.gpt(d=96, layers=2, heads=4, ctx=64), 600, 32, 3e-3, (0, 40, 600), 160, 4000, (200_000, 20_000), 200),
+    "gpu": _cfg(ModelConfig.gpt(d=384, layers=6, heads=6, ctx=256), 3000, 64, 1e-3, (0, 100, 3000), 384, 6000, (2_000_000, 200_000), 2000),
 }
 
 
@@ -118,7 +118,7 @@ def snapshot(step: int, stats: TokenStats, max_points: int) -> dict[str, Any]:
 def run_corpus(cfg: Config, corpus: Corpus, device: torch.device, progress: bool) -> dict[str, Any]:
     """Train on ``corpus`` and take a snapshot of the per-token cloud at each step in cfg.snapshots."""
     torch.manual_seed(cfg.seed)
-    model = TransformerLM(cfg.model)
+    model = LanguageModel(cfg.model)
     snaps: list[dict[str, Any]] = []
 
     def on_step(step: int, m: torch.nn.Module) -> None:
@@ -141,7 +141,7 @@ def run_markov(cfg: Config, device: torch.device, progress: bool) -> dict[str, A
     source = MarkovSource(cfg.markov_order, cfg.markov_alphabet, cfg.markov_concentration, seed=cfg.seed)
     corpus = source.corpus(cfg.markov_train_tokens, cfg.markov_val_tokens)
     torch.manual_seed(cfg.seed + 1)
-    model = TransformerLM(cfg.model)
+    model = LanguageModel(cfg.model)
     train_cfg = dataclasses.replace(cfg.train, steps=cfg.markov_steps, warmup=max(1, cfg.markov_steps // 20))
     log = train_lm(model, corpus.train, train_cfg, cfg.model.ctx, device, None, progress)
     stats = token_stats(model, corpus.val, cfg.model.ctx, cfg.eval_windows, device)

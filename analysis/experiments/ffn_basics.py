@@ -190,11 +190,11 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     p = data["params"]
     out.append(Claim(f"ffn-8h2-{label}", f"The FFN of a d = {p['d']} Transformer layer has 8 H^2 parameters "
                      f"(torch.nn.TransformerEncoderLayer, biases included; {label})", SOURCE, 8 * p["d"] ** 2,
-                     p["torch_ffn_with_bias"], 0.0, 0.0, "an exact count", unit="parameters",
+                     p["torch_ffn_with_bias"], 0.0, 0.0, "an exact count", unit="parameters", approx_rel=0.0,
                      corrected=8 * p["d"] ** 2 + 5 * p["d"], corrected_note="8H^2 counts the weights; the biases add 5H"))
     out.append(Claim(f"swiglu-width-{label}", f"SwiGLU matches the FFN's parameters at hidden width r = 2d/3 "
                      f"(d = {p['d']}; the width that equalises the counted weights; {label})", SOURCE, 2 * p["d"] / 3,
-                     p["matching_hidden"], 0.0, 1.0, "one unit of width (r is an integer)", unit="width",
+                     p["matching_hidden"], 0.0, 1.0, "one unit of width (r is an integer)", unit="width", approx_rel=0.0,
                      corrected=8 * p["d"] / 3, corrected_note="r = 2 d_ff / 3 = 8d/3: the notes take W_1 as d x d, "
                      "but the FFN's is d x 4d"))
     m = data["merge"]
@@ -209,7 +209,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                      f"embedding sums (torch.nn.Transformer, 6 + 6 layers, sites per forward pass; {label})",
                      SOURCE + "; Vaswani et al. 2017, sec. 5.4", dr["paper_residual"], dr["torch_total"], 0.0, 0.0,
                      "an exact count (torch.nn.Transformer has no embedding layer, so the paper's 2 embedding sites are "
-                     "left out)", unit="sites", corrected=10 * (dr["paper_residual"] // 5),
+                     "left out)", unit="sites", approx_rel=0.0, corrected=10 * (dr["paper_residual"] // 5),
                      corrected_note="10 per encoder-decoder layer pair: PyTorch also drops the attention weights "
                                     "(3 per pair) and the FFN's hidden activations (2 per pair)"))
     return out

@@ -127,10 +127,26 @@ def local_exponents(sweep: dict[str, Any], key: str) -> tuple[np.ndarray, np.nda
     return np.sqrt(lam[1:] * lam[:-1]), np.diff(np.log(rms)) / np.diff(np.log(lam))
 
 
+def reference_row(data: dict[str, Any]) -> dict[str, Any]:
+    """The LeCun grid point nearest the source's s = 128, n = 512 in log distance (the widest d on ties)."""
+    grid = [r for r in data["grid"] if r["init"] == "lecun"]
+    if not grid:
+        raise ValueError("the grid has no LeCun point")
+    return min(grid, key=lambda r: (abs(np.log(r["s"] / 128)), abs(np.log(r["n"] / 512)), -r["d"]))
+
+
+def summary(data: dict[str, Any]) -> dict[str, Any]:
+    """The reference point, and how many times smaller than its unit-RMS input the output is, measured and per source."""
+    ref = reference_row(data)
+    return {"reference": ref, "where": f"s = {ref['s']}, n = {ref['n']}, d = {ref['d']}",
+            "times_below_input": 1 / ref["rms"], "source_times_below_input": 1 / ref["pred_rms_source"],
+            "over_source": ref["rms"] / ref["pred_rms_source"]}
+
+
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
     """The source's magnitude claims at s = 128, n = 512 (or the nearest grid point), and across the grid."""
     grid = [r for r in data["grid"] if r["init"] == "lecun"]
-    ref = min(grid, key=lambda r: (abs(np.log(r["s"] / 128)), abs(np.log(r["n"] / 512)), -r["d"]))
+    ref = reference_row(data)
     where = f"d = {ref['d']}, e = {ref['e']}, s = {ref['s']}, n = {ref['n']}, LeCun"
     ratios = np.array([r["rms"] / r["pred_rms_corrected"] for r in data["grid"]])
     worst_at = int(np.argmax(np.abs(np.log(ratios))))

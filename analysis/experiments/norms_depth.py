@@ -19,8 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
-from analysis.models.lm import LanguageModel, ModelConfig, Residual, update_sizes
+from analysis.experiments.base import Workload, compare, corpus_of, mean_se, run_seed
+from analysis.models.lm import LanguageModel, ModelConfig, update_sizes
 from analysis.theory import transformer_basics as tb
 from analysis.train import TrainConfig, fixed_windows, pick_device, random_windows, train_lm
 from analysis.verify import Claim
@@ -115,9 +115,7 @@ def decoding(cfg: Config) -> list[dict[str, Any]]:
         model = LanguageModel(ModelConfig(d=cfg.decode_d, layers=2, block=block, residual=residual, norm=norm,
                                           heads=4, s=16, ctx=cfg.decode_len)).double().eval()
         if swap is not None:
-            for layer in model.sublayers:
-                assert isinstance(layer, Residual)
-                layer.norm = SequenceNorm() if swap == "sequence" else TokenBatchNorm(cfg.decode_d)
+            model.replace_norms(SequenceNorm if swap == "sequence" else lambda: TokenBatchNorm(cfg.decode_d))
         label = f"{residual}-norm {'GAU' if block == 'gau' else 'Transformer'}, " + (
             {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}[norm] if swap is None
             else "norm over positions" if swap == "sequence" else "BatchNorm (training mode)")
@@ -294,6 +292,26 @@ def group_penalty(data: dict[str, Any], residual: str, group: int) -> tuple[floa
     """Mean over seeds of the trained loss with groups of ``group`` minus the sequential loss, and its SE."""
     vals = [r["trained"]["loss"][str(group)] - r["trained"]["loss"]["1"] for r in data["trained"] if r["residual"] == residual]
     return mean_se(vals)
+
+
+def summary(data: dict[str, Any]) -> dict[str, Any]:
+    """Per residual: sequential loss, group penalties at g = 2 and the largest g, late cosine, stream-norm growth;
+    and pre-norm's penalties compared with post-norm's at 3 combined standard errors."""
+    trained = data["trained"]
+    groups = sorted(int(g) for g in trained[0]["trained"]["loss"])
+    gmax = groups[-1]
+    out: dict[str, Any] = {"gmax": gmax, "sublayers": 2 * data["layers"]}
+    for res in ("pre", "post"):
+        rows = [r for r in trained if r["residual"] == res]
+        out[res] = {"loss1": float(np.mean([r["trained"]["loss"]["1"] for r in rows])),
+                    "pen2": group_penalty(data, res, 2), "penmax": group_penalty(data, res, gmax),
+                    "cosine": late_cosine(data, res),
+                    "norm_growth": float(np.mean([r["trained"]["norms"][-1] / r["trained"]["norms"][1] for r in rows]))}
+    for key in ("pen2", "penmax"):
+        (a, sa), (b, sb) = out["pre"][key], out["post"][key]
+        out[f"{key}_compare"] = compare(a, sa, b, sb)
+    out["pen2_share_of_loss"] = out["pre"]["pen2"][0] / out["pre"]["loss1"]
+    return out
 
 
 def claims(data: dict[str, Any], label: str) -> list[Claim]:

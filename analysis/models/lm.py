@@ -11,11 +11,16 @@ N the number of layers, for a decoder-only stack):
 * ``deepnorm``:  x <- Norm(alpha x + f(x)), the value/output/FFN weights scaled by beta at init
 
 A Transformer layer has two sublayers (multi-head softmax attention, FFN); a GAU or FLASH layer has one.
+Its attention logits are alpha q.k / sqrt(k) (``attn="dot"``) or s cos(q, k) (``attn="cosine"``, s fixed or
+learned); positions enter by RoPE on q and k or by a learned embedding added to the tokens'. The nanoGPT-shaped
+model of the entropy and softmax-scale chapters is ``ModelConfig.gpt(...)``: pre-norm, GELU, learned positions,
+N(0, 0.02^2) initialisation.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -28,6 +33,8 @@ BLOCKS = ("gau", "flash", "transformer")
 RESIDUALS = ("post", "pre", "sandwich", "deepnorm")
 NORMS = ("layernorm", "rmsnorm", "scalenorm")
 FFNS = ("relu", "gelu", "swiglu")
+POSITIONS = ("rope", "learned")
+ATTENTIONS = ("dot", "cosine")
 
 
 @dataclass(frozen=True)
@@ -47,6 +54,11 @@ class ModelConfig:
     attn_dropout: float = 0.0  # dropout on the attention weights, in training mode only
     ffn: str = "gelu"
     ffn_mult: int = 4
+    attn: str = "dot"  # logits attn_alpha q.k / sqrt(k), or cosine_scale cos(q, k)
+    attn_alpha: float = 1.0
+    cosine_scale: float = 10.0  # fixed (or initial, when learned) scale of cosine attention
+    learn_cosine_scale: bool = False
+    positions: str = "rope"  # RoPE on q and k, or a learned embedding added to the input
     # GAU / FLASH blocks
     e: int | None = None  # default 2 d
     s: int = 128
@@ -58,13 +70,33 @@ class ModelConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer; got {value!r}")
-        for name, allowed in (("block", BLOCKS), ("residual", RESIDUALS), ("norm", NORMS), ("ffn", FFNS)):
+        for name, allowed in (("block", BLOCKS), ("residual", RESIDUALS), ("norm", NORMS), ("ffn", FFNS),
+                              ("attn", ATTENTIONS), ("positions", POSITIONS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
         if not 0.0 <= self.attn_dropout < 1.0:
             raise ValueError(f"attn_dropout must be in [0, 1); got {self.attn_dropout!r}")
-        if self.block == "transformer" and (self.d % self.heads or (self.d // self.heads) % 2):
-            raise ValueError(f"d ({self.d}) must split into {self.heads} heads of even width")
+        for name in ("attn_alpha", "cosine_scale"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+                raise ValueError(f"{name} must be positive and finite; got {value!r}")
+        if self.block == "transformer" and self.d % self.heads:
+            raise ValueError(f"d ({self.d}) must be divisible by heads ({self.heads})")
+        if self.block == "transformer" and self.positions == "rope" and (self.d // self.heads) % 2:
+            raise ValueError(f"RoPE needs an even head width; d = {self.d} splits into {self.heads} heads of "
+                             f"{self.d // self.heads}")
+        if self.block != "transformer" and (self.attn != "dot" or self.attn_alpha != 1.0 or self.learn_cosine_scale):
+            raise ValueError("attn, attn_alpha and learn_cosine_scale apply to Transformer blocks only; "
+                             f"block is {self.block!r}")
+
+    @classmethod
+    def gpt(cls, d: int, layers: int, heads: int, ctx: int, **kw: object) -> ModelConfig:
+        """The nanoGPT shape: pre-LayerNorm Transformer, GELU FFN of 4 d, learned positions, N(0, 0.02^2) init."""
+        base: dict[str, object] = dict(d=d, layers=layers, heads=heads, ctx=ctx, block="transformer",
+                                       residual="pre", norm="layernorm", ffn="gelu", init="std0.02",
+                                       positions="learned")
+        base.update(kw)
+        return cls(**base)  # type: ignore[arg-type]
 
     @property
     def expanded(self) -> int:
@@ -102,22 +134,81 @@ def make_norm(kind: str, d: int) -> nn.Module:
 
 
 class Attention(nn.Module):
-    """Multi-head causal softmax attention with RoPE, through scaled_dot_product_attention."""
+    """Multi-head causal softmax attention: logits alpha q.k / sqrt(k) or s cos(q, k), RoPE or not.
+
+    With ``track_softmax_gradient`` set, attention is computed explicitly and the mean over rows of
+    scale (1 - sum_j p_j^2), the softmax's (1/2)||dp/ds||_1 for scores s = q.k / sqrt(k) (dot, scale alpha) or
+    s = cos(q, k) (cosine, scale s), is kept in ``softmax_gradient``.
+    """
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.heads = cfg.heads
         self.dropout = cfg.attn_dropout
+        self.kind = cfg.attn
+        self.rope = cfg.positions == "rope"
         self.qkv = nn.Linear(cfg.d, 3 * cfg.d)
         self.out = nn.Linear(cfg.d, cfg.d)
+        self.dot_scale = cfg.attn_alpha / math.sqrt(cfg.d // cfg.heads)
+        log_scale = torch.tensor(math.log(cfg.cosine_scale))
+        if cfg.learn_cosine_scale:
+            self.log_cosine_scale = nn.Parameter(log_scale)
+        else:
+            self.register_buffer("log_cosine_scale", log_scale)
+        self.track_softmax_gradient = False
+        self.softmax_gradient: float | None = None
+
+    def logit_scale(self) -> torch.Tensor:
+        """The multiplier of q.k (dot: alpha / sqrt(k)) or of cos(q, k) (cosine: s)."""
+        if self.kind == "cosine":
+            return self.log_cosine_scale.exp()
+        return torch.tensor(self.dot_scale)
+
+    def head_rows(self, h: int) -> torch.Tensor:
+        """Indices of head h's rows in the fused W_qkv: its q, k and v rows, in that order."""
+        d = self.out.weight.shape[0]
+        k = d // self.heads
+        if not 0 <= h < self.heads:
+            raise ValueError(f"head must be in [0, {self.heads}); got {h}")
+        return torch.cat([torch.arange(part * d + h * k, part * d + (h + 1) * k) for part in range(3)])
+
+    def head_parameters(self, h: int) -> torch.Tensor:
+        """Head h's parameters as one flat vector: its rows of W_q, W_k, W_v with biases and its columns of W_o."""
+        k = self.out.weight.shape[0] // self.heads
+        rows = self.head_rows(h)
+        return torch.cat([self.qkv.weight[rows].flatten(), self.qkv.bias[rows],
+                          self.out.weight[:, h * k : (h + 1) * k].flatten()])
+
+    @torch.no_grad()
+    def copy_head(self, src: int, dst: int) -> None:
+        """Overwrite head dst's parameters (q, k, v rows with biases, W_o columns) with head src's."""
+        k = self.out.weight.shape[0] // self.heads
+        s_rows, d_rows = self.head_rows(src), self.head_rows(dst)
+        self.qkv.weight[d_rows] = self.qkv.weight[s_rows]
+        self.qkv.bias[d_rows] = self.qkv.bias[s_rows]
+        self.out.weight[:, dst * k : (dst + 1) * k] = self.out.weight[:, src * k : (src + 1) * k]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, n, d = x.shape
+        # (b, n, d) -> (b, h, n, k)
         q, k, v = (t.view(b, n, self.heads, d // self.heads).transpose(1, 2) for t in self.qkv(x).split(d, dim=-1))
-        pos = torch.arange(n, device=x.device)
-        q, k = rope(q, pos), rope(k, pos)  # (b, h, n, k)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
-                                           dropout_p=self.dropout if self.training else 0.0)
+        if self.rope:
+            pos = torch.arange(n, device=x.device)
+            q, k = rope(q, pos), rope(k, pos)
+        if self.kind == "cosine":
+            q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
+        scale = self.logit_scale().to(x.dtype)
+        if self.track_softmax_gradient:
+            mask = torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
+            p = (scale * (q @ k.transpose(-2, -1))).masked_fill(~mask, float("-inf")).softmax(dim=-1)
+            # in the theory's units: alpha for s = q.k / sqrt(k), the cosine scale for s = cos(q, k)
+            theory = self.logit_scale() * (math.sqrt(q.shape[-1]) if self.kind == "dot" else 1.0)
+            self.softmax_gradient = float((theory * (1 - (p * p).sum(-1))).mean().detach())
+            y = p @ v
+        else:
+            # the scale multiplies q so that a learned cosine scale receives its gradient
+            y = F.scaled_dot_product_attention(q * scale, k, v, is_causal=True, scale=1.0,
+                                               dropout_p=self.dropout if self.training else 0.0)
         return self.out(y.transpose(1, 2).reshape(b, n, d))
 
 
@@ -162,6 +253,15 @@ class Residual(nn.Module):
             return x + self.inner(self.f(self.norm(u)))
         return self.norm(self.alpha * x + self.f(u))
 
+    def branch(self, x: torch.Tensor) -> torch.Tensor:
+        """f as this arrangement applies it to stream x: f(x) (post, deepnorm), f(Norm x) (pre), Norm f(Norm x)."""
+        if self.kind in ("post", "deepnorm"):
+            return self.f(x)
+        if self.kind == "pre":
+            return self.f(self.norm(x))
+        assert self.inner is not None
+        return self.inner(self.f(self.norm(x)))
+
 
 class LanguageModel(nn.Module):
     """Token embedding, ``layers`` blocks, optional final norm, tied output layer."""
@@ -170,6 +270,7 @@ class LanguageModel(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.embed = nn.Embedding(cfg.vocab, cfg.d)
+        self.pos = nn.Embedding(cfg.ctx, cfg.d) if cfg.positions == "learned" else None
         sublayers: list[nn.Module] = []
         for _ in range(cfg.layers):
             if cfg.block == "transformer":
@@ -184,8 +285,10 @@ class LanguageModel(nn.Module):
 
     def _init_weights(self) -> None:
         cfg = self.cfg
-        nn.init.normal_(self.embed.weight, std=1.0 if cfg.init == "lecun" else 0.02 if cfg.init == "std0.02"
-                        else math.sqrt(2 / (cfg.vocab + cfg.d)))
+        std = 1.0 if cfg.init == "lecun" else 0.02 if cfg.init == "std0.02" else math.sqrt(2 / (cfg.vocab + cfg.d))
+        nn.init.normal_(self.embed.weight, std=std)
+        if self.pos is not None:
+            nn.init.normal_(self.pos.weight, std=std)
         beta = (8 * cfg.layers) ** -0.25 if cfg.residual == "deepnorm" else 1.0
         for name, module in self.named_modules():
             if isinstance(module, nn.Linear):
@@ -212,6 +315,8 @@ class LanguageModel(nn.Module):
         if idx.shape[1] > self.cfg.ctx:
             raise ValueError(f"sequence length {idx.shape[1]} exceeds ctx {self.cfg.ctx}")
         x = self.embed(idx)
+        if self.pos is not None:
+            x = x + self.pos(torch.arange(idx.shape[1], device=idx.device))
         hidden = [x]
         u = x  # the stream at the start of the current group
         for i, layer in enumerate(self.sublayers):
@@ -224,7 +329,32 @@ class LanguageModel(nn.Module):
 
     def num_parameters(self) -> int:
         """Trainable parameters (the tied output layer counted once)."""
-        return sum(p.numel() for p in self.parameters())
+        return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+    def residuals(self) -> list[Residual]:
+        """Every residual sublayer, in order (two per Transformer layer, one per GAU or FLASH layer)."""
+        return [m for m in self.sublayers if isinstance(m, Residual)]
+
+    def attention_layers(self) -> list[Attention]:
+        """The multi-head attention module of every Transformer layer, in order (empty for GAU and FLASH)."""
+        return [r.f for r in self.residuals() if isinstance(r.f, Attention)]
+
+    @torch.no_grad()
+    def branch_ratios(self, idx: torch.Tensor) -> list[float]:
+        """RMS(f_l(x_l)) / RMS(x_l) for every residual branch f_l as applied, x_l the stream entering it."""
+        x = self.embed(idx)
+        if self.pos is not None:
+            x = x + self.pos(torch.arange(idx.shape[1], device=idx.device))
+        out = []
+        for layer in self.residuals():
+            out.append(float(layer.branch(x).pow(2).mean().sqrt() / x.pow(2).mean().sqrt()))
+            x = layer(x)
+        return out
+
+    def replace_norms(self, make: Callable[[], nn.Module]) -> None:
+        """Swap the norm of every residual sublayer (not the final norm) for a fresh ``make()``."""
+        for layer in self.residuals():
+            layer.norm = make()
 
 
 def update_sizes(hidden: list[torch.Tensor]) -> list[float]:
