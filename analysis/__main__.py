@@ -189,6 +189,37 @@ def cmd_run(args: argparse.Namespace) -> None:
             log.flush()
 
 
+BENCHMARKS = {"flash": "flash-bench"}
+
+
+def cmd_bench(args: argparse.Namespace) -> None:
+    """Run a benchmark at a scale, record it under results/ like any experiment, and print its table (or JSON)."""
+    from analysis.experiments import get_experiment, run_and_record
+
+    name = BENCHMARKS[args.benchmark]
+    record, path = run_and_record(name, args.scale, directory=args.out, progress=not args.json and not args.quiet)
+    module = get_experiment(name)
+    summary = module.summary(record.data)
+    if args.json:
+        print(json.dumps({"record": str(path), "summary": summary, "rows": record.data["rows"]}, indent=1,
+                         default=float))
+        return
+    print(f"recorded {path}")
+    print(record.describe())
+    print(f"float32 matmul: {record.data['matmul_flops_per_s'] / 1e9:.0f} GFLOP/s on {record.data['threads']} threads")
+    print(f"{'implementation':22s} {'n':>6s} {'batch':>5s} {'s/step':>8s} {'tokens/s':>10s} {'x T++':>6s} "
+          f"{'MiB/seq':>9s} {'MFU':>5s}")
+    for r in record.data["rows"]:
+        if r["status"] != "ok":
+            print(f"{r['implementation']:22s} {r['n']:6d} {r['status']}")
+            continue
+        ratio = summary["ratios_vs_transformer"].get(r["implementation"], {}).get(str(r["n"]), float("nan"))
+        print(f"{r['implementation']:22s} {r['n']:6d} {r['batch']:5d} {r['seconds']:8.3f} {r['tokens_per_s']:10,.0f} "
+              f"{ratio:6.2f} {r['saved_bytes_per_sequence'] / 2**20:9.1f} {100 * r['utilisation']:4.0f}%")
+    for key in ("quad_overtakes_transformer", "flash_overtakes_quad", "flash_time_exponent", "flash_memory_exponent"):
+        print(f"{key.replace('_', ' ')}: {summary[key]:.3g}")
+
+
 def cmd_list(args: argparse.Namespace) -> None:
     """List the experiments and, per scale, whether a record exists and whether it is current or stale."""
     from analysis.experiments import EXPERIMENTS, current_record
@@ -327,6 +358,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="results folder (default: the repository's results/)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("bench", help="run a speed and memory benchmark, record it under results/, print its table")
+    p.add_argument("benchmark", choices=sorted(BENCHMARKS))
+    p.add_argument("--scale", choices=SCALES, default="cpu")
+    p.add_argument("--out", metavar="DIR", help="results folder (default: the repository's results/)")
+    p.add_argument("--json", action="store_true", help="print the summary and rows as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("list", help="list the experiments and whether their records are current or stale")
     p.set_defaults(func=cmd_list)

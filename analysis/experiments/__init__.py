@@ -13,7 +13,8 @@ from types import ModuleType
 from typing import Any
 
 from analysis.experiments import (attention_basics, coord_check, deep_gau, entropy_bound, entropy_lm, ffn_basics,
-                                  gau_init, norms_depth, softmax_scale_checks, softmax_scale_mc, softmax_scale_train)
+                                  flash_bench, flash_counts, gau_init, norms_depth, softmax_scale_checks,
+                                  softmax_scale_mc, softmax_scale_train)
 from analysis.experiments.base import config_dict, config_for, conformance_problems
 from analysis.fingerprint import code_fingerprint, config_differences, config_fingerprint
 from analysis.results import Record, find_record, provenance, save_record
@@ -21,7 +22,7 @@ from analysis.scale import validate_scale
 
 EXPERIMENTS: dict[str, ModuleType] = {m.NAME: m for m in (
     entropy_bound, entropy_lm, softmax_scale_checks, softmax_scale_mc, softmax_scale_train, gau_init, coord_check,
-    deep_gau, attention_basics, norms_depth, ffn_basics)}
+    deep_gau, attention_basics, norms_depth, ffn_basics, flash_counts, flash_bench)}
 
 for _module in EXPERIMENTS.values():
     _problems = conformance_problems(_module)

@@ -1,0 +1,312 @@
+"""FLASH-Quad, FLASH and a Transformer++ counted, and the causal normaliser checked (kexue.fm/archives/8934).
+
+Counts: parameters and forward FLOPs per token of the book's GAU, FLASH and Transformer++ (MHA + SwiGLU) layers
+against the closed forms of :mod:`analysis.theory.flash_counts`, FLOPs measured with torch's ``FlopCounterMode``
+(attention computed explicitly, the path that tracks the softmax gradient: the counter does not see the CPU kernel
+of ``scaled_dot_product_attention``).
+
+Normaliser: in a decoder a position's output must not change when tokens are appended after it. For every
+variant the largest relative change of the first ``prefix`` positions' outputs is measured in float64 as the
+total length grows: this book's GAU and FLASH (rows normalised by the keys they see), the source's printed
+1/(n s) and 1/((g - 1) n / c) with n the total length, the paper appendix's relu^2(qk / n), and the public
+implementation (FLASH-pytorch) as installed. Padding: real tokens' outputs against the padded length.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch.utils.flop_counter import FlopCounterMode
+
+from analysis.experiments.base import Workload
+from analysis.models.gau import GAU, GAUConfig
+from analysis.models.lm import Attention, FeedForward, ModelConfig
+from analysis.theory import flash_counts as fc
+from analysis.verify import Claim
+
+NAME = "flash-counts"
+DATA_VERSION = 1  # raised when the layout of run()'s data changes
+SOURCE = "Su 2022, kexue.fm/archives/8934"
+EPS64 = float(torch.finfo(torch.float64).eps)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes of the counted layers, the widths of the parameter comparison, and the leak test's lengths."""
+
+    d: int
+    s: int
+    chunk: int
+    count_length: int
+    widths: tuple[int, ...]
+    leak_d: int
+    prefix: int
+    lengths: tuple[int, ...]
+    seed: int = 0
+
+
+CONFIGS: dict[str, Config] = {
+    "smoke": Config(d=32, s=16, chunk=8, count_length=32, widths=(256, 4096), leak_d=16, prefix=8, lengths=(8, 16, 32)),
+    "cpu": Config(d=256, s=128, chunk=64, count_length=512, widths=(256, 512, 768, 1024, 2048, 4096), leak_d=64,
+                  prefix=16, lengths=(16, 32, 64, 128, 256, 512, 1024)),
+    "gpu": Config(d=1024, s=128, chunk=256, count_length=2048, widths=(256, 512, 768, 1024, 2048, 4096, 8192),
+                  leak_d=128, prefix=64, lengths=(64, 128, 256, 512, 1024, 2048, 4096)),
+}
+
+
+def _flops(module: torch.nn.Module, x: torch.Tensor) -> int:
+    with FlopCounterMode(display=False) as counter:
+        module(x)
+    return int(counter.get_total_flops())
+
+
+def _params(*modules: torch.nn.Module) -> int:
+    return sum(p.numel() for m in modules for p in m.parameters())
+
+
+def counts(cfg: Config) -> dict[str, Any]:
+    """Measured and closed-form parameters and forward FLOPs per token of one GAU, FLASH and Transformer++ layer."""
+    d, e, s, n, c = cfg.d, 2 * cfg.d, cfg.s, cfg.count_length, cfg.chunk
+    x = torch.randn(1, n, d, generator=torch.Generator().manual_seed(cfg.seed))
+    gau, flash = GAU(GAUConfig(d=d, e=e, s=s, causal=True)), GAU(GAUConfig(d=d, e=e, s=s, causal=True, chunk=c))
+    mcfg = ModelConfig(d=d, heads=max(1, d // 64), block="transformer", ffn="swiglu")
+    att, ffn = Attention(mcfg), FeedForward(mcfg)
+    att.track_softmax_gradient = True  # explicit matrix products, which the flop counter sees (not the CPU SDPA kernel)
+
+    def tfm(t: torch.Tensor) -> torch.Tensor:
+        return ffn(att(t))
+
+    rows = {
+        "gau": (fc.gau_counts(d, e, s, n), _params(gau), _flops(gau, x)),
+        "flash": (fc.flash_counts(d, e, s, n, c), _params(flash), _flops(flash, x)),
+        "transformer": (fc.transformer_counts(d, n), _params(att, ffn), _flops(tfm, x)),  # type: ignore[arg-type]
+    }
+    out: dict[str, Any] = {"d": d, "e": e, "s": s, "n": n, "chunk": c}
+    for key, (pred, params, flops) in rows.items():
+        out[key] = {"parameters": params, "parameters_formula": pred.parameters, "flops_per_token": flops / n,
+                    "flops_formula": pred.flops, "linear_formula": pred.linear_flops, "length_formula": pred.length_flops}
+    out["two_gau_over_transformer"] = {str(w): fc.two_gau_over_transformer(w, s) for w in cfg.widths}
+    out["quadratic_ratio_per_layer"] = fc.quadratic_ratio_per_layer(768, 1536, 128)
+    out["flash_break_even"] = {str(ch): fc.flash_break_even_length(1536, 128, ch) for ch in (64, 128, 256)}
+    return out
+
+
+# --- the normaliser: reference forms of GAU / FLASH with a chosen length normalisation ----------------------------
+
+
+def _gau_parts(layer: GAU, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    u, v = F.silu(layer.to_uv(x)).chunk(2, dim=-1)
+    return u, v, F.silu(layer.to_z(x))
+
+
+def gau_total_length(layer: GAU, x: torch.Tensor, rule: str) -> torch.Tensor:
+    """Causal GAU normalised by the total length n: 'printed' relu^2(qk)/(n s), 'appendix' relu^2(qk/n)."""
+    u, v, z = _gau_parts(layer, x)
+    q, k = layer.qk(z)
+    n, s = x.shape[1], q.shape[-1]
+    logits = q @ k.transpose(-1, -2)
+    a = F.relu(logits) ** 2 / (n * s) if rule == "printed" else F.relu(logits / n) ** 2
+    a = a * torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
+    return layer.to_out(u * (a @ v))
+
+
+def flash_printed(layer: GAU, x: torch.Tensor) -> torch.Tensor:
+    """Causal FLASH with the source's printed linear normaliser 1/((g - 1) n / c), n the total length."""
+    u, v, z = _gau_parts(layer, x)
+    c = int(layer.cfg.chunk or 1)
+    b, n, s = z.shape
+    groups = n // c
+    qq, kq, ql, kl = (t.reshape(b, groups, c, s) for t in layer.qk(z))
+    vv = v.reshape(b, groups, c, -1)
+    mask = torch.ones(c, c, dtype=torch.bool, device=x.device).tril()
+    keys = mask.sum(-1, keepdim=True).to(x.dtype)
+    quad = (F.relu(qq @ kq.transpose(-1, -2)) ** 2 / (keys * s) * mask) @ vv
+    kv = kl.transpose(-1, -2) @ vv
+    before = kv.cumsum(dim=1) - kv
+    g_index = torch.arange(1, groups + 1, dtype=x.dtype, device=x.device)
+    norm = ((g_index - 1) * n / c).clamp(min=1)[None, :, None, None]
+    return layer.to_out(u * (quad + (ql @ before) / norm).reshape(b, n, -1))
+
+
+def _peer() -> Any:
+    """FLASH-pytorch's GAU and FLASH classes (None when not installed)."""
+    try:
+        from flash_pytorch import FLASH, GAU as PeerGAU
+    except ImportError:
+        return None
+    return PeerGAU, FLASH
+
+
+def leak(cfg: Config) -> dict[str, Any]:
+    """Relative change of the first ``prefix`` outputs when the sequence grows from ``prefix`` to each length."""
+    torch.manual_seed(cfg.seed)
+    d, s, c = cfg.leak_d, max(2, cfg.leak_d // 2), max(1, cfg.prefix // 4)  # the prefix spans 4 chunks
+    ours = GAU(GAUConfig(d=d, e=2 * d, s=s, causal=True)).double()
+    ours_flash = GAU(GAUConfig(d=d, e=2 * d, s=s, causal=True, chunk=c)).double()
+    variants: dict[str, Any] = {
+        "this book's GAU (rows / keys seen)": ours,
+        "this book's FLASH (linear / keys summed)": ours_flash,
+        "source as printed: relu^2(qk) / (n s)": lambda t: gau_total_length(ours, t, "printed"),
+        "paper appendix: relu^2(qk / n)": lambda t: gau_total_length(ours, t, "appendix"),
+        "source as printed: FLASH 1 / ((g-1) n / c)": lambda t: flash_printed(ours_flash, t),
+    }
+    peer = _peer()
+    if peer is not None:
+        peer_gau, peer_flash = peer
+        variants["FLASH-pytorch GAU (causal)"] = peer_gau(dim=d, query_key_dim=s, causal=True, add_residual=False).double()
+        variants["FLASH-pytorch FLASH (causal)"] = peer_flash(dim=d, group_size=c, query_key_dim=s, causal=True).double()
+    x = torch.randn(1, max(cfg.lengths), d, dtype=torch.float64, generator=torch.Generator().manual_seed(cfg.seed))
+    rows = {}
+    with torch.no_grad():
+        for label, fn in variants.items():
+            ref = fn(x[:, : cfg.prefix])[:, : cfg.prefix]
+            changes = [float((fn(x[:, :length])[:, : cfg.prefix] - ref).abs().max() / ref.abs().max())
+                       for length in cfg.lengths]
+            rows[label] = changes
+    return {"prefix": cfg.prefix, "lengths": list(cfg.lengths), "relative_change": rows, "peer_installed": peer is not None}
+
+
+def flash_reference(layer: GAU, x: torch.Tensor, causal: bool) -> torch.Tensor:
+    """FLASH written out chunk by chunk with explicit sums: quadratic relu^2 inside chunk g over the keys it sees,
+    plus Q_g^lin sum_h K_h^lin^T V_h over all chunks / n (bidirectional) or over h < g / ((g - 1) c) (causal)."""
+    u, v, z = _gau_parts(layer, x)
+    c = int(layer.cfg.chunk or 1)
+    n, s = x.shape[1], z.shape[-1]
+    qq, kq, ql, kl = layer.qk(z)
+    outs = []
+    for g in range(n // c):
+        rows = slice(g * c, (g + 1) * c)
+        a = F.relu(qq[:, rows] @ kq[:, rows].transpose(-1, -2)) ** 2
+        if causal:
+            a = a * torch.ones(c, c, dtype=torch.bool).tril() / (torch.arange(1, c + 1, dtype=x.dtype)[:, None] * s)
+        else:
+            a = a / (c * s)
+        quad = a @ v[:, rows]
+        hs = range(g) if causal else range(n // c)
+        kv = sum((kl[:, h * c:(h + 1) * c].transpose(-1, -2) @ v[:, h * c:(h + 1) * c] for h in hs),
+                 torch.zeros(x.shape[0], s, v.shape[-1], dtype=x.dtype))
+        seen = max(1, g * c) if causal else n
+        outs.append(quad + ql[:, rows] @ kv / seen)
+    return layer.to_out(u * torch.cat(outs, dim=1))
+
+
+def identities(cfg: Config) -> dict[str, float]:
+    """Relative gaps (float64) of the source's identities: A = I is a GLU FFN, A = 1 1^T is unnormalised linear
+    attention, and FLASH's chunked global and causal cumulative-sum terms are the full sums they replace."""
+    torch.manual_seed(cfg.seed)
+    d, n = cfg.leak_d, 4 * cfg.prefix
+    x = torch.randn(2, n, d, dtype=torch.float64, generator=torch.Generator().manual_seed(cfg.seed + 2))
+    layer = GAU(GAUConfig(d=d, e=2 * d, s=max(2, d // 2))).double()
+
+    def rel(a: torch.Tensor, b: torch.Tensor) -> float:
+        return float((a - b).abs().max() / b.abs().max())
+
+    u, v, _ = _gau_parts(layer, x)
+    glu = F.linear(F.silu(F.linear(x, layer.to_uv.weight[: 2 * d], layer.to_uv.bias[: 2 * d])) *
+                   F.silu(F.linear(x, layer.to_uv.weight[2 * d :], layer.to_uv.bias[2 * d :])),
+                   layer.to_out.weight, layer.to_out.bias)
+    ones = layer.to_out(u * v.sum(dim=1, keepdim=True))
+    out: dict[str, float] = {}
+    with torch.no_grad():
+        for key, a_fn, want in (("identity_is_glu", lambda q, k, m: torch.eye(n, dtype=q.dtype).expand(2, n, n), glu),
+                                ("ones_is_unnormalised", lambda q, k, m: torch.ones(2, n, n, dtype=q.dtype), ones)):
+            original = layer.attention
+            layer.attention = a_fn  # type: ignore[method-assign,assignment]
+            try:
+                out[key] = rel(layer(x), want)
+            finally:
+                layer.attention = original  # type: ignore[method-assign]
+        for causal in (False, True):
+            flash = GAU(GAUConfig(d=d, e=2 * d, s=max(2, d // 2), chunk=max(1, cfg.prefix // 4), causal=causal)).double()
+            out["flash_causal" if causal else "flash_global"] = rel(flash(x), flash_reference(flash, x, causal))
+    return out
+
+
+def padding(cfg: Config) -> dict[str, Any]:
+    """Bidirectional GAU: largest relative change of the real tokens' outputs as padding (masked) is added."""
+    torch.manual_seed(cfg.seed)
+    d = cfg.leak_d
+    layer = GAU(GAUConfig(d=d, e=2 * d, s=max(2, d // 2))).double()
+    real = cfg.prefix
+    x = torch.randn(1, max(cfg.lengths), d, dtype=torch.float64, generator=torch.Generator().manual_seed(cfg.seed + 1))
+    with torch.no_grad():
+        ref = layer(x[:, :real])
+        worst = 0.0
+        for length in cfg.lengths:
+            mask = torch.zeros(1, length, dtype=torch.bool)
+            mask[:, :real] = True
+            out = layer(x[:, :length], key_mask=mask)[:, :real]
+            worst = max(worst, float((out - ref).abs().max() / ref.abs().max()))
+    return {"real": real, "max_padded": max(cfg.lengths), "worst_change": worst}
+
+
+def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
+    """Counts, the length leak of each normaliser, and padding; plain data."""
+    torch.manual_seed(cfg.seed)
+    return {"device_type": "cpu", "counts": counts(cfg), "leak": leak(cfg), "padding": padding(cfg),
+            "identities": identities(cfg)}
+
+
+def claims(data: dict[str, Any], label: str) -> list[Claim]:
+    """Counts against their closed forms, the source's parameter and cost statements, and the causal normaliser."""
+    cnt, out = data["counts"], []
+    for key in ("gau", "flash", "transformer"):
+        row = cnt[key]
+        out.append(Claim(f"count-{key}-{label}", f"{key}: forward FLOPs per token = closed form (d = {cnt['d']}, "
+                         f"n = {cnt['n']}; FlopCounterMode on the module; parameters {row['parameters']:,} = "
+                         f"{row['parameters_formula']:,}; {label})", "this book (analysis.theory.flash_counts)",
+                         row["flops_formula"], row["flops_per_token"], 0.0, 0.0, "an exact count", unit="FLOPs/token",
+                         approx_rel=0.0))
+    widths = sorted(cnt["two_gau_over_transformer"], key=int)
+    worst_w = max(widths, key=lambda w: cnt["two_gau_over_transformer"][w])
+    out.append(Claim(f"two-gau-params-{label}", f"Two GAU layers (e = 2d, s = 128) have the parameters of one "
+                     f"Transformer++ layer (ratio, worst over d = {widths[0]} to {widths[-1]}: d = {worst_w}; {label})",
+                     SOURCE, 1.0, cnt["two_gau_over_transformer"][worst_w], 0.0, 0.0, "an exact count",
+                     approx_rel=0.10, unit="ratio"))
+    out.append(Claim(f"gau-quadratic-vs-mha-{label}", "GAU's quadratic part costs more than multi-head attention's "
+                     "at equal parameters (two GAU layers per Transformer layer, e = 2d, s = 128, d = 768: "
+                     f"2 x 2n(s + e) / 4nd; {label})", SOURCE + " (comments, May 30th)", 1.0,
+                     2 * cnt["quadratic_ratio_per_layer"], 0.0, 0.0, "an exact count", kind="lower_bound",
+                     approx_rel=0.0, unit="ratio"))
+    lk = data["leak"]["relative_change"]
+    for variant, changes in lk.items():
+        worst = max(changes)
+        leaks = "this book" not in variant
+        out.append(Claim(f"leak-{_slug(variant)}-{label}", f"{variant}: appending tokens leaves the first "
+                         f"{data['leak']['prefix']} outputs unchanged (largest relative change up to n = "
+                         f"{max(data['leak']['lengths'])}, float64; {label})",
+                         SOURCE if not leaks else SOURCE + " (as printed / as published)", 0.0, worst, 0.0,
+                         1e3 * EPS64, "1000 float64 ulps", kind="upper_bound", unit="relative"))
+    statements = {
+        "identity_is_glu": "A = I turns GAU into the GLU feed-forward layer (U * V) W_o",
+        "ones_is_unnormalised": "A = 1 1^T turns GAU into attention without normalisation, (U * sum_j V_j) W_o",
+        "flash_global": "FLASH's chunked global term equals full linear attention Q (K^T V) / n",
+        "flash_causal": "FLASH's causal cumulative sum equals the explicit sum over earlier chunks",
+    }
+    for key, text in statements.items():
+        out.append(Claim(f"{key.replace('_', '-')}-{label}", f"{text} (relative gap, float64; {label})", SOURCE, 0.0,
+                         data["identities"][key], 0.0, 1e3 * EPS64, "1000 float64 ulps", kind="upper_bound",
+                         unit="relative"))
+    pad = data["padding"]
+    out.append(Claim(f"padding-{label}", f"Real tokens' outputs do not change with the padded length ({pad['real']} "
+                     f"real tokens, padded to {pad['max_padded']}, float64; {label})", "this book", 0.0,
+                     pad["worst_change"], 0.0, 1e3 * EPS64, "1000 float64 ulps", kind="upper_bound", unit="relative"))
+    return out
+
+
+def _slug(text: str) -> str:
+    keep = "".join(ch if ch.isalnum() else "-" for ch in text.lower())
+    return "-".join(part for part in keep.split("-") if part)[:40]
+
+
+def plan(cfg: Config) -> list[Workload]:
+    """Counted work: one forward of each layer and the leak sweep (a few matrix products); no training."""
+    counted = 3 * fc.gau_counts(cfg.d, 2 * cfg.d, cfg.s, cfg.count_length).flops * cfg.count_length
+    leak_flops = 7 * sum(fc.gau_counts(cfg.leak_d, 2 * cfg.leak_d, max(2, cfg.leak_d // 2), n).flops * n
+                         for n in cfg.lengths)
+    # the largest tensors: the n x n attention matrices of the count and of the leak sweep, in float64
+    memory = 8.0 * 4 * (cfg.count_length**2 + max(cfg.lengths) ** 2)
+    return [Workload("layer counts and the length leak", flops=float(counted + leak_flops), memory_bytes=memory)]
