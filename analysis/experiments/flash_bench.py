@@ -48,8 +48,8 @@ class Config:
     repeats: int
     warmup: int
     threads: int
-    memory_budget_gb: float  # of saved activations per step
-    time_budget_s: float  # per step; longer points are skipped at larger n
+    memory_budget_gb: float  # of saved activations per step, measured or extrapolated linearly in n from the last
+    time_budget_s: float  # per step; a point measured over it, or extrapolated over twice it, ends the sweep
     seed: int = 0
 
 
@@ -57,7 +57,7 @@ CONFIGS: dict[str, Config] = {
     "smoke": Config(d=32, layers=1, s=16, chunk=16, tokens=256, lengths=(32, 64), repeats=1, warmup=1, threads=2,
                     memory_budget_gb=1.0, time_budget_s=5.0),
     "cpu": Config(d=256, layers=2, s=128, chunk=128, tokens=8192, lengths=(128, 256, 512, 1024, 2048, 4096, 8192),
-                  repeats=3, warmup=1, threads=2, memory_budget_gb=8.0, time_budget_s=40.0),
+                  repeats=3, warmup=1, threads=2, memory_budget_gb=3.0, time_budget_s=20.0),
     "gpu": Config(d=768, layers=6, s=128, chunk=256, tokens=16384, lengths=(512, 1024, 2048, 4096, 8192, 16384),
                   repeats=5, warmup=2, threads=16, memory_budget_gb=40.0, time_budget_s=30.0),
 }
@@ -160,10 +160,19 @@ def run(cfg: Config, progress: bool = False, names: tuple[str, ...] = IMPLEMENTA
         peak = matmul_throughput(cfg.threads)
         rows: list[dict[str, Any]] = []
         skipped: dict[str, str] = {}
+        last: dict[str, tuple[int, float, float]] = {}  # per implementation: (n, saved bytes per step, seconds)
         for name in names:
             for n in cfg.lengths:
                 row: dict[str, Any] = {"implementation": name, "n": n}
                 batch = max(1, cfg.tokens // n)
+                if name in last and name not in skipped:
+                    # at fixed tokens per step, quadratic work and memory per step grow like n: extrapolate before
+                    # running, since a point far over the budget can exhaust the machine's memory
+                    n0, saved0, seconds0 = last[name]
+                    if saved0 * n / n0 > cfg.memory_budget_gb * 1e9:
+                        skipped[name] = "over the memory budget (extrapolated)"
+                    elif seconds0 * n / n0 > 2 * cfg.time_budget_s:
+                        skipped[name] = "over the time budget (extrapolated)"
                 if name in skipped:
                     rows.append({**row, "status": skipped[name]})
                     continue
@@ -181,6 +190,7 @@ def run(cfg: Config, progress: bool = False, names: tuple[str, ...] = IMPLEMENTA
                     continue
                 times = step_time(module, x, cfg.repeats, cfg.warmup)
                 median = statistics.median(times)
+                last[name] = (n, float(saved), median)
                 flops = 3 * model_flops_per_token(name, cfg, n) * batch * n  # forward + backward ~ 3 forwards
                 rows.append({**row, "status": "ok", "batch": batch, "seconds": median, "all_seconds": times,
                              "tokens_per_s": batch * n / median, "saved_bytes_per_sequence": saved / batch,
