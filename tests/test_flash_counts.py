@@ -79,3 +79,16 @@ def test_claims_and_verdicts_at_smoke_scale():
         assert claims[key].verdict == "holds", key
     assert claims["gau-quadratic-vs-mha"].measured == pytest.approx(2 * 1664 / 1536)
     assert claims["two-gau-params"].verdict in ("holds approximately", "fails")  # 8.4% over at d = 256
+
+
+def test_bench_point_out_of_memory_is_recorded_and_the_sweep_goes_on():
+    import dataclasses
+
+    from analysis.experiments import flash_bench as fb
+
+    cfg = dataclasses.replace(fb.CONFIGS["smoke"], process_cap_gb=0.3, lengths=(32,))
+    data = fb.run(cfg, names=("FLASH-Quad (ours)", "Transformer++"))
+    assert [r["status"].startswith("out of memory") for r in data["rows"]] == [True, True]
+    ok = fb.run(dataclasses.replace(fb.CONFIGS["smoke"], lengths=(32, 64)), names=("FLASH (ours)", "Transformer++"))
+    assert all(r["status"] == "ok" and r["peak_rss_bytes"] > 0 for r in ok["rows"])
+    assert set(fb.summary(ok)["ratios_vs_transformer"]["Transformer++"].values()) == {1.0}

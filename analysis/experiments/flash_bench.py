@@ -6,16 +6,21 @@ layers (pre-norm, RoPE, SwiGLU, scaled_dot_product_attention), and ``2 L`` layer
 FLASH-pytorch GAU and FLASH as installed (its defaults: pre-LayerNorm, residual, T5 relative-position bias in GAU).
 The tokens per step are fixed, so the batch is tokens / n. Per length: the median step time over repeats after
 warm-up, with every implementation timed in the same process, threads and sizes; and the bytes of activations
-saved for backward (``saved_tensors_hooks``, per sequence), the part of memory that grows with n. CPU peak memory
-is not tracked by torch, so this is the measured quantity. A point over the memory budget or the time budget is
+saved for backward (``saved_tensors_hooks``, per sequence), the part of memory that grows with n, and the peak
+resident memory of the point's own process (each point runs in a fresh interpreter whose address space is capped). A point over the memory budget or the time budget is
 recorded as such and the sweep goes on. The machine's float32 matmul throughput is measured in the same run, so
 each implementation's model-FLOP utilisation can be stated against it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
+import resource
 import statistics
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +55,7 @@ class Config:
     threads: int
     memory_budget_gb: float  # of saved activations per step, measured or extrapolated linearly in n from the last
     time_budget_s: float  # per step; a point measured over it, or extrapolated over twice it, ends the sweep
+    process_cap_gb: float = 16.0  # address space of each point's process: over it, the point is out of memory
     seed: int = 0
 
 
@@ -57,7 +63,7 @@ CONFIGS: dict[str, Config] = {
     "smoke": Config(d=32, layers=1, s=16, chunk=16, tokens=256, lengths=(32, 64), repeats=1, warmup=1, threads=2,
                     memory_budget_gb=1.0, time_budget_s=5.0),
     "cpu": Config(d=256, layers=2, s=128, chunk=128, tokens=8192, lengths=(128, 256, 512, 1024, 2048, 4096, 8192),
-                  repeats=3, warmup=1, threads=2, memory_budget_gb=3.0, time_budget_s=20.0),
+                  repeats=3, warmup=2, threads=2, memory_budget_gb=3.0, time_budget_s=20.0),
     "gpu": Config(d=768, layers=6, s=128, chunk=256, tokens=16384, lengths=(512, 1024, 2048, 4096, 8192, 16384),
                   repeats=5, warmup=2, threads=16, memory_budget_gb=40.0, time_budget_s=30.0),
 }
@@ -152,57 +158,90 @@ def model_flops_per_token(name: str, cfg: Config, n: int) -> float:
     return 2 * cfg.layers * fc.gau_counts(d, e, s, n).flops
 
 
+def measure_point(cfg: Config, name: str, n: int) -> dict[str, Any]:
+    """One implementation at one length, in this process: saved activations, then timed training steps."""
+    torch.set_num_threads(cfg.threads)
+    batch = max(1, cfg.tokens // n)
+    torch.manual_seed(cfg.seed)
+    module = build(name, cfg)
+    x = torch.randn(batch, n, cfg.d, generator=torch.Generator().manual_seed(cfg.seed))
+    saved = saved_bytes(module, x)
+    row: dict[str, Any] = {"batch": batch, "saved_bytes_per_sequence": saved / batch,
+                           "parameters": sum(p.numel() for p in module.parameters())}
+    if saved > cfg.memory_budget_gb * 1e9:
+        return {**row, "status": "over the memory budget"}
+    times = step_time(module, x, cfg.repeats, cfg.warmup)
+    median = statistics.median(times)
+    return {**row, "status": "ok", "seconds": median, "all_seconds": times, "tokens_per_s": batch * n / median,
+            "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+
+
+def _child(cfg: Config, name: str, n: int) -> dict[str, Any]:
+    """measure_point in a fresh interpreter whose address space is capped at the memory cap: a point that would
+    exhaust the machine fails alone (recorded as out of memory), and its peak resident memory is its own."""
+    code = ("import dataclasses, json, sys; from analysis.experiments import flash_bench as b; "
+            "cfg = b.Config(**json.loads(sys.argv[1])); "
+            "print('RESULT ' + json.dumps(b.measure_point(cfg, sys.argv[2], int(sys.argv[3]))))")
+    cap = int(cfg.process_cap_gb * 2**30)
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    fields = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(cfg).items()}
+    proc = subprocess.run([sys.executable, "-c", code, json.dumps(fields), name, str(n)], capture_output=True,
+                          text=True, preexec_fn=limit, check=False)
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return dict(json.loads(line[len("RESULT "):]))
+    err = proc.stderr.lower()
+    if proc.returncode < 0 or any(w in err for w in ("memoryerror", "alloc", "cannot allocate", "out of memory", "failed to map")):
+        return {"status": f"out of memory (process capped at {cfg.process_cap_gb:g} GiB)"}
+    if "no module named 'flash_pytorch'" in err:
+        return {"status": "not installed"}
+    raise RuntimeError(f"benchmark point {name} n = {n} failed:\n{proc.stderr[-2000:]}")
+
+
 def run(cfg: Config, progress: bool = False, names: tuple[str, ...] = IMPLEMENTATIONS) -> dict[str, Any]:
-    """Every implementation at every length, in one process; plain data."""
+    """Every implementation at every length, each point in a fresh process with the same threads; plain data."""
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(cfg.threads)
     try:
         peak = matmul_throughput(cfg.threads)
-        rows: list[dict[str, Any]] = []
-        skipped: dict[str, str] = {}
-        last: dict[str, tuple[int, float, float]] = {}  # per implementation: (n, saved bytes per step, seconds)
-        for name in names:
-            for n in cfg.lengths:
-                row: dict[str, Any] = {"implementation": name, "n": n}
-                batch = max(1, cfg.tokens // n)
-                if name in last and name not in skipped:
-                    # at fixed tokens per step, quadratic work and memory per step grow like n: extrapolate before
-                    # running, since a point far over the budget can exhaust the machine's memory
-                    n0, saved0, seconds0 = last[name]
-                    if saved0 * n / n0 > cfg.memory_budget_gb * 1e9:
-                        skipped[name] = "over the memory budget (extrapolated)"
-                    elif seconds0 * n / n0 > 2 * cfg.time_budget_s:
-                        skipped[name] = "over the time budget (extrapolated)"
-                if name in skipped:
-                    rows.append({**row, "status": skipped[name]})
-                    continue
-                torch.manual_seed(cfg.seed)
-                try:
-                    module = build(name, cfg)
-                except ImportError:
-                    rows.append({**row, "status": "not installed"})
-                    continue
-                x = torch.randn(batch, n, cfg.d, generator=torch.Generator().manual_seed(cfg.seed))
-                saved = saved_bytes(module, x)
-                if saved > cfg.memory_budget_gb * 1e9:
-                    skipped[name] = "over the memory budget"
-                    rows.append({**row, "status": skipped[name], "saved_bytes_per_sequence": saved / batch})
-                    continue
-                times = step_time(module, x, cfg.repeats, cfg.warmup)
-                median = statistics.median(times)
-                last[name] = (n, float(saved), median)
-                flops = 3 * model_flops_per_token(name, cfg, n) * batch * n  # forward + backward ~ 3 forwards
-                rows.append({**row, "status": "ok", "batch": batch, "seconds": median, "all_seconds": times,
-                             "tokens_per_s": batch * n / median, "saved_bytes_per_sequence": saved / batch,
-                             "parameters": sum(p.numel() for p in module.parameters()),
-                             "utilisation": flops / median / peak})
-                if median > cfg.time_budget_s:
-                    skipped[name] = "over the time budget"
-                if progress:
-                    print(f"{name:22s} n = {n:6d}: {median:.3f} s/step, {batch * n / median:,.0f} tokens/s")
-        return {"device_type": "cpu", "threads": cfg.threads, "matmul_flops_per_s": peak, "rows": rows}
     finally:
         torch.set_num_threads(previous_threads)
+    rows: list[dict[str, Any]] = []
+    skipped: dict[str, str] = {}
+    last: dict[str, tuple[int, float, float]] = {}  # per implementation: (n, saved bytes per step, seconds)
+    # lengths outside, implementations inside: drift of the machine over the run hits all of them alike
+    for n in cfg.lengths:
+        for name in names:
+            row: dict[str, Any] = {"implementation": name, "n": n}
+            batch = max(1, cfg.tokens // n)
+            if name in last and name not in skipped:
+                # at fixed tokens per step, quadratic work and memory per step grow like n: extrapolate first
+                n0, saved0, seconds0 = last[name]
+                if saved0 * n / n0 > cfg.memory_budget_gb * 1e9:
+                    skipped[name] = "over the memory budget (extrapolated)"
+                elif seconds0 * n / n0 > 2 * cfg.time_budget_s:
+                    skipped[name] = "over the time budget (extrapolated)"
+            if name in skipped:
+                rows.append({**row, "status": skipped[name]})
+                continue
+            point = _child(cfg, name, n)
+            rows.append({**row, **point})
+            if point["status"] != "ok":
+                skipped[name] = point["status"]
+                continue
+            last[name] = (n, point["saved_bytes_per_sequence"] * batch, point["seconds"])
+            flops = 3 * model_flops_per_token(name, cfg, n) * batch * n  # forward + backward ~ 3 forwards
+            rows[-1]["utilisation"] = flops / point["seconds"] / peak
+            if point["seconds"] > cfg.time_budget_s:
+                skipped[name] = "over the time budget"
+            if progress:
+                print(f"{name:22s} n = {n:6d}: {point['seconds']:.3f} s/step, {point['tokens_per_s']:,.0f} tokens/s, "
+                      f"peak {point['peak_rss_bytes'] / 2**30:.2f} GiB", flush=True)
+    rows.sort(key=lambda r: (names.index(r["implementation"]), r["n"]))
+    return {"device_type": "cpu", "threads": cfg.threads, "matmul_flops_per_s": peak, "rows": rows}
 
 
 def _series(data: dict[str, Any], name: str, key: str) -> tuple[np.ndarray, np.ndarray]:
