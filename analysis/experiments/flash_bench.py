@@ -147,14 +147,17 @@ def matmul_throughput(threads: int, size: int = 1024, repeats: int = 5) -> float
 
 
 def model_flops_per_token(name: str, cfg: Config, n: int) -> float:
-    """Forward FLOPs per token of the stack from the closed forms (the peer counted as our layers of its kind)."""
+    """Forward FLOPs per token the stack executes, from the closed forms (the peer counted as our layers of its
+    kind): GAU and FLASH compute their full n x n (or c x c) matrices and mask them, as both implementations do;
+    the Transformer++'s fused causal attention kernel skips the masked half, so its 4nd counts as 2nd."""
     d, e, s = cfg.d, 2 * cfg.d, cfg.s
     if "FLASH (" in name or name.endswith("FLASH"):
         c = min(cfg.chunk, n)
         n_c = -(-n // c) * c
         return 2 * cfg.layers * fc.flash_counts(d, e, s, n_c, c).flops
     if name == "Transformer++":
-        return cfg.layers * fc.transformer_counts(d, n).flops
+        t = fc.transformer_counts(d, n)
+        return cfg.layers * (t.linear_flops + t.length_flops / 2)
     return 2 * cfg.layers * fc.gau_counts(d, e, s, n).flops
 
 
@@ -284,7 +287,19 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
     for name in IMPLEMENTATIONS:
         n_x, t_x = _series(data, name, "tokens_per_s")
         ratios[name] = {str(int(n)): float(t_x[i] / t_t[list(n_t).index(n)]) for i, n in enumerate(n_x) if n in n_t}
+    ours_over_peer: dict[str, dict[str, float]] = {}
+    for ours, peer in (("FLASH-Quad (ours)", "FLASH-pytorch GAU"), ("FLASH (ours)", "FLASH-pytorch FLASH")):
+        n_o, t_o = _series(data, ours, "tokens_per_s")
+        n_p, t_p = _series(data, peer, "tokens_per_s")
+        ours_over_peer[ours] = {str(int(n)): float(t_o[i] / t_p[list(n_p).index(n)])
+                                for i, n in enumerate(n_o) if n in n_p}
+    quad = crossover(data, "FLASH-Quad (ours)", "Transformer++")
+    both = sorted(set(_series(data, "FLASH-Quad (ours)", "n")[0]) & set(_series(data, "Transformer++", "n")[0]))
     return {
+        "ours_over_peer": ours_over_peer,
+        "quad_vs_transformer_text": (f"overtakes the Transformer++ at n = {quad:.0f}" if math.isfinite(quad) else
+                                     "does not overtake the Transformer++ at any length measured (up to n = "
+                                     f"{int(both[-1]) if both else 0})"),
         "ratios_vs_transformer": ratios,
         "quad_overtakes_transformer": crossover(data, "FLASH-Quad (ours)", "Transformer++"),
         "flash_overtakes_quad": crossover(data, "FLASH (ours)", "FLASH-Quad (ours)"),

@@ -271,15 +271,21 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                      f"2 x 2n(s + e) / 4nd; {label})", SOURCE + " (comments, May 30th)", 1.0,
                      2 * cnt["quadratic_ratio_per_layer"], 0.0, 0.0, "an exact count", kind="lower_bound",
                      approx_rel=0.0, unit="ratio"))
-    lk = data["leak"]["relative_change"]
+    lk, prefix, longest = data["leak"]["relative_change"], data["leak"]["prefix"], max(data["leak"]["lengths"])
+    # a total-length normaliser rescales the prefix's rows: by prefix / n for 1/(ns), by (prefix / n)^2 for (qk/n)^2
+    corrected = {"source as printed: relu^2(qk) / (n s)": (1 - prefix / longest,
+                                                           f"1 - {prefix}/n: every prefix row is rescaled by {prefix}/n"),
+                 "paper appendix: relu^2(qk / n)": (1 - (prefix / longest) ** 2,
+                                                    f"1 - ({prefix}/n)^2: the square takes the 1/n inside")}
     for variant, changes in lk.items():
         worst = max(changes)
         leaks = "this book" not in variant
+        fix, note = corrected.get(variant, (None, ""))
         out.append(Claim(f"leak-{_slug(variant)}-{label}", f"{variant}: appending tokens leaves the first "
-                         f"{data['leak']['prefix']} outputs unchanged (largest relative change up to n = "
-                         f"{max(data['leak']['lengths'])}, float64; {label})",
+                         f"{prefix} outputs unchanged (largest relative change up to n = {longest}, float64; {label})",
                          SOURCE if not leaks else SOURCE + " (as printed / as published)", 0.0, worst, 0.0,
-                         1e3 * EPS64, "1000 float64 ulps", kind="upper_bound", unit="relative"))
+                         1e3 * EPS64, "1000 float64 ulps", kind="upper_bound", unit="relative",
+                         corrected=fix, corrected_note=note))
     statements = {
         "identity_is_glu": "A = I turns GAU into the GLU feed-forward layer (U * V) W_o",
         "ones_is_unnormalised": "A = 1 1^T turns GAU into attention without normalisation, (U * sum_j V_j) W_o",
