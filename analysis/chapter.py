@@ -74,6 +74,7 @@ class Chapter:
     scale: Scale
     claims: ChapterClaims
     runs: dict[str, list[RunSet]] = field(default_factory=dict)
+    keys: dict[str, set[str]] = field(default_factory=dict)  # per experiment, the keys of the claims it made
 
     def best(self, name: str) -> RunSet:
         """The strongest evidence for experiment ``name``: the last of its runs (gpu record, cpu record, live)."""
@@ -91,7 +92,7 @@ class Chapter:
         """The claim ``key`` (without its run suffix) of the best run of experiment ``name``."""
         full = f"{key}-{self.best(name).key}"
         for c in self.claims.claims:
-            if c.key == full:
+            if c.key == full and full in self.keys.get(name, set()):
                 return c
         raise KeyError(f"no claim {full!r} in chapter {self.doc!r}")
 
@@ -99,8 +100,9 @@ class Chapter:
         """Markdown: one bullet per claim of the best run of ``name``, its verdict (and corrected verdict) from the claim."""
         from IPython.display import Markdown
 
+        best = self.best(name).key
         return Markdown("\n".join(verdict_line(c) for c in self.claims.claims
-                                   if c.key.endswith("-" + self.best(name).key)))
+                                   if c.key.endswith("-" + best) and c.key in self.keys.get(name, set())))
 
     def gpu_status(self, name: str) -> Any:
         """Markdown: that the GPU run is included, or that none was recorded, with the command and its estimate."""
@@ -161,4 +163,5 @@ def open_chapter(doc: str, title: str, *experiments: str, directory: str | None 
             print(textwrap.fill(f"{name}: {run.note}", width=72, subsequent_indent="    "))  # fits the page width
             for claim in module.claims(run.data, run.key):
                 chapter.claims.record(claim)
+                chapter.keys.setdefault(name, set()).add(claim.key)
     return chapter

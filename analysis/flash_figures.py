@@ -48,7 +48,9 @@ def leak(data: dict[str, Any]) -> Figure:
         fig, ax = plt.subplots(figsize=(11, 5))
         for i, (label, changes) in enumerate(data["relative_change"].items()):
             y = np.maximum(np.array(changes[1:]), 1e-18)
-            ax.loglog(lengths, y, "o-" if "this book" in label else "s--", color=f"C{i}", label=label, base=2)
+            ax.plot(lengths, y, "o-" if "this book" in label else "s--", color=f"C{i}", label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
         ax.axhline(1e3 * np.finfo(float).eps, color="grey", ls=":", label="1000 float64 ulps")
         ax.set_xlabel("total sequence length n (log scale)")
         ax.set_ylabel(f"max relative change of the first {data['prefix']} outputs (log scale)")
@@ -69,9 +71,11 @@ def speed(data: dict[str, Any]) -> Figure:
                 continue
             n = [r["n"] for r in rows]
             style = "-o" if "ours" in name or name == "Transformer++" else "--s"
-            axes[0].loglog(n, [r["tokens_per_s"] for r in rows], style, color=f"C{i}", label=name, base=2)
-            axes[1].loglog(n, [r["saved_bytes_per_sequence"] / 2**20 for r in rows], style, color=f"C{i}", label=name,
-                           base=2)
+            axes[0].plot(n, [r["tokens_per_s"] for r in rows], style, color=f"C{i}", label=name)
+            axes[1].plot(n, [r["saved_bytes_per_sequence"] / 2**20 for r in rows], style, color=f"C{i}", label=name)
+        for ax in axes:
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
         axes[0].set_xlabel("sequence length n (log scale)")
         axes[0].set_ylabel("training tokens per second (log scale)")
         axes[0].set_title(f"one step: forward, backward, AdamW; {data['threads']} CPU threads")
