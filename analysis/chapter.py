@@ -49,20 +49,35 @@ def _live_provenance(scale: str, data: dict[str, Any], seconds: float) -> str:
             f"Python {p['python']}, commit {(p['git_commit'] or 'unknown')[:10]}, {seconds:.1f} s")
 
 
+def _live_run(scale: str, live: dict[str, Any], seconds: float) -> RunSet:
+    return RunSet(f"this build ({scale} scale)", scale, live, _live_provenance(scale, live, seconds), (), scale)
+
+
+def _run_live(name: str, scale: str) -> tuple[dict[str, Any], float]:
+    """Run experiment ``name`` at ``scale``: its data and the seconds it took."""
+    from analysis.experiments import config_for, get_experiment
+
+    module = get_experiment(name)
+    start = time.perf_counter()
+    return module.run(config_for(module, scale)), time.perf_counter() - start
+
+
+def _recorded_run(name: str, scale: str, directory: str | None) -> RunSet | None:
+    """The record of ``name`` at ``scale`` as a RunSet, marked stale with its reasons; None when there is none."""
+    from analysis.experiments import current_record
+
+    record, stale = current_record(name, scale, directory)
+    if record is None:
+        return None
+    return RunSet(f"recorded, {scale} scale" + (" (stale)" if stale else ""), f"recorded-{scale}", record.data,
+                  "recorded: " + record.describe(), tuple(stale), scale)
+
+
 def runs_for(name: str, scale: str, live: dict[str, Any], seconds: float = 0.0,
              directory: str | None = None) -> list[RunSet]:
     """The live run of experiment ``name`` at ``scale``, then its records at the other scales (cpu, then gpu)."""
-    from analysis.experiments import current_record
-
-    runs = [RunSet(f"this build ({scale} scale)", scale, live, _live_provenance(scale, live, seconds), (), scale)]
-    for other in RECORDED_ORDER:
-        if other == scale:
-            continue
-        record, stale = current_record(name, other, directory)
-        if record is not None:
-            runs.append(RunSet(f"recorded, {other} scale" + (" (stale)" if stale else ""), f"recorded-{other}",
-                               record.data, "recorded: " + record.describe(), tuple(stale), other))
-    return runs
+    records = (_recorded_run(name, other, directory) for other in RECORDED_ORDER if other != scale)
+    return [_live_run(scale, live, seconds)] + [r for r in records if r is not None]
 
 
 @dataclass
@@ -134,30 +149,22 @@ def verdict_line(claim: Claim) -> str:
 def recorded(name: str, directory: str | None = None) -> RunSet:
     """The strongest recorded run of ``name`` (gpu, else cpu), cited from another chapter without re-running it;
     a live smoke run when nothing is recorded."""
-    from analysis.experiments import config_for, current_record, get_experiment
-
     for scale in reversed(RECORDED_ORDER):
-        record, stale = current_record(name, scale, directory)
-        if record is not None:
-            return RunSet(f"recorded, {scale} scale" + (" (stale)" if stale else ""), f"recorded-{scale}", record.data,
-                          "recorded: " + record.describe(), tuple(stale), scale)
-    start = time.perf_counter()
-    live = get_experiment(name).run(config_for(get_experiment(name), "smoke"))
-    return RunSet("this build (smoke scale)", "smoke", live,
-                  _live_provenance("smoke", live, time.perf_counter() - start), (), "smoke")
+        run = _recorded_run(name, scale, directory)
+        if run is not None:
+            return run
+    return _live_run("smoke", *_run_live(name, "smoke"))
 
 
 def open_chapter(doc: str, title: str, *experiments: str, directory: str | None = None) -> Chapter:
     """Run ``experiments`` live at the build's scale, gather their records and claims, print their provenance."""
-    from analysis.experiments import config_for, get_experiment
+    from analysis.experiments import get_experiment
 
     scale = current_scale()
     chapter = Chapter(doc, title, scale, ChapterClaims(doc, title))
     for name in experiments:
         module = get_experiment(name)
-        start = time.perf_counter()
-        live = module.run(config_for(module, scale))
-        runs = runs_for(name, scale, live, time.perf_counter() - start, directory)
+        runs = runs_for(name, scale, *_run_live(name, scale), directory)
         chapter.runs[name] = runs
         for run in runs:
             print(textwrap.fill(f"{name}: {run.note}", width=72, subsequent_indent="    "))  # fits the page width
