@@ -35,7 +35,12 @@ def _emit(args: argparse.Namespace, payload: dict[str, Any], lines: list[str]) -
 
 def cmd_entropy(args: argparse.Namespace) -> None:
     """Entropy of the spread prediction and its cross-entropy loss, in nats and bits."""
-    from analysis.theory.entropy import cross_entropy_loss, entropy_bits, peak_probability, spread_prediction_entropy
+    from analysis.theory.entropy import (
+        cross_entropy_loss,
+        entropy_bits,
+        peak_probability,
+        spread_prediction_entropy,
+    )
 
     h = float(spread_prediction_entropy(args.p, args.classes))
     loss = float(cross_entropy_loss(args.p))
@@ -152,7 +157,12 @@ def _experiment_or_usage(name: str) -> Any:
 
 def cmd_run(args: argparse.Namespace) -> None:
     """Run an experiment at a scale and record it under results/ (or, with --all, every one lacking a current record)."""
-    from analysis.experiments import EXPERIMENTS, config_for, current_record, run_and_record
+    from analysis.experiments import (
+        EXPERIMENTS,
+        config_for,
+        current_record,
+        run_and_record,
+    )
 
     if args.all == (args.experiment is not None):
         raise UsageError("name one experiment, or give --all")
@@ -199,25 +209,13 @@ def cmd_bench(args: argparse.Namespace) -> None:
     name = BENCHMARKS[args.benchmark]
     record, path = run_and_record(name, args.scale, directory=args.out, progress=not args.json and not args.quiet)
     module = get_experiment(name)
-    summary = module.summary(record.data)
     if args.json:
-        print(json.dumps({"record": str(path), "summary": summary, "rows": record.data["rows"]}, indent=1,
-                         default=float))
+        print(json.dumps({"record": str(path), "summary": module.summary(record.data), "rows": record.data["rows"]},
+                         indent=1, default=float))
         return
     print(f"recorded {path}")
     print(record.describe())
-    print(f"float32 matmul: {record.data['matmul_flops_per_s'] / 1e9:.0f} GFLOP/s on {record.data['threads']} threads")
-    print(f"{'implementation':22s} {'n':>6s} {'batch':>5s} {'s/step':>8s} {'tokens/s':>10s} {'x T++':>6s} "
-          f"{'MiB/seq':>9s} {'MFU':>5s}")
-    for r in record.data["rows"]:
-        if r["status"] != "ok":
-            print(f"{r['implementation']:22s} {r['n']:6d} {r['status']}")
-            continue
-        ratio = summary["ratios_vs_transformer"].get(r["implementation"], {}).get(str(r["n"]), float("nan"))
-        print(f"{r['implementation']:22s} {r['n']:6d} {r['batch']:5d} {r['seconds']:8.3f} {r['tokens_per_s']:10,.0f} "
-              f"{ratio:6.2f} {r['saved_bytes_per_sequence'] / 2**20:9.1f} {100 * r['utilisation']:4.0f}%")
-    for key in ("quad_overtakes_transformer", "flash_overtakes_quad", "flash_time_exponent", "flash_memory_exponent"):
-        print(f"{key.replace('_', ' ')}: {summary[key]:.3g}")
+    print(module.table(record.data))
 
 
 def cmd_list(args: argparse.Namespace) -> None:

@@ -86,9 +86,40 @@ def test_bench_point_out_of_memory_is_recorded_and_the_sweep_goes_on():
 
     from analysis.experiments import flash_bench as fb
 
-    cfg = dataclasses.replace(fb.CONFIGS["smoke"], process_cap_gb=0.3, lengths=(32,))
+    cfg = dataclasses.replace(fb.CONFIGS["smoke"], process_cap_gb=0.3, lengths=(32,), isolate=True)
     data = fb.run(cfg, names=("FLASH-Quad (ours)", "Transformer++"))
     assert [r["status"].startswith("out of memory") for r in data["rows"]] == [True, True]
-    ok = fb.run(dataclasses.replace(fb.CONFIGS["smoke"], lengths=(32, 64)), names=("FLASH (ours)", "Transformer++"))
+    ok = fb.run(dataclasses.replace(fb.CONFIGS["smoke"], lengths=(32, 64), isolate=True),
+                names=("FLASH (ours)", "Transformer++"))
     assert all(r["status"] == "ok" and r["peak_rss_bytes"] > 0 for r in ok["rows"])
     assert set(fb.summary(ok)["ratios_vs_transformer"]["Transformer++"].values()) == {1.0}
+
+
+def test_bench_smoke_runs_every_implementation_and_states_every_claim():
+    from analysis.experiments import flash_bench as fb
+
+    data = fb.run(fb.CONFIGS["smoke"])
+    assert {r["implementation"] for r in data["rows"] if r["status"] == "ok"} == set(fb.IMPLEMENTATIONS + fb.LAYERS)
+    keys = {c.key.rsplit("-smoke", 1)[0] for c in fb.claims(data, "smoke")}
+    assert keys == {"quad-overtakes-transformer", "quad-lean-overtakes-transformer", "quad-batch", "flash-linear-time",
+                    "flash-linear-activation", "lean-gau-over-peer-matched", "lean-gau-over-peer-defaults",
+                    "lean-gau-memory-linear"}
+    s = fb.summary(data)
+    # the lean stack saves less per sequence than the dense one; the byte counts are deterministic
+    saved = s["saved_bytes_per_sequence_at"]
+    assert saved["FLASH-Quad lean (ours)"] < saved["FLASH-Quad (ours)"]
+    assert s["lean_layer_memory_exponent"] == pytest.approx(1.0, abs=0.02)
+    assert "FLASH-Quad" in fb.table(data) and "matched" in fb.table(data)
+
+
+def test_bench_counts_the_lean_and_fused_attention_as_the_causal_half():
+    from analysis.experiments import flash_bench as fb
+    from analysis.theory import flash_counts as fcounts
+
+    cfg = fb.CONFIGS["cpu"]
+    g = fcounts.gau_counts(256, 512, 128, 2048)
+    assert fb.model_flops_per_token("GAU layer (ours)", cfg, 2048) == g.flops
+    assert fb.model_flops_per_token("GAU layer, lean (ours)", cfg, 2048) == g.linear_flops + g.length_flops / 2
+    assert fb.model_flops_per_token("FLASH-Quad lean (ours)", cfg, 2048) == 4 * (g.linear_flops + g.length_flops / 2)
+    with pytest.raises(ValueError, match="implementation must be one of"):
+        fb.kind("GAU")

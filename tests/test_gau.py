@@ -5,7 +5,6 @@ import torch.nn.functional as F
 from analysis.models.gau import GAU, GAUConfig, rope
 
 
-
 @pytest.fixture(autouse=True)
 def _float64():
     previous = torch.get_default_dtype()
@@ -35,14 +34,19 @@ def test_shapes_and_padding_invariance(norm, causal):
     torch.testing.assert_close(layer(padded, mask)[:, :10], out)
 
 
-@pytest.mark.parametrize("kw", [{"norm": "relu2_ns"}, {"norm": "softmax"}, {"chunk": 4}, {"chunk": 3}])
+@pytest.mark.parametrize("kw", [{"norm": "relu2_ns"}, {"norm": "relu2_n2"}, {"norm": "softmax"},
+                                {"norm": "softmax_log512"}, {"norm": "relu2_ns", "query_block": 5},
+                                {"norm": "relu2_n2", "query_block": 4}, {"chunk": 4}, {"chunk": 3}])
 def test_causality(kw):
+    """Every normalisation and block type: a row's output does not depend on the tokens after it."""
     layer = make(causal=True, rope=True, **kw)
     x = torch.randn(2, 12, 16)
     y = x.clone()
     y[:, 7:] = torch.randn(2, 5, 16)
     torch.testing.assert_close(layer(x)[:, :7], layer(y)[:, :7])
     assert not torch.allclose(layer(x)[:, 7:], layer(y)[:, 7:])
+    # appending tokens (a longer sequence, not only other tokens) leaves the earlier rows as they were
+    torch.testing.assert_close(layer(x[:, :7]), layer(x)[:, :7], rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("causal", [False, True])

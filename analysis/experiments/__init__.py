@@ -8,26 +8,46 @@ code and config would produce.
 
 from __future__ import annotations
 
+import importlib
 import time
+from collections.abc import Iterator, Mapping
 from types import ModuleType
 from typing import Any
 
-from analysis.experiments import (attention_basics, coord_check, deep_gau, entropy_bound, entropy_lm, ffn_basics,
-                                  flash_bench, flash_counts, gau_init, norms_depth, softmax_scale_checks,
-                                  softmax_scale_mc, softmax_scale_train)
 from analysis.experiments.base import config_dict, config_for, conformance_problems
-from analysis.fingerprint import code_fingerprint, config_differences, config_fingerprint
+from analysis.fingerprint import (
+    code_fingerprint,
+    config_differences,
+    config_fingerprint,
+)
 from analysis.results import Record, find_record, provenance, save_record
 from analysis.scale import validate_scale
 
-EXPERIMENTS: dict[str, ModuleType] = {m.NAME: m for m in (
-    entropy_bound, entropy_lm, softmax_scale_checks, softmax_scale_mc, softmax_scale_train, gau_init, coord_check,
-    deep_gau, attention_basics, norms_depth, ffn_basics, flash_counts, flash_bench)}
+NAMES = ("entropy-bound", "entropy-lm", "softmax-scale-checks", "softmax-scale-mc", "softmax-scale-train", "gau-init",
+         "coord-check", "deep-gau", "attention-basics", "norms-depth", "ffn-basics", "flash-counts", "flash-bench")
 
-for _module in EXPERIMENTS.values():
-    _problems = conformance_problems(_module)
-    if _problems:
-        raise TypeError(f"{_module.__name__} does not follow the experiment protocol: {'; '.join(_problems)}")
+
+class _Registry(Mapping[str, ModuleType]):
+    """Experiment name -> module (analysis.experiments.<name with _>), imported and checked against the protocol on
+    first use, so that importing one experiment does not import them all."""
+
+    def __getitem__(self, name: str) -> ModuleType:
+        if name not in NAMES:
+            raise KeyError(name)
+        module = importlib.import_module(f"{__name__}.{name.replace('-', '_')}")
+        problems = conformance_problems(module) + ([] if module.NAME == name else [f"NAME is {module.NAME!r}"])
+        if problems:
+            raise TypeError(f"{module.__name__} does not follow the experiment protocol: {'; '.join(problems)}")
+        return module
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(NAMES)
+
+    def __len__(self) -> int:
+        return len(NAMES)
+
+
+EXPERIMENTS: Mapping[str, ModuleType] = _Registry()
 
 
 def get_experiment(name: str) -> ModuleType:

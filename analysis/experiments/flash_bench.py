@@ -30,14 +30,20 @@ import torch
 from torch import nn
 
 from analysis.experiments.base import Workload
+from analysis.models.gau import GAU, GAUConfig
 from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.theory import flash_counts as fc
 from analysis.verify import Claim
 
 NAME = "flash-bench"
-DATA_VERSION = 1  # raised when the layout of run()'s data changes
+DATA_VERSION = 2  # raised when the layout of run()'s data changes (2: the lean stack and the single-layer sweep)
 SOURCE = "Su 2022, kexue.fm/archives/8934; Hua et al. 2022"
-IMPLEMENTATIONS = ("FLASH-Quad (ours)", "FLASH (ours)", "Transformer++", "FLASH-pytorch GAU", "FLASH-pytorch FLASH")
+TARGET = "this book's target for its GAU layer"
+IMPLEMENTATIONS = ("FLASH-Quad (ours)", "FLASH-Quad lean (ours)", "FLASH (ours)", "Transformer++", "FLASH-pytorch GAU",
+                   "FLASH-pytorch FLASH")
+LAYERS = ("GAU layer (ours)", "GAU layer, compiled (ours)", "GAU layer, lean (ours)", "GAU layer, lean, compiled (ours)",
+          "FLASH-pytorch GAU layer, matched", "FLASH-pytorch GAU layer, defaults")
+MATCHED_PEER, DEFAULT_PEER = LAYERS[4], LAYERS[5]
 
 
 @dataclass(frozen=True)
@@ -49,24 +55,43 @@ class Config:
     s: int
     chunk: int
     tokens: int  # per step: batch = tokens / n
-    lengths: tuple[int, ...]
+    lengths: tuple[int, ...]  # of the equal-parameter stacks
+    layer_lengths: tuple[int, ...]  # of the single GAU layers (ours eager, compiled and lean, and the peer's)
     repeats: int
     warmup: int
     threads: int
     memory_budget_gb: float  # of saved activations per step, measured or extrapolated linearly in n from the last
     time_budget_s: float  # per step; a point measured over it, or extrapolated over twice it, ends the sweep
+    query_block: int = 256  # rows per block of the lean GAU
+    compile_backend: str = "inductor"  # torch.compile's; smoke uses aot_eager (the same tracing, no C++ build)
+    isolate: bool = True  # each point in its own capped process (smoke runs them in this one, to save start-ups)
     process_cap_gb: float = 16.0  # address space of each point's process: over it, the point is out of memory
     seed: int = 0
 
 
 CONFIGS: dict[str, Config] = {
-    "smoke": Config(d=32, layers=1, s=16, chunk=16, tokens=256, lengths=(32, 64), repeats=1, warmup=1, threads=2,
-                    memory_budget_gb=1.0, time_budget_s=5.0),
+    "smoke": Config(d=32, layers=1, s=16, chunk=16, tokens=256, lengths=(32, 64), layer_lengths=(32, 64), repeats=1,
+                    warmup=1, threads=2, memory_budget_gb=1.0, time_budget_s=5.0, query_block=16,
+                    compile_backend="aot_eager", isolate=False),
     "cpu": Config(d=256, layers=2, s=128, chunk=128, tokens=8192, lengths=(128, 256, 512, 1024, 2048, 4096, 8192),
-                  repeats=3, warmup=2, threads=2, memory_budget_gb=3.0, time_budget_s=20.0),
+                  layer_lengths=(512, 1024, 2048, 4096, 8192), repeats=5, warmup=2, threads=2, memory_budget_gb=3.0,
+                  time_budget_s=20.0),
     "gpu": Config(d=768, layers=6, s=128, chunk=256, tokens=16384, lengths=(512, 1024, 2048, 4096, 8192, 16384),
-                  repeats=5, warmup=2, threads=16, memory_budget_gb=40.0, time_budget_s=30.0),
+                  layer_lengths=(2048, 4096, 8192, 16384), repeats=5, warmup=3, threads=16, memory_budget_gb=40.0,
+                  time_budget_s=30.0, query_block=1024),
 }
+
+
+def kind(name: str) -> str:
+    """'flash', 'gau' or 'transformer': the layer an implementation computes (the peer's counted as ours)."""
+    if name not in IMPLEMENTATIONS + LAYERS:
+        raise ValueError(f"implementation must be one of {', '.join(IMPLEMENTATIONS + LAYERS)}; got {name!r}")
+    return "transformer" if name == "Transformer++" else "flash" if name.endswith(("FLASH", "FLASH (ours)")) else "gau"
+
+
+def lean(name: str) -> bool:
+    """Whether the implementation computes only the causal half of the attention matrix, by query blocks."""
+    return "lean" in name
 
 
 class _Stack(nn.Module):
@@ -82,27 +107,47 @@ class _Stack(nn.Module):
         return x
 
 
+def _peer_gau(cfg: Config, matched: bool) -> nn.Module:
+    """FLASH-pytorch's GAU; matched: its input norm, residual and T5 relative-position bias taken out, so that it
+    computes what this book's bare GAU layer computes (the peer divides by n where ours divides by t s)."""
+    from flash_pytorch import GAU as PeerGAU
+
+    if not matched:
+        return PeerGAU(dim=cfg.d, query_key_dim=cfg.s, expansion_factor=2.0, causal=True)
+    layer = PeerGAU(dim=cfg.d, query_key_dim=cfg.s, expansion_factor=2.0, causal=True, norm_klass=nn.Identity,
+                    add_residual=False)
+    layer.rel_pos_bias = None  # the peer builds it whatever its flag says, and skips it when None
+    return layer
+
+
 def build(name: str, cfg: Config) -> nn.Module:
-    """One of :data:`IMPLEMENTATIONS` at the config's sizes (the peer raises ImportError when not installed)."""
+    """One of :data:`IMPLEMENTATIONS` (stacks) or :data:`LAYERS` (one GAU layer) at the config's sizes (the peer
+    raises ImportError when not installed); compiled ones are wrapped in ``torch.compile``."""
     d, s, c = cfg.d, cfg.s, cfg.chunk
-    if name == "FLASH-Quad (ours)":
-        return _Stack(LanguageModel(ModelConfig(d=d, layers=2 * cfg.layers, block="gau", residual="pre", s=s)))
-    if name == "FLASH (ours)":
-        return _Stack(LanguageModel(ModelConfig(d=d, layers=2 * cfg.layers, block="flash", residual="pre", s=s, chunk=c)))
-    if name == "Transformer++":
-        return _Stack(LanguageModel(ModelConfig(d=d, layers=cfg.layers, block="transformer", residual="pre",
-                                                ffn="swiglu", heads=max(1, d // 64))))
-    if name == "FLASH-pytorch GAU":
+    block = cfg.query_block if lean(name) else None
+    module: nn.Module
+    if name in LAYERS:
+        if name.startswith("FLASH-pytorch"):
+            module = _peer_gau(cfg, matched=name == MATCHED_PEER)
+        else:
+            module = GAU(GAUConfig(d=d, e=2 * d, s=s, causal=True, query_block=block))
+        if "compiled" in name:
+            compiled: nn.Module = torch.compile(module, backend=cfg.compile_backend)  # type: ignore[assignment]
+            return compiled
+        return module
+    k = kind(name)
+    if name.startswith("FLASH-pytorch"):
+        from flash_pytorch import FLASH
         from flash_pytorch import GAU as PeerGAU
 
-        return nn.Sequential(*[PeerGAU(dim=d, query_key_dim=s, expansion_factor=2.0, causal=True)
+        return nn.Sequential(*[PeerGAU(dim=d, query_key_dim=s, expansion_factor=2.0, causal=True) if k == "gau" else
+                               FLASH(dim=d, group_size=c, query_key_dim=s, expansion_factor=2.0, causal=True)
                                for _ in range(2 * cfg.layers)])
-    if name == "FLASH-pytorch FLASH":
-        from flash_pytorch import FLASH
-
-        return nn.Sequential(*[FLASH(dim=d, group_size=c, query_key_dim=s, expansion_factor=2.0, causal=True)
-                               for _ in range(2 * cfg.layers)])
-    raise ValueError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}; got {name!r}")
+    if k == "transformer":
+        return _Stack(LanguageModel(ModelConfig(d=d, layers=cfg.layers, block="transformer", residual="pre",
+                                                ffn="swiglu", heads=max(1, d // 64))))
+    return _Stack(LanguageModel(ModelConfig(d=d, layers=2 * cfg.layers, block=k, residual="pre", s=s, chunk=c,
+                                            gau_query_block=block)))
 
 
 def saved_bytes(module: nn.Module, x: torch.Tensor) -> int:
@@ -120,47 +165,52 @@ def saved_bytes(module: nn.Module, x: torch.Tensor) -> int:
 
 
 def step_time(module: nn.Module, x: torch.Tensor, repeats: int, warmup: int) -> list[float]:
-    """Seconds of each timed training step (forward, backward, AdamW) after ``warmup`` untimed ones."""
+    """Seconds of each training step (forward, backward, AdamW): ``warmup`` untimed ones (their first, which
+    compiles a compiled module, is reported apart), then ``repeats`` timed ones; all are returned, warm-up first."""
     opt = torch.optim.AdamW(module.parameters(), lr=1e-4)
     times = []
-    for i in range(warmup + repeats):
+    for _ in range(warmup + repeats):
         start = time.perf_counter()
         loss = module(x).pow(2).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        if i >= warmup:
-            times.append(time.perf_counter() - start)
+        times.append(time.perf_counter() - start)
     return times
 
 
 def matmul_throughput(threads: int, size: int = 2048, repeats: int = 10, warmup: int = 3) -> float:
     """Float32 FLOP/s of a size x size matmul on this CPU: the best of ``repeats`` after ``warmup``, the ceiling for
     these layers (the best, not the median: a ceiling should not move with the machine's momentary load)."""
-    a, b = torch.randn(size, size), torch.randn(size, size)
-    for _ in range(warmup):
-        a @ b
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        a @ b
-        times.append(time.perf_counter() - start)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        a, b = torch.randn(size, size), torch.randn(size, size)
+        for _ in range(warmup):
+            a @ b
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            a @ b
+            times.append(time.perf_counter() - start)
+    finally:
+        torch.set_num_threads(previous)
     return 2 * size**3 / min(times)
 
 
 def model_flops_per_token(name: str, cfg: Config, n: int) -> float:
-    """Forward FLOPs per token the stack executes, from the closed forms (the peer counted as our layers of its
-    kind): GAU and FLASH compute their full n x n (or c x c) matrices and mask them, as both implementations do;
-    the Transformer++'s fused causal attention kernel skips the masked half, so its 4nd counts as 2nd."""
+    """Forward FLOPs per token the implementation executes, from the closed forms (the peer counted as our layers
+    of its kind): dense GAU and FLASH compute their full n x n (or c x c) matrices and mask them; the lean GAU and
+    the Transformer++'s fused causal kernel skip the masked half, so their n-dependent part counts half."""
     d, e, s = cfg.d, 2 * cfg.d, cfg.s
-    if "FLASH (" in name or name.endswith("FLASH"):
+    k = kind(name)
+    layers = 1 if name in LAYERS else cfg.layers if k == "transformer" else 2 * cfg.layers
+    if k == "flash":
         c = min(cfg.chunk, n)
-        n_c = -(-n // c) * c
-        return 2 * cfg.layers * fc.flash_counts(d, e, s, n_c, c).flops
-    if name == "Transformer++":
-        t = fc.transformer_counts(d, n)
-        return cfg.layers * (t.linear_flops + t.length_flops / 2)
-    return 2 * cfg.layers * fc.gau_counts(d, e, s, n).flops
+        return layers * fc.flash_counts(d, e, s, -(-n // c) * c, c).flops
+    counts = fc.transformer_counts(d, n) if k == "transformer" else fc.gau_counts(d, e, s, n)
+    half = k == "transformer" or lean(name)
+    return layers * (counts.linear_flops + counts.length_flops / (2 if half else 1))
 
 
 def measure_point(cfg: Config, name: str, n: int) -> dict[str, Any]:
@@ -170,14 +220,18 @@ def measure_point(cfg: Config, name: str, n: int) -> dict[str, Any]:
     torch.manual_seed(cfg.seed)
     module = build(name, cfg)
     x = torch.randn(batch, n, cfg.d, generator=torch.Generator().manual_seed(cfg.seed))
-    saved = saved_bytes(module, x)
+    start = time.perf_counter()
+    saved = saved_bytes(module, x)  # a compiled module compiles its forward here
+    first_forward = time.perf_counter() - start
     row: dict[str, Any] = {"batch": batch, "saved_bytes_per_sequence": saved / batch,
                            "parameters": sum(p.numel() for p in module.parameters())}
     if saved > cfg.memory_budget_gb * 1e9:
         return {**row, "status": "over the memory budget"}
     times = step_time(module, x, cfg.repeats, cfg.warmup)
-    median = statistics.median(times)
-    return {**row, "status": "ok", "seconds": median, "all_seconds": times, "tokens_per_s": batch * n / median,
+    timed = times[cfg.warmup:]
+    median = statistics.median(timed)
+    return {**row, "status": "ok", "seconds": median, "all_seconds": timed, "tokens_per_s": batch * n / median,
+            "first_forward_seconds": first_forward, "first_step_seconds": times[0],
             "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
 
 
@@ -206,20 +260,20 @@ def _child(cfg: Config, name: str, n: int) -> dict[str, Any]:
     raise RuntimeError(f"benchmark point {name} n = {n} failed:\n{proc.stderr[-2000:]}")
 
 
-def run(cfg: Config, progress: bool = False, names: tuple[str, ...] = IMPLEMENTATIONS) -> dict[str, Any]:
-    """Every implementation at every length, each point in a fresh process with the same threads; plain data."""
-    previous_threads = torch.get_num_threads()
-    torch.set_num_threads(cfg.threads)
-    try:
-        peak = matmul_throughput(cfg.threads)
-    finally:
-        torch.set_num_threads(previous_threads)
+def run(cfg: Config, progress: bool = False, names: tuple[str, ...] = IMPLEMENTATIONS + LAYERS) -> dict[str, Any]:
+    """Every implementation at each of its lengths (stacks: ``lengths``, single layers: ``layer_lengths``), each
+    point in a fresh process with the same threads; plain data."""
+    for name in names:
+        kind(name)  # validates
+    peak = matmul_throughput(cfg.threads)
     rows: list[dict[str, Any]] = []
     skipped: dict[str, str] = {}
     last: dict[str, tuple[int, float, float]] = {}  # per implementation: (n, saved bytes per step, seconds)
     # lengths outside, implementations inside: drift of the machine over the run hits all of them alike
-    for n in cfg.lengths:
+    for n in sorted(set(cfg.lengths) | set(cfg.layer_lengths)):
         for name in names:
+            if n not in (cfg.layer_lengths if name in LAYERS else cfg.lengths):
+                continue
             row: dict[str, Any] = {"implementation": name, "n": n}
             batch = max(1, cfg.tokens // n)
             if name in last and name not in skipped:
@@ -232,7 +286,7 @@ def run(cfg: Config, progress: bool = False, names: tuple[str, ...] = IMPLEMENTA
             if name in skipped:
                 rows.append({**row, "status": skipped[name]})
                 continue
-            point = _child(cfg, name, n)
+            point = _child(cfg, name, n) if cfg.isolate else measure_point(cfg, name, n)
             rows.append({**row, **point})
             if point["status"] != "ok":
                 skipped[name] = point["status"]
@@ -241,21 +295,17 @@ def run(cfg: Config, progress: bool = False, names: tuple[str, ...] = IMPLEMENTA
             if point["seconds"] > cfg.time_budget_s:
                 skipped[name] = "over the time budget"
             if progress:
-                print(f"{name:22s} n = {n:6d}: {point['seconds']:.3f} s/step, {point['tokens_per_s']:,.0f} tokens/s, "
+                print(f"{name:32s} n = {n:6d}: {point['seconds']:.3f} s/step, {point['tokens_per_s']:,.0f} tokens/s, "
                       f"peak {point['peak_rss_bytes'] / 2**30:.2f} GiB", flush=True)
-    previous_threads = torch.get_num_threads()
-    torch.set_num_threads(cfg.threads)
-    try:
-        peak = max(peak, matmul_throughput(cfg.threads))  # measured before and after the sweep: the larger
-    finally:
-        torch.set_num_threads(previous_threads)
+    peak = max(peak, matmul_throughput(cfg.threads))  # measured before and after the sweep: the larger
     for row in rows:
         if row["status"] == "ok":
             batch = row["batch"]
             flops = 3 * model_flops_per_token(row["implementation"], cfg, row["n"]) * batch * row["n"]
             row["utilisation"] = flops / row["seconds"] / peak  # forward + backward ~ 3 forwards
     rows.sort(key=lambda r: (names.index(r["implementation"]), r["n"]))
-    return {"device_type": "cpu", "threads": cfg.threads, "matmul_flops_per_s": peak, "rows": rows}
+    return {"device_type": "cpu", "threads": cfg.threads, "matmul_flops_per_s": peak, "query_block": cfg.query_block,
+            "rows": rows}
 
 
 def _series(data: dict[str, Any], name: str, key: str) -> tuple[np.ndarray, np.ndarray]:
@@ -291,88 +341,200 @@ def exponent(data: dict[str, Any], name: str, key: str, tail: int = 3) -> float:
     return float(np.polyfit(np.log(n), np.log(y), 1)[0])
 
 
+def _ratios(data: dict[str, Any], name: str, baseline: str) -> dict[str, float]:
+    """tokens/s of ``name`` over ``baseline``'s at every length both ran ("n": ratio)."""
+    n_x, t_x = _series(data, name, "tokens_per_s")
+    n_b, t_b = _series(data, baseline, "tokens_per_s")
+    return {str(int(n)): float(t_x[i] / t_b[list(n_b).index(n)]) for i, n in enumerate(n_x) if n in n_b}
+
+
+def _spread(data: dict[str, Any], name: str, n: int) -> float:
+    """Relative timing error of one point: half the range of its timed repeats over their median."""
+    row = next(r for r in data["rows"] if r["implementation"] == name and r["n"] == n and r["status"] == "ok")
+    times = row["all_seconds"]
+    return float((max(times) - min(times)) / 2 / statistics.median(times))
+
+
+def _common_lengths(data: dict[str, Any], *names: str) -> list[int]:
+    sets = [set(_series(data, name, "n")[0]) for name in names]
+    return sorted(int(n) for n in set.intersection(*sets)) if sets else []
+
+
+def _saved(data: dict[str, Any], name: str, n: int) -> float | None:
+    rows = [r for r in data["rows"] if r["implementation"] == name and r["n"] == n and "saved_bytes_per_sequence" in r]
+    return float(rows[0]["saved_bytes_per_sequence"]) if rows else None
+
+
 def summary(data: dict[str, Any]) -> dict[str, Any]:
-    """Throughput ratios against the Transformer++ per length, crossovers, and FLASH's exponents."""
-    ratios: dict[str, dict[str, float]] = {}
-    n_t, t_t = _series(data, "Transformer++", "tokens_per_s")
-    for name in IMPLEMENTATIONS:
-        n_x, t_x = _series(data, name, "tokens_per_s")
-        ratios[name] = {str(int(n)): float(t_x[i] / t_t[list(n_t).index(n)]) for i, n in enumerate(n_x) if n in n_t}
-    ours_over_peer: dict[str, dict[str, float]] = {}
-    for ours, peer in (("FLASH-Quad (ours)", "FLASH-pytorch GAU"), ("FLASH (ours)", "FLASH-pytorch FLASH")):
-        n_o, t_o = _series(data, ours, "tokens_per_s")
-        n_p, t_p = _series(data, peer, "tokens_per_s")
-        ours_over_peer[ours] = {str(int(n)): float(t_o[i] / t_p[list(n_p).index(n)])
-                                for i, n in enumerate(n_o) if n in n_p}
-    quad = crossover(data, "FLASH-Quad (ours)", "Transformer++")
-    both = sorted(set(_series(data, "FLASH-Quad (ours)", "n")[0]) & set(_series(data, "Transformer++", "n")[0]))
+    """Throughput ratios against the Transformer++ per length, crossovers, FLASH's exponents, activation memory per
+    sequence at n = 1024 (or the nearest length below), and the single GAU layers against FLASH-pytorch's."""
+    ratios = {name: _ratios(data, name, "Transformer++") for name in IMPLEMENTATIONS}
+    ours_over_peer = {ours: _ratios(data, ours, peer) for ours, peer in
+                      (("FLASH-Quad (ours)", "FLASH-pytorch GAU"), ("FLASH (ours)", "FLASH-pytorch FLASH"))}
+    crossings = {}
+    for quad in ("FLASH-Quad (ours)", "FLASH-Quad lean (ours)"):
+        cross = crossover(data, quad, "Transformer++")
+        both = _common_lengths(data, quad, "Transformer++")
+        crossings[quad] = (cross, (f"overtakes the Transformer++ at n = {cross:.0f}" if math.isfinite(cross) else
+                                   "does not overtake the Transformer++ at any length measured (up to n = "
+                                   f"{both[-1] if both else 0})"))
+    stack_lengths = sorted({r["n"] for r in data["rows"] if r["implementation"] in IMPLEMENTATIONS})
+    at = max([n for n in stack_lengths if n <= 1024] or stack_lengths[:1] or [0])
+    saved_at = {name: _saved(data, name, at) for name in IMPLEMENTATIONS}
+    tfm = saved_at["Transformer++"]
+    batch_ratio = {name: tfm / v for name, v in saved_at.items() if tfm and v}
+    layer = {name: {"over_matched_peer": _ratios(data, name, MATCHED_PEER),
+                    "over_default_peer": _ratios(data, name, DEFAULT_PEER)} for name in LAYERS}
+    compile_gain = {"dense": _ratios(data, LAYERS[1], LAYERS[0]), "lean": _ratios(data, LAYERS[3], LAYERS[2])}
     return {
         "ours_over_peer": ours_over_peer,
-        "quad_vs_transformer_text": (f"overtakes the Transformer++ at n = {quad:.0f}" if math.isfinite(quad) else
-                                     "does not overtake the Transformer++ at any length measured (up to n = "
-                                     f"{int(both[-1]) if both else 0})"),
+        "quad_vs_transformer_text": crossings["FLASH-Quad (ours)"][1],
+        "quad_lean_vs_transformer_text": crossings["FLASH-Quad lean (ours)"][1],
         "ratios_vs_transformer": ratios,
-        "quad_overtakes_transformer": crossover(data, "FLASH-Quad (ours)", "Transformer++"),
+        "quad_overtakes_transformer": crossings["FLASH-Quad (ours)"][0],
+        "quad_lean_overtakes_transformer": crossings["FLASH-Quad lean (ours)"][0],
         "flash_overtakes_quad": crossover(data, "FLASH (ours)", "FLASH-Quad (ours)"),
         "flash_time_exponent": exponent(data, "FLASH (ours)", "seconds"),
         "flash_memory_exponent": exponent(data, "FLASH (ours)", "saved_bytes_per_sequence"),
         "quad_memory_exponent": exponent(data, "FLASH-Quad (ours)", "saved_bytes_per_sequence"),
+        "memory_length": at,
+        "saved_bytes_per_sequence_at": saved_at,
+        "batch_ratio_vs_transformer": batch_ratio,
+        "layers": layer,
+        "compile_gain": compile_gain,
+        "lean_layer_memory_exponent": exponent(data, LAYERS[2], "saved_bytes_per_sequence"),
+        "dense_layer_memory_exponent": exponent(data, LAYERS[0], "saved_bytes_per_sequence"),
     }
 
 
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
-    """FLASH-Quad overtakes the Transformer++ near n = 256; FLASH is linear in n (time and saved memory)."""
+    """FLASH-Quad overtakes the Transformer++ near n = 256 and fits about twice its batch; FLASH is linear in n
+    (time and saved memory); this book's lean GAU layer trains 1.5x FLASH-pytorch's at n >= 2048, in memory
+    linear in n."""
     s = summary(data)
     out = []
-    cross = s["quad_overtakes_transformer"]
-    lengths = sorted({r["n"] for r in data["rows"]})
-    both = sorted(set(_series(data, "FLASH-Quad (ours)", "n")[0]) & set(_series(data, "Transformer++", "n")[0]))
-    if both:
+    stack_lengths = sorted({r["n"] for r in data["rows"] if r["implementation"] in IMPLEMENTATIONS})
+    for quad, key, what in (("FLASH-Quad (ours)", "quad-overtakes-transformer", "FLASH-Quad's"),
+                            ("FLASH-Quad lean (ours)", "quad-lean-overtakes-transformer", "The lean FLASH-Quad's")):
+        cross = crossover(data, quad, "Transformer++")
+        both = _common_lengths(data, quad, "Transformer++")
+        if not both:
+            continue
         never = not math.isfinite(cross)
-        where = f"it does not overtake up to n = {int(both[-1])}, the value shown" if never else "log-interpolated"
-        out.append(Claim(f"quad-overtakes-transformer-{label}", f"FLASH-Quad's training step overtakes the "
-                         f"Transformer++'s in tokens/s at about n = 256 (equal parameters, CPU, {data['threads']} "
-                         f"threads; {where}; {label})", SOURCE, 256.0, float(both[-1]) if never else cross, 0.0,
-                         256.0 * (math.sqrt(2) - 1), "half a grid step: lengths are powers of 2", unit="n"))
+        where = f"it does not overtake up to n = {both[-1]}, the value shown" if never else "log-interpolated"
+        out.append(Claim(f"{key}-{label}", f"{what} training step overtakes the Transformer++'s in tokens/s at about "
+                         f"n = 256 (equal parameters, CPU, {data['threads']} threads; {where}; {label})", SOURCE,
+                         256.0, float(both[-1]) if never else cross, 0.0, 256.0 * (math.sqrt(2) - 1),
+                         "half a grid step: lengths are powers of 2", unit="n"))
+    ratio = s["batch_ratio_vs_transformer"].get("FLASH-Quad (ours)")
+    if ratio is not None:
+        lean_ratio = s["batch_ratio_vs_transformer"].get("FLASH-Quad lean (ours)")
+        out.append(Claim(
+            f"quad-batch-{label}", "FLASH-Quad fits about 2x the Transformer's batch in the same activation memory "
+            f"(activations saved for backward per sequence, Transformer++ over FLASH-Quad, at n = "
+            f"{s['memory_length']}; {label})", SOURCE, 2.0, ratio, 0.0, 0.5,
+            "the source's 'about 2x' is one significant figure: 1.5 to 2.5 round to it; the byte counts are exact",
+            unit="x", corrected=lean_ratio,
+            corrected_note="the ratio for this book's lean FLASH-Quad, whose attention saves no n x n matrix"
+            if lean_ratio is not None else ""))
     for key, what in (("flash_time_exponent", "time"), ("flash_memory_exponent", "activation memory")):
         value = s[key]
         if math.isfinite(value):
             out.append(Claim(f"flash-linear-{what.split()[0]}-{label}", f"FLASH's {what} per sequence is linear in n "
-                             f"(log-log slope over the 3 largest of n = {lengths[0]} to {lengths[-1]}; {label})",
-                             SOURCE, 1.0, value, 0.0, 0.1, "0.1 in the exponent: timing noise of a median of "
-                             "repeats over a factor 4 in n", unit="exponent"))
+                             f"(log-log slope over the 3 largest of n = {stack_lengths[0]} to {stack_lengths[-1]}; "
+                             f"{label})", SOURCE, 1.0, value, 0.0, 0.1, "0.1 in the exponent: timing noise of a "
+                             "median of repeats over a factor 4 in n", unit="exponent"))
+    ours = LAYERS[2]
+    for peer, which in ((MATCHED_PEER, "matched to ours (no input norm, residual or relative-position bias)"),
+                        (DEFAULT_PEER, "with its defaults")):
+        common = _common_lengths(data, ours, peer)
+        long = [n for n in common if n >= 2048] or common[-1:]
+        if not long:
+            continue
+        ratios = {n: s["layers"][ours]["over_matched_peer" if peer == MATCHED_PEER else "over_default_peer"][str(n)]
+                  for n in long}
+        worst = min(ratios, key=lambda n: ratios[n])
+        error = ratios[worst] * math.hypot(_spread(data, ours, worst), _spread(data, peer, worst))
+        out.append(Claim(f"lean-gau-over-peer-{'matched' if peer == MATCHED_PEER else 'defaults'}-{label}",
+                         f"This book's lean GAU layer trains at least 1.5x the tokens/s of FLASH-pytorch's GAU "
+                         f"{which}, causal, float32, at n >= 2048 (the smallest ratio over n = "
+                         f"{', '.join(str(n) for n in long)}, at n = {worst}; {label})", TARGET, 1.5, ratios[worst],
+                         error, error, "the timing error of the two points: half the range of each one's repeats, "
+                         "relative, added in quadrature", kind="lower_bound", unit="x"))
+    exp = s["lean_layer_memory_exponent"]
+    if math.isfinite(exp):
+        layer_lengths = _series(data, ours, "n")[0]
+        out.append(Claim(f"lean-gau-memory-linear-{label}", "The lean GAU layer's activations saved for backward grow "
+                         f"at most linearly in n per sequence (log-log slope over n = {int(layer_lengths[-3:][0])} to "
+                         f"{int(layer_lengths[-1])}; the dense layer's: {s['dense_layer_memory_exponent']:.2f}; "
+                         f"{label})", TARGET, 1.0, exp, 0.0, 0.02, "saved bytes are exact counts; 0.02 in the "
+                         "exponent allows for the rounding of the batch", kind="upper_bound", approx_rel=0.0,
+                         unit="exponent"))
     return out
 
 
-def quadratic_saved_bytes(cfg: Config, n: int, kind: str) -> float:
+def table(data: dict[str, Any]) -> str:
+    """The benchmark as text: per point its step time, tokens/s, ratio to its baseline (the Transformer++ for the
+    stacks, FLASH-pytorch's matched GAU for the single layers), saved activations and FLOP utilisation."""
+    s = summary(data)
+    width = max(len(name) for name in IMPLEMENTATIONS + LAYERS)
+    lines = [f"float32 matmul: {data['matmul_flops_per_s'] / 1e9:.0f} GFLOP/s on {data['threads']} threads",
+             f"{'implementation':{width}s} {'n':>6s} {'batch':>5s} {'s/step':>8s} {'tokens/s':>10s} {'x base':>6s} "
+             f"{'MiB/seq':>9s} {'MFU':>5s}   (base: Transformer++ for stacks, the matched peer for layers)"]
+    for r in data["rows"]:
+        name = r["implementation"]
+        if r["status"] != "ok":
+            lines.append(f"{name:{width}s} {r['n']:6d} {r['status']}")
+            continue
+        ratios = s["layers"][name]["over_matched_peer"] if name in LAYERS else s["ratios_vs_transformer"][name]
+        lines.append(f"{name:{width}s} {r['n']:6d} {r['batch']:5d} {r['seconds']:8.3f} {r['tokens_per_s']:10,.0f} "
+                     f"{ratios.get(str(r['n']), float('nan')):6.2f} {r['saved_bytes_per_sequence'] / 2**20:9.1f} "
+                     f"{100 * r['utilisation']:4.0f}%")
+    for key in ("quad_vs_transformer_text", "quad_lean_vs_transformer_text"):
+        lines.append(f"{'lean ' if 'lean' in key else ''}FLASH-Quad {s[key]}")
+    for key in ("flash_overtakes_quad", "flash_time_exponent", "flash_memory_exponent", "lean_layer_memory_exponent"):
+        lines.append(f"{key.replace('_', ' ')}: {s[key]:.3g}")
+    return "\n".join(lines)
+
+
+def quadratic_saved_bytes(cfg: Config, n: int, name: str) -> float:
     """Bytes of n x n attention matrices a stack saves per step without a fused kernel: 4 float32 per entry, per
-    layer (2L GAU layers with one matrix each; L Transformer layers with one per head)."""
-    matrices = 2 * cfg.layers if kind == "FLASH-Quad (ours)" else cfg.layers * max(1, cfg.d // 64)
+    layer (2L GAU layers with one matrix each; L Transformer layers with one per head); none for the lean GAU."""
+    if lean(name):
+        return 0.0
+    matrices = 2 * cfg.layers if kind(name) == "gau" else cfg.layers * max(1, cfg.d // 64)
     return matrices * max(1, cfg.tokens // n) * n * n * 4 * 4
 
 
 def model_config(name: str, cfg: Config, n: int) -> ModelConfig:
-    """The language model whose step plan costs ``name`` at length n (the peer costed as our layer of its kind)."""
-    if name == "Transformer++":
+    """The language model whose step plan costs ``name`` at length n (the peer costed as our layer of its kind; a
+    single layer as a one-layer model)."""
+    k = kind(name)
+    if k == "transformer":
         return ModelConfig(d=cfg.d, layers=cfg.layers, block="transformer", residual="pre", ffn="swiglu",
                            heads=max(1, cfg.d // 64), ctx=n)
-    flash = "FLASH (" in name or name.endswith("FLASH")
-    return ModelConfig(d=cfg.d, layers=2 * cfg.layers, block="flash" if flash else "gau", residual="pre", s=cfg.s,
-                       chunk=cfg.chunk, ctx=n)
+    return ModelConfig(d=cfg.d, layers=1 if name in LAYERS else 2 * cfg.layers, block=k, residual="pre", s=cfg.s,
+                       chunk=cfg.chunk, ctx=n, gau_query_block=cfg.query_block if lean(name) else None)
 
 
 def plan(cfg: Config) -> list[Workload]:
-    """Per length, warm-up plus repeats of one training step of each kind of stack (ours and the peer's counted as
-    two of our layers' kind); FLASH-Quad lengths whose n x n matrices exceed the memory budget are skipped, as the
-    benchmark skips them."""
+    """Per length, warm-up plus repeats of one training step of each kind of stack and of single layer (the peer's
+    counted as ours of its kind); lengths whose n x n matrices exceed the memory budget are skipped, as the benchmark
+    skips them."""
     out = []
     steps = cfg.warmup + cfg.repeats
+    groups = (("Transformer++", 1), ("FLASH (ours)", 2), ("FLASH-Quad (ours)", 2), ("FLASH-Quad lean (ours)", 1))
     for n in cfg.lengths:
         batch = max(1, cfg.tokens // n)
-        for kind, count in (("Transformer++", 1), ("FLASH (ours)", 2), ("FLASH-Quad (ours)", 2)):
+        for name, count in groups:
             # costed on the meta device, attention saves its n x n matrices (no fused kernel): over budget, skipped
-            if kind != "FLASH (ours)" and quadratic_saved_bytes(cfg, n, kind) > cfg.memory_budget_gb * 1e9:
+            if kind(name) != "flash" and quadratic_saved_bytes(cfg, n, name) > cfg.memory_budget_gb * 1e9:
                 continue
-            out.append(Workload(f"{kind} and peer, n = {n}" if count == 2 else f"{kind}, n = {n}",
-                                model_config(kind, cfg, n), batch, n, steps, 0, count))
+            out.append(Workload(f"{name} and peer, n = {n}" if count == 2 else f"{name}, n = {n}",
+                                model_config(name, cfg, n), batch, n, steps, 0, count))
+    for n in cfg.layer_lengths:
+        batch = max(1, cfg.tokens // n)
+        out.append(Workload(f"GAU layers (ours and the peer's, dense), n = {n}", model_config(LAYERS[0], cfg, n),
+                            batch, n, steps, 0, 4))
+        out.append(Workload(f"GAU layers, lean, n = {n}", model_config(LAYERS[2], cfg, n), batch, n, steps, 0, 2))
     return out

@@ -8,12 +8,16 @@ Attention normalisations (``norm``), for real (unpadded) keys and, when causal, 
 
 * ``relu2_ns``: relu^2(q.k) / (n s), the source's choice; causal row t uses t keys, so / (t s);
 * ``relu2_n2``: relu^2(q.k / n), the paper's appendix code (effectively 1/n^2); causal: / t;
-* ``softmax``: softmax(q.k / sqrt(s)); ``softmax_log512``: softmax(log_512(n) q.k / sqrt(s)).
+* ``softmax``: softmax(q.k / sqrt(s)); ``softmax_log512``: softmax(log_512(n) q.k / sqrt(s)), causal row t with
+  log_512(t), the keys it sees (a factor of the total length would leak later tokens into earlier rows).
 
 FLASH (``chunk`` = c): relu^2 attention inside each chunk of c positions, normalised by the keys it
 sees (c, or the in-chunk position when causal), plus linear attention across chunks,
 Q_g^lin sum_h K_h^lin^T V_h / n, causal with an exclusive cumulative sum over chunks normalised by
 the (g - 1) c keys it sums. A length that c does not divide is padded and the padding masked.
+
+``query_block`` = B computes the relu^2 attention B query rows at a time and recomputes each block in the backward
+pass (:mod:`analysis.models.lean`): the same output, memory linear in n, and a causal row skips the keys after it.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from analysis.models.lean import relu2_attention
 
 NORMS = ("relu2_ns", "relu2_n2", "softmax", "softmax_log512")
 INITS = ("lecun", "xavier", "std0.02")
@@ -42,6 +48,7 @@ class GAUConfig:
     chunk: int | None = None  # FLASH mixed chunk attention when set
     init: str = "lecun"
     qk_scale_init: float = 1.0  # the source assumes Q(Z) = K(Z) = Z at initialisation
+    query_block: int | None = None  # relu^2 attention in query blocks recomputed in backward: memory linear in n
 
     def __post_init__(self) -> None:
         for name in ("d", "e", "s"):
@@ -58,6 +65,12 @@ class GAUConfig:
             raise ValueError(f"chunk must be a positive integer or None; got {self.chunk!r}")
         if self.chunk is not None and self.norm not in ("relu2_ns",):
             raise ValueError(f"FLASH mixed chunk attention uses relu2_ns; got norm {self.norm!r}")
+        if self.query_block is not None:
+            if not isinstance(self.query_block, int) or self.query_block < 1:
+                raise ValueError(f"query_block must be a positive integer or None; got {self.query_block!r}")
+            if self.chunk is not None or self.norm not in ("relu2_ns", "relu2_n2"):
+                raise ValueError("query_block applies to quadratic relu^2 attention (no chunk, norm relu2_ns or "
+                                 f"relu2_n2); got chunk {self.chunk!r}, norm {self.norm!r}")
         if self.rope and self.s % 2:
             raise ValueError(f"rope needs an even key size s; got {self.s}")
 
@@ -125,7 +138,7 @@ class GAU(nn.Module):
             if self.cfg.rope:
                 pos = torch.arange(n, device=x.device)
                 q, k = rope(q, pos), rope(k, pos)
-            mixed = self.attention(q, k, mask) @ v
+            mixed = self.blocked(q, k, v, mask) if self.cfg.query_block else self.attention(q, k, mask) @ v
         return self.to_out(u * mixed)
 
     def attention(self, q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -136,7 +149,6 @@ class GAU(nn.Module):
         if cfg.causal:
             allowed = allowed & torch.ones(n, n, dtype=torch.bool, device=q.device).tril()
         keys = allowed.sum(-1, keepdim=True).clamp(min=1).to(q.dtype)  # keys each row sees
-        real = mask.sum(-1).clamp(min=1).to(q.dtype)[:, None, None]  # real length n of each sequence
         logits = q @ k.transpose(-1, -2)  # (b, n, n)
         if cfg.norm == "relu2_ns":
             a = F.relu(logits) ** 2 / (keys * s)
@@ -145,10 +157,19 @@ class GAU(nn.Module):
         else:
             scale: float | torch.Tensor = 1 / math.sqrt(s)
             if cfg.norm == "softmax_log512":
-                scale = scale * torch.log(real) / math.log(512)
+                scale = scale * torch.log(keys) / math.log(512)  # the keys this row sees: no leak when causal
             a = (logits * scale).masked_fill(~allowed, float("-inf")).softmax(-1)
             return torch.nan_to_num(a)  # rows with no key (all padding) are zero
         return a * allowed
+
+    def blocked(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """A V without the n x n matrix: (relu(Q K^T)^2 * M) V by query blocks, then row t scaled by 1/(t_k s)
+        (relu2_ns) or 1/t_k^2 (relu2_n2), t_k the real keys row t sees; v is already zero at padded keys."""
+        cfg = self.cfg
+        seen = mask.to(q.dtype).cumsum(-1) if cfg.causal else mask.to(q.dtype).sum(-1, keepdim=True).expand_as(mask)
+        seen = seen.clamp(min=1)
+        scale = 1 / (seen * cfg.s) if cfg.norm == "relu2_ns" else 1 / seen**2
+        return relu2_attention(q, k, v, cfg.causal, int(cfg.query_block or 1)) * scale[..., None]
 
     def _mixed_chunk(self, z: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """FLASH: quadratic relu^2 inside chunks plus linear attention across chunks."""

@@ -64,6 +64,7 @@ class ModelConfig:
     s: int = 128
     gau_norm: str = "relu2_ns"
     chunk: int = 64  # FLASH chunk length
+    gau_query_block: int | None = None  # GAU attention by query blocks, recomputed in backward (memory linear in n)
 
     def __post_init__(self) -> None:
         for name in ("vocab", "d", "layers", "ctx", "heads", "ffn_mult", "s", "chunk"):
@@ -277,7 +278,8 @@ class LanguageModel(nn.Module):
                 sublayers += [Residual(Attention(cfg), cfg), Residual(FeedForward(cfg), cfg)]
             else:
                 gau = GAU(GAUConfig(d=cfg.d, e=cfg.expanded, s=cfg.s, norm=cfg.gau_norm, causal=True, rope=True,
-                                    chunk=cfg.chunk if cfg.block == "flash" else None, init=cfg.init))
+                                    chunk=cfg.chunk if cfg.block == "flash" else None, init=cfg.init,
+                                    query_block=cfg.gau_query_block if cfg.block == "gau" else None))
                 sublayers.append(Residual(gau, cfg))
         self.sublayers = nn.ModuleList(sublayers)
         self.final_norm = make_norm(cfg.norm, cfg.d) if cfg.residual in ("pre", "sandwich") else nn.Identity()
