@@ -116,7 +116,7 @@ class Chapter:
         from IPython.display import Markdown
 
         best = self.best(name).key
-        return Markdown("\n".join(verdict_line(c) for c in self.claims.claims
+        return Markdown("\n".join(verdict_line(c, self.doc, i) for i, c in enumerate(self.claims.claims, 1)
                                    if c.key.endswith("-" + best) and c.key in self.keys.get(name, set())))
 
     def gpu_status(self, name: str) -> Any:
@@ -136,9 +136,12 @@ class Chapter:
         )
 
 
-def verdict_line(claim: Claim) -> str:
-    """A Markdown bullet: the claim, its verdict in bold, the alternative when inconclusive, the corrected verdict."""
-    line = f"- {claim.statement}: **{claim.verdict_text()}**"
+def verdict_line(claim: Claim, doc: str | None = None, number: int | None = None) -> str:
+    """A Markdown bullet: the claim, its verdict in bold, the alternative when inconclusive, the corrected verdict;
+    with ``doc`` and ``number``, a link to the claim in the ledger (``ledger.html#<doc>-<key>``)."""
+    link = "" if doc is None else (f'<a href="ledger.html#{doc}-{claim.key}" title="this claim in the ledger">'
+                                   f"{doc}.{number}</a> ")
+    line = f"- {link}{claim.statement}: **{claim.verdict_text()}**"
     if claim.verdict == "inconclusive" and claim.alternative is not None:
         line += f" (the alternative, {claim.alternative_note}, fits as well)"
     if claim.corrected is not None:

@@ -1,4 +1,4 @@
-"""Figures of the FLASH chapter: counts, the length leak of each normaliser, speed and activation memory."""
+"""Figures and prose of the FLASH chapter: counts, the length leak of each normaliser, speed and activation memory."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
+from analysis.experiments import flash_bench as fb
+from analysis.experiments.flash_bench import IMPLEMENTATIONS, LAYERS
 from analysis.figures import STYLE
 from analysis.theory import flash_counts as fc
 
@@ -60,28 +62,101 @@ def leak(data: dict[str, Any]) -> Figure:
     return fig
 
 
-def speed(data: dict[str, Any]) -> Figure:
+def _throughput_and_memory(data: dict[str, Any], names: tuple[str, ...], title: str) -> Figure:
     """Left: training-step throughput against n. Right: activations saved for backward per sequence against n."""
-    names = list(dict.fromkeys(r["implementation"] for r in data["rows"]))
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, 2, figsize=(14, 5))
+        fig, axes = plt.subplots(1, 2, figsize=(14, 5.2))
         for i, name in enumerate(names):
             rows = [r for r in data["rows"] if r["implementation"] == name and r["status"] == "ok"]
             if not rows:
                 continue
             n = [r["n"] for r in rows]
-            style = "-o" if "ours" in name or name == "Transformer++" else "--s"
+            style = "--s" if name.startswith("FLASH-pytorch") else ":^" if "compiled" in name else "-o"
             axes[0].plot(n, [r["tokens_per_s"] for r in rows], style, color=f"C{i}", label=name)
             axes[1].plot(n, [r["saved_bytes_per_sequence"] / 2**20 for r in rows], style, color=f"C{i}", label=name)
         for ax in axes:
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
-        axes[0].set_xlabel("sequence length n (log scale)")
+            ax.set_xlabel("sequence length n (log scale)")
         axes[0].set_ylabel("training tokens per second (log scale)")
-        axes[0].set_title(f"one step: forward, backward, AdamW; {data['threads']} CPU threads")
-        axes[1].set_xlabel("sequence length n (log scale)")
+        axes[0].set_title(f"{title}: forward, backward, AdamW; {data['threads']} CPU threads")
         axes[1].set_ylabel("activations saved for backward (MiB per sequence, log scale)")
         axes[1].set_title("memory that grows with n")
-        axes[0].legend(fontsize=9)
+        axes[0].legend(fontsize=10)
         fig.tight_layout()
     return fig
+
+
+def speed(data: dict[str, Any]) -> Figure:
+    """The equal-parameter stacks: throughput and saved activations against n."""
+    return _throughput_and_memory(data, IMPLEMENTATIONS, "stacks")
+
+
+def layers(data: dict[str, Any]) -> Figure:
+    """One GAU layer, this book's four paths against FLASH-pytorch's: throughput and saved activations against n."""
+    return _throughput_and_memory(data, LAYERS, "one GAU layer")
+
+
+def _per_length(ratios: dict[str, float], minimum: int = 0) -> str:
+    """'n = 2048: 1.93x; n = 4096: 2.10x' for the lengths at or above ``minimum`` (the largest length when none is)."""
+    chosen = [(n, r) for n, r in ratios.items() if int(n) >= minimum] or list(ratios.items())[-1:]
+    return "; ".join(f"n = {n}: {r:.2f}x" for n, r in chosen) or "no common length"
+
+
+def prose(data: dict[str, Any]) -> dict[str, str]:
+    """The chapter's numbers and sentences about the benchmark, each computed from the record (key: text)."""
+    s = fb.summary(data)
+    out = {"matmul_peak": f"{data['matmul_flops_per_s'] / 1e9:.0f}", "quad_cross": s["quad_vs_transformer_text"],
+           "quad_lean_cross": s["quad_lean_vs_transformer_text"],
+           "ours_vs_peer": _per_length(s["ours_over_peer"]["FLASH-Quad (ours)"], 1024),
+           "ours_vs_peer_flash": _per_length(s["ours_over_peer"]["FLASH (ours)"], 1024),
+           "flash_cross": f"{s['flash_overtakes_quad']:.0f}", "flash_time_exp": f"{s['flash_time_exponent']:.2f}",
+           "flash_mem_exp": f"{s['flash_memory_exponent']:.2f}", "quad_mem_exp": f"{s['quad_memory_exponent']:.2f}",
+           "memory_length": str(s["memory_length"]), "query_block": str(data.get("query_block", ""))}
+    saved = s["saved_bytes_per_sequence_at"]
+    out["saved_mib"] = "; ".join(f"{name} {v / 2**20:.1f} MiB" for name, v in saved.items() if v is not None)
+    batch, unfused = s["batch_ratio_vs_transformer"], s["batch_ratio_vs_unfused_transformer"]
+    quads = ("FLASH-Quad (ours)", "FLASH-Quad lean (ours)")
+    out["batch_ratio"] = (f"{batch[quads[0]]:.2f}x the Transformer++'s batch for the dense FLASH-Quad and "
+                          f"{batch[quads[1]]:.2f}x for the lean one" if set(quads) <= set(batch) else "not measured")
+    out["unfused_mib"] = (f"{s['unfused_transformer_saved_bytes_per_sequence'] / 2**20:.1f} MiB"
+                          if s["unfused_transformer_saved_bytes_per_sequence"] else "not measured")
+    out["batch_ratio_unfused"] = (f"{unfused[quads[0]]:.2f}x for the dense FLASH-Quad and "
+                                  f"{unfused[quads[1]]:.2f}x for the lean one"
+                                  if set(quads) <= set(unfused) else "not measured")
+    lean_layer = s["layers"][LAYERS[2]]
+    out["lean_vs_matched"] = _per_length(lean_layer["over_matched_peer"], 2048)
+    out["lean_vs_defaults"] = _per_length(lean_layer["over_default_peer"], 2048)
+    out["dense_vs_matched"] = _per_length(s["layers"][LAYERS[0]]["over_matched_peer"], 2048)
+    out["compile_dense"] = _per_length(s["compile_gain"]["dense"])
+    out["compile_lean"] = _per_length(s["compile_gain"]["lean"])
+    targets = []
+    for claim in fb.claims(data, "chapter"):
+        if claim.key.startswith("lean-gau-over-peer"):
+            which = "matched peer" if "matched" in claim.key else "peer with its defaults"
+            gap = 100 * (1 - claim.measured / claim.predicted)
+            targets.append(f"against the {which}, {claim.measured:.2f}x at worst: the 1.5x target is "
+                           + ("met" if claim.verdict != "fails" else f"missed by {gap:.0f}%"))
+    out["targets"] = "; ".join(targets) or "not measured"
+    out["lean_mem_exp"] = f"{s['lean_layer_memory_exponent']:.2f}"
+    out["dense_mem_exp"] = f"{s['dense_layer_memory_exponent']:.2f}"
+    rows = [r for r in data["rows"] if r["implementation"] == LAYERS[2] and r["status"] == "ok"]
+    out["lean_mfu"] = "; ".join(f"n = {r['n']}: {100 * r['utilisation']:.0f}%" for r in rows if r["n"] >= 2048) or "-"
+    compiled = [r for r in data["rows"] if "compiled" in r["implementation"] and r["status"] == "ok"]
+    out["compile_seconds"] = (f"{min(r['first_forward_seconds'] for r in compiled):.0f} to "
+                              f"{max(r['first_forward_seconds'] for r in compiled):.0f} s" if compiled else "-")
+    return out
+
+
+def ratio_table(data: dict[str, Any]) -> str:
+    """tokens/s over the Transformer++'s per length for the stacks (a dash where a stack did not run)."""
+    s = fb.summary(data)
+    short = {"FLASH-Quad (ours)": "Quad", "FLASH-Quad lean (ours)": "Quad lean", "FLASH (ours)": "FLASH",
+             "Transformer++": "T++", "FLASH-pytorch GAU": "peer GAU", "FLASH-pytorch FLASH": "peer FLASH"}
+    lines = ["tokens/s over the Transformer++'s ('-': not run, see below)",
+             f"{'n':>6s}" + "".join(f"{v:>11s}" for v in short.values())]
+    for n in sorted({r["n"] for r in data["rows"] if r["implementation"] in IMPLEMENTATIONS}):
+        cells = [s["ratios_vs_transformer"][name].get(str(n)) for name in short]
+        lines.append(f"{n:6d}" + "".join(f"{c:11.2f}" if c is not None else f"{'-':>11s}" for c in cells))
+    lines += [f"{r['implementation']} at n = {r['n']}: {r['status']}" for r in data["rows"] if r["status"] != "ok"]
+    return "\n".join(lines)

@@ -1,16 +1,28 @@
-"""Sphinx extension: the ``claims-ledger`` directive, filled in from the chapters' claims.
+"""Sphinx extension: the claims ledger and the findings at a glance, filled in from the chapters' claims.
 
-During a build every chapter writes its claims to $ANALYSIS_CLAIMS_DIR (set here
-to ``<outdir>/../claims`` before any notebook runs). After all documents are
-read, each ``claims-ledger`` directive is replaced by one table per chapter,
-with a summary of the verdicts; nothing in it is written by hand.
+During a build every chapter writes its claims to $ANALYSIS_CLAIMS_DIR (set here to ``<outdir>/../claims`` before
+any notebook runs). The documents holding a ``claims-ledger`` or ``findings`` directive are read after every
+chapter, so that the directives can build real sections (with ids, and so a contents sidebar) from those claims:
+
+* ``claims-ledger``: filters (chapter, verdict, scale, text), then one section per chapter with a table of its
+  claims; every claim has a stable anchor ``<chapter>-<key>`` and a number; ``claims.csv`` and ``claims.json``
+  are written beside the page.
+* ``findings``: per chapter, a bar of its verdicts, the scale of its evidence, and a headline built from its
+  claims (the largest miss and what holds instead), linked to the claim in the ledger.
+
+Nothing in either is written by hand.
 """
 
 from __future__ import annotations
 
+import csv
 import html
+import io
+import json
 import os
+import re
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,20 +30,251 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
-from analysis.verify import CLAIMS_DIR_ENV, VERDICT_COLOURS, ChapterClaims, claims_html, load_chapter_claims
+from analysis.verify import CLAIMS_DIR_ENV, VERDICT_COLOURS, ChapterClaims, Claim, claims_table_css, fmt, \
+    load_chapter_claims
+
+LEDGER_DOC_DIRECTIVE = "claims-ledger"
+_LABEL = re.compile(r"-(recorded-(?:cpu|gpu)|smoke|cpu|gpu)$")
+# evidence, weakest first: a live smoke run exercises the code; records and live cpu / gpu runs measure
+SCALE_RANK = {"smoke (live)": 0, "cpu (live)": 1, "cpu (recorded)": 2, "gpu (live)": 3, "gpu (recorded)": 4}
+SIGNS = {"equal": "=", "upper_bound": "≤", "lower_bound": "≥"}
+CSV_FIELDS = ("id", "chapter", "number", "key", "scale", "statement", "source", "kind", "predicted", "measured",
+              "uncertainty", "tolerance", "tolerance_basis", "unit", "verdict", "verdict_text", "corrected",
+              "corrected_verdict", "corrected_note", "alternative", "alternative_note")
 
 
-class claims_ledger_node(nodes.General, nodes.Element):
-    """Placeholder replaced by the ledger at doctree-resolved time."""
+def claim_scale(key: str) -> tuple[str, str]:
+    """(the key without its run label, the scale of its evidence) from a claim key such as 'x-recorded-cpu'."""
+    match = _LABEL.search(key)
+    if not match:
+        return key, "unlabelled"
+    label = match.group(1)
+    scale = f"{label.split('-')[1]} (recorded)" if label.startswith("recorded") else f"{label} (live)"
+    return key[: match.start()], scale
 
 
-class ClaimsLedgerDirective(SphinxDirective):
-    """``{claims-ledger}``: the table of every chapter's claims."""
+@dataclass(frozen=True)
+class Entry:
+    """One claim as the ledger shows it: its chapter, number, anchor and scale."""
 
-    has_content = False
+    doc: str
+    chapter: str
+    title: str
+    number: int
+    claim: Claim
 
-    def run(self) -> list[nodes.Node]:
-        return [claims_ledger_node()]
+    @property
+    def anchor(self) -> str:
+        """The stable id of the claim on the ledger page: '<chapter>-<key>'."""
+        return f"{self.chapter}-{self.claim.key}"
+
+    @property
+    def scale(self) -> str:
+        """'cpu (recorded)', 'smoke (live)', ...: where the measurement comes from."""
+        return claim_scale(self.claim.key)[1]
+
+    def row(self) -> dict[str, Any]:
+        """The CSV / JSON row."""
+        c = self.claim
+        return {"id": self.anchor, "chapter": self.chapter, "number": self.number, "key": c.key,
+                "scale": self.scale, "statement": c.statement, "source": c.source, "kind": c.kind,
+                "predicted": c.predicted, "measured": c.measured, "uncertainty": c.uncertainty,
+                "tolerance": c.tolerance, "tolerance_basis": c.tolerance_basis, "unit": c.unit,
+                "verdict": c.verdict, "verdict_text": c.verdict_text(), "corrected": c.corrected,
+                "corrected_verdict": c.corrected_verdict, "corrected_note": c.corrected_note,
+                "alternative": c.alternative, "alternative_note": c.alternative_note}
+
+
+def entries(chapters: list[tuple[str, ChapterClaims]]) -> list[Entry]:
+    """Every claim of every chapter, numbered within its chapter in the order the chapter states them."""
+    return [Entry(doc, ch.chapter, ch.title, i, c) for doc, ch in chapters for i, c in enumerate(ch.claims, 1)]
+
+
+def strongest(items: list[Entry]) -> list[Entry]:
+    """Per claim (key without its run label), the entry with the strongest evidence."""
+    best: dict[tuple[str, str], Entry] = {}
+    for e in items:
+        base = (e.chapter, claim_scale(e.claim.key)[0])
+        if base not in best or SCALE_RANK.get(e.scale, -1) > SCALE_RANK.get(best[base].scale, -1):
+            best[base] = e
+    return [e for e in items if best[(e.chapter, claim_scale(e.claim.key)[0])] is e]
+
+
+def to_csv(items: list[Entry]) -> str:
+    """The ledger as CSV, one row per claim (columns: :data:`CSV_FIELDS`)."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    for e in items:
+        writer.writerow({k: ("" if v is None else v) for k, v in e.row().items()})
+    return out.getvalue()
+
+
+def to_json(items: list[Entry]) -> str:
+    """The ledger as JSON: a list of rows (keys: :data:`CSV_FIELDS`)."""
+    return json.dumps([e.row() for e in items], indent=1)
+
+
+def verdict_label(verdict: str, count: int) -> str:
+    """'12 hold', '1 holds within a stated %', ...: a summary phrase that matches the rows' wording."""
+    words = {"holds": ("holds", "hold"), "holds approximately": ("holds within X%", "hold within X%"),
+             "inconclusive": ("is inconclusive", "are inconclusive"), "fails": ("fails", "fail")}[verdict]
+    return f"{count} {words[0] if count == 1 else words[1]}"
+
+
+def _row_html(e: Entry) -> str:
+    c = e.claim
+    colour = VERDICT_COLOURS[c.verdict]
+    if c.corrected is not None:
+        corrected = (f"{fmt(c.corrected)} ({html.escape(str(c.corrected_verdict))})"
+                     + (f"<br><small>{html.escape(c.corrected_note)}</small>" if c.corrected_note else ""))
+    elif c.verdict == "fails":
+        corrected = "<small>no corrected prediction yet</small>"
+    else:
+        corrected = ""
+    alternative = "" if c.alternative is None else (
+        f"<br><small>alternative {fmt(c.alternative)}: {html.escape(c.alternative_note)}</small>")
+    search = html.escape(f"{c.statement} {c.source} {c.key}".lower(), quote=True)
+    return (f'<tr id="{e.anchor}" data-chapter="{e.chapter}" data-verdict="{c.verdict}" '
+            f'data-scale="{html.escape(e.scale)}" data-text="{search}">'
+            f'<td><a href="#{e.anchor}">{e.chapter}.{e.number}</a></td>'
+            f"<td>{html.escape(c.statement)}<br><small>{html.escape(c.source)}</small></td>"
+            f"<td>{html.escape(e.scale)}</td>"
+            f"<td>{SIGNS[c.kind]} {fmt(c.predicted)} {html.escape(c.unit)}</td>"
+            f"<td>{fmt(c.measured)} ± {fmt(c.uncertainty, 2)}</td>"
+            f"<td>{fmt(c.tolerance, 2)}<br><small>{html.escape(c.tolerance_basis)}</small>{alternative}</td>"
+            f'<td style="color:{colour};font-weight:bold">{html.escape(c.verdict_text())}</td>'
+            f"<td>{corrected}</td></tr>")
+
+
+LEDGER_CSS = (
+    "table.ledger-table{table-layout:fixed;width:100%}"
+    "table.ledger-table col.c-num{width:5.5em}table.ledger-table col.c-scale{width:6.5em}"
+    "table.ledger-table col.c-pred,table.ledger-table col.c-meas{width:7.5em}"
+    "table.ledger-table col.c-tol{width:17%}table.ledger-table col.c-verdict{width:7.5em}"
+    "table.ledger-table col.c-corr{width:15%}table.ledger-table td{overflow-wrap:anywhere}"
+    ".ledger-filters{display:flex;flex-wrap:wrap;gap:0.6em;align-items:center;margin:0.5em 0 1em}"
+    ".ledger-filters select,.ledger-filters input{font-size:0.9em;padding:0.15em 0.3em}"
+)
+
+FILTER_JS = """
+(function () {
+  function apply() {
+    var f = document.getElementById('ledger-filters');
+    var chapter = f.querySelector('[name=chapter]').value, verdict = f.querySelector('[name=verdict]').value;
+    var scale = f.querySelector('[name=scale]').value, text = f.querySelector('[name=text]').value.toLowerCase();
+    var strongest = f.querySelector('[name=strongest]').checked, shown = 0, total = 0;
+    document.querySelectorAll('table.ledger-table tbody tr').forEach(function (tr) {
+      total += 1;
+      var ok = (!chapter || tr.dataset.chapter === chapter) && (!verdict || tr.dataset.verdict === verdict) &&
+        (!scale || tr.dataset.scale === scale) && (!text || tr.dataset.text.indexOf(text) >= 0) &&
+        (!strongest || tr.dataset.strongest === '1');
+      tr.style.display = ok ? '' : 'none';
+      if (ok) { shown += 1; }
+    });
+    document.querySelectorAll('section.ledger-chapter').forEach(function (s) {
+      s.style.display = s.querySelector('tbody tr:not([style*="none"])') ? '' : 'none';
+    });
+    document.getElementById('ledger-count').textContent = 'showing ' + shown + ' of ' + total + ' claims';
+  }
+  document.addEventListener('DOMContentLoaded', function () {
+    var f = document.getElementById('ledger-filters');
+    if (!f) { return; }
+    f.addEventListener('input', apply);
+    f.addEventListener('change', apply);
+    var target = window.location.hash && document.getElementById(window.location.hash.slice(1));
+    if (target) { f.querySelector('[name=strongest]').checked = false; }
+    apply();
+    if (target) { target.scrollIntoView(); target.style.outline = '2px solid #1f6feb'; }
+  });
+})();
+"""
+
+
+def filters_html(items: list[Entry]) -> str:
+    """The filter controls (chapter, verdict, scale, text, strongest evidence only) and the download links."""
+    def options(values: list[tuple[str, str]]) -> str:
+        return '<option value="">all</option>' + "".join(
+            f'<option value="{html.escape(v, quote=True)}">{html.escape(t)}</option>' for v, t in values)
+
+    chapters = list(dict.fromkeys((e.chapter, e.title) for e in items))
+    scales = sorted({e.scale for e in items}, key=lambda s: SCALE_RANK.get(s, -1))
+    return (f"<style>{LEDGER_CSS}</style>"
+            '<form id="ledger-filters" class="ledger-filters" onsubmit="return false">'
+            f'<label>chapter <select name="chapter">{options(chapters)}</select></label>'
+            f'<label>verdict <select name="verdict">{options([(v, v) for v in VERDICT_COLOURS])}</select></label>'
+            f'<label>scale <select name="scale">{options([(s, s) for s in scales])}</select></label>'
+            '<label>text <input name="text" type="search" placeholder="words in a claim"></label>'
+            '<label><input name="strongest" type="checkbox" checked> strongest evidence only</label>'
+            '<span id="ledger-count"></span>'
+            '<span>download: <a href="claims.csv" download>claims.csv</a> · '
+            '<a href="claims.json" download>claims.json</a></span></form>'
+            f"<script>{FILTER_JS}</script>")
+
+
+def table_html(items: list[Entry], strong: set[str]) -> str:
+    """One chapter's claims as a table; rows with the strongest evidence are marked for the default filter."""
+    head = ["#", "claim", "scale", "predicted", "measured ± error", "tolerance (basis)", "verdict", "corrected"]
+    cols = ["c-num", "c-claim", "c-scale", "c-pred", "c-meas", "c-tol", "c-verdict", "c-corr"]
+    rows = "".join(_row_html(e).replace("<tr ", f'<tr data-strongest="{int(e.anchor in strong)}" ', 1)
+                   for e in items)
+    return (claims_table_css() + '<table class="claims-table ledger-table"><colgroup>'
+            + "".join(f'<col class="{c}">' for c in cols) + "</colgroup><thead><tr>"
+            + "".join(f"<th>{h}</th>" for h in head) + f"</tr></thead><tbody>{rows}</tbody></table>")
+
+
+def summary_html(items: list[Entry], what: str) -> str:
+    """'N claims from M chapters (what): 40 hold, ...' with the verdicts in their colours."""
+    counts = Counter(e.claim.verdict for e in items)
+    parts = ", ".join(f'<span style="color:{VERDICT_COLOURS[v]};font-weight:bold">{verdict_label(v, counts[v])}</span>'
+                      for v in VERDICT_COLOURS if counts[v])
+    chapters = len({e.chapter for e in items})
+    return f"<p>{len(items)} claims from {chapters} chapter(s), {what}: {parts}.</p>"
+
+
+def bar_html(items: list[Entry]) -> str:
+    """A stacked bar of verdict counts (the findings' figure), each segment titled with its count."""
+    counts = Counter(e.claim.verdict for e in items)
+    total = max(1, sum(counts.values()))
+    segments = "".join(
+        f'<span title="{verdict_label(v, counts[v])}" style="display:inline-block;height:0.9em;'
+        f'width:{100 * counts[v] / total:.2f}%;background:{VERDICT_COLOURS[v]}"></span>'
+        for v in VERDICT_COLOURS if counts[v])
+    return f'<span class="verdict-bar" style="display:inline-block;width:12em;line-height:0">{segments}</span>'
+
+
+def headline(items: list[Entry], ledger_uri: str) -> str:
+    """A chapter's finding in one line: its largest miss (and the correction that holds), else that all hold."""
+    misses = [e for e in items if e.claim.verdict == "fails"]
+    if not misses:
+        approx = [e for e in items if e.claim.verdict != "holds"]
+        return ("every claim holds" if not approx else
+                f"no claim fails; {len(approx)} hold only within a stated % or are inconclusive")
+    e = max(misses, key=lambda m: m.claim.deviation_pct)
+    c = e.claim
+    link = f'<a href="{html.escape(ledger_uri)}#{e.anchor}">{e.chapter}.{e.number}</a>'
+    off = f"{c.deviation_pct:.0f}% off" if c.deviation_pct < 1e4 else "off by orders of magnitude"
+    text = (f"{len(misses)} of {len(items)} fail; the largest miss ({link}): {html.escape(c.statement)}: predicted "
+            f"{fmt(c.predicted)}, measured {fmt(c.measured)} ({off})")
+    if c.corrected is not None:
+        text += f"; corrected {fmt(c.corrected)} {html.escape(str(c.corrected_verdict))}"
+    return text
+
+
+def findings_html(items: list[Entry], uri: dict[str, str], ledger_uri: str) -> str:
+    """Per chapter (strongest evidence only): link, verdict bar, evidence scales, and headline."""
+    strong = strongest(items)
+    rows = []
+    for chapter in dict.fromkeys(e.chapter for e in strong):
+        mine = [e for e in strong if e.chapter == chapter]
+        scales = ", ".join(sorted({e.scale for e in mine}, key=lambda s: -SCALE_RANK.get(s, -1)))
+        rows.append(f'<tr><td><a href="{html.escape(uri[chapter])}">{html.escape(mine[0].title)}</a><br>'
+                    f"{bar_html(mine)}<br><small>{len(mine)} claims; evidence: {html.escape(scales)}</small></td>"
+                    f"<td>{headline(mine, ledger_uri)}</td></tr>")
+    legend = " ".join(f'<span style="color:{c};font-weight:bold">■ {v}</span>' for v, c in VERDICT_COLOURS.items())
+    return (claims_table_css() + summary_html(strong, "each at its strongest evidence") + f"<p>{legend}</p>"
+            '<table class="claims-table"><colgroup><col style="width:16em"><col></colgroup><thead><tr>'
+            f'<th>chapter</th><th>finding</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
 
 
 def claims_dir(app: Sphinx) -> Path:
@@ -57,41 +300,100 @@ def _chapters(app: Sphinx) -> list[tuple[str, ChapterClaims]]:
     return sorted(found, key=lambda dc: (order.get(dc[0], len(order)), dc[0]))
 
 
-def ledger_html(app: Sphinx, fromdoc: str) -> str:
-    """Summary line and one table per chapter, linked to the chapters."""
-    chapters = _chapters(app)
-    if not chapters:
-        return "<p><strong>No chapter recorded any claim in this build.</strong></p>"
-    counts = Counter(c.verdict for _, ch in chapters for c in ch.claims)
-    summary = ", ".join(
-        f'<span style="color:{VERDICT_COLOURS[v]};font-weight:bold">{counts[v]} {v}</span>' for v in VERDICT_COLOURS
-    )
-    parts = [f"<p>{sum(counts.values())} claims from {len(chapters)} chapter(s): {summary}.</p>"]
-    for docname, chapter in chapters:
-        link = app.builder.get_relative_uri(fromdoc, docname)
-        parts.append(f'<h2><a href="{html.escape(link)}">{html.escape(chapter.title)}</a></h2>')
-        parts.append(claims_html(chapter.claims))
-    return "\n".join(parts)
+_DIRECTIVE = re.compile(r"(\{(claims-ledger|findings)\})|(\.\. (claims-ledger|findings)::)")
 
 
-def _on_doctree_resolved(app: Sphinx, doctree: nodes.document, docname: str) -> None:
-    for node in list(doctree.findall(claims_ledger_node)):
-        if app.builder.format == "html":
-            node.replace_self(nodes.raw("", ledger_html(app, docname), format="html"))
-        else:
-            node.replace_self(nodes.paragraph(text="The claims ledger is part of the HTML book."))
+def _uses(source: str) -> bool:
+    """Whether a MyST or reST source holds a ledger or findings directive."""
+    return bool(_DIRECTIVE.search(source))
+
+
+def _ledger_docs(app: Sphinx) -> set[str]:
+    """The documents with a ledger or findings directive: they are read last, after every chapter has run."""
+    out = set()
+    for doc in app.env.found_docs:
+        path = Path(app.env.doc2path(doc))
+        if path.suffix in (".md", ".rst") and path.is_file() and _uses(path.read_text(encoding="utf-8")):
+            out.add(doc)
+    return out
+
+
+def _relative(app: Sphinx, fromdoc: str, todoc: str) -> str:
+    return os.path.relpath(todoc, os.path.dirname(fromdoc) or ".") + app.builder.out_suffix if \
+        hasattr(app.builder, "out_suffix") else todoc
+
+
+class ClaimsLedgerDirective(SphinxDirective):
+    """``{claims-ledger}``: filters, then one section per chapter with its claims."""
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        app = self.env.app
+        chapters = _chapters(app)
+        if not chapters:
+            return [nodes.paragraph(text="No chapter recorded any claim in this build.")]
+        items = entries(chapters)
+        strong = {e.anchor for e in strongest(items)}
+        out: list[nodes.Node] = [nodes.raw("", summary_html(items, "at every scale") + filters_html(items),
+                                           format="html")]
+        for doc, chapter in chapters:
+            mine = [e for e in items if e.chapter == chapter.chapter]
+            section = nodes.section(ids=[f"ledger-{chapter.chapter}"], classes=["ledger-chapter"])
+            section += nodes.title(text=chapter.title)
+            link = _relative(app, self.env.docname, doc)
+            section += nodes.raw("", f'<p><a href="{html.escape(link)}">read the chapter</a> · '
+                                 f"{len(mine)} claims</p>" + table_html(mine, strong), format="html")
+            out.append(section)
+        return out
+
+
+class FindingsDirective(SphinxDirective):
+    """``{findings}``: the findings at a glance, per chapter."""
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        app = self.env.app
+        chapters = _chapters(app)
+        if not chapters:
+            return [nodes.paragraph(text="No chapter recorded any claim in this build.")]
+        ledger = next((d for d in _ledger_docs(app) if d.endswith("ledger")), "ledger")
+        uri = {ch.chapter: _relative(app, self.env.docname, doc) for doc, ch in chapters}
+        return [nodes.raw("", findings_html(entries(chapters), uri, _relative(app, self.env.docname, ledger)),
+                          format="html")]
+
+
+def _on_env_before_read_docs(app: Sphinx, env: Any, docnames: list[str]) -> None:
+    """Read the ledger and findings pages after every chapter (the chapters write the claims they show)."""
+    last = _ledger_docs(app)
+    docnames.sort(key=lambda d: d in last)
 
 
 def _on_env_get_outdated(app: Sphinx, env: Any, added: set[str], changed: set[str], removed: set[str]) -> list[str]:
-    """The ledger is rebuilt whenever a build runs: the chapters' claims may have changed while its source did not."""
-    return [d for d in env.found_docs if Path(d).name == "ledger"]
+    """The ledger and findings are rebuilt whenever a build runs: the claims may have changed, their source not."""
+    return sorted(_ledger_docs(app))
+
+
+def _on_build_finished(app: Sphinx, exception: Exception | None) -> None:
+    """Write claims.csv and claims.json beside the ledger page."""
+    if exception is not None or app.builder.format != "html":
+        return
+    items = entries(_chapters(app))
+    for doc in _ledger_docs(app):
+        if doc.endswith("ledger"):
+            folder = Path(app.outdir) / os.path.dirname(doc)
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "claims.csv").write_text(to_csv(items), encoding="utf-8")
+            (folder / "claims.json").write_text(to_json(items), encoding="utf-8")
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    """Register the directive, its node and the build events."""
-    app.add_node(claims_ledger_node)
-    app.add_directive("claims-ledger", ClaimsLedgerDirective)
+    """Register the directives and the build events."""
+    app.add_directive(LEDGER_DOC_DIRECTIVE, ClaimsLedgerDirective)
+    app.add_directive("findings", FindingsDirective)
     app.connect("builder-inited", _on_builder_inited)
-    app.connect("doctree-resolved", _on_doctree_resolved)
+    app.connect("env-before-read-docs", _on_env_before_read_docs)
     app.connect("env-get-outdated", _on_env_get_outdated)
-    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
+    app.connect("build-finished", _on_build_finished)
+    return {"version": "2", "parallel_read_safe": False, "parallel_write_safe": True}

@@ -24,4 +24,6 @@ start=$(date +%s)
 .venv/bin/jupyter-book build . --config "$config" -W --keep-going 2>&1 |
   .venv/bin/python scripts/book_progress.py
 echo "$stamp" > _build/.analysis-stamp
+# what a reader would notice: captions, lists, unrendered syntax, GPU status, ledger ids and downloads
+.venv/bin/python -m analysis.html_check _build/html
 echo "book: done in $(( $(date +%s) - start )) s; open _build/html/index.html"

@@ -101,13 +101,16 @@ def test_bench_smoke_runs_every_implementation_and_states_every_claim():
     data = fb.run(fb.CONFIGS["smoke"])
     assert {r["implementation"] for r in data["rows"] if r["status"] == "ok"} == set(fb.IMPLEMENTATIONS + fb.LAYERS)
     keys = {c.key.rsplit("-smoke", 1)[0] for c in fb.claims(data, "smoke")}
-    assert keys == {"quad-overtakes-transformer", "quad-lean-overtakes-transformer", "quad-batch", "flash-linear-time",
+    assert keys == {"quad-overtakes-transformer", "quad-lean-overtakes-transformer", "quad-batch", "quad-batch-unfused",
+                    "flash-linear-time",
                     "flash-linear-activation", "lean-gau-over-peer-matched", "lean-gau-over-peer-defaults",
                     "lean-gau-memory-linear"}
     s = fb.summary(data)
     # the lean stack saves less per sequence than the dense one; the byte counts are deterministic
     saved = s["saved_bytes_per_sequence_at"]
     assert saved["FLASH-Quad lean (ours)"] < saved["FLASH-Quad (ours)"]
+    # the Transformer++ with explicit attention stores its softmax: more than the fused kernel saves
+    assert s["unfused_transformer_saved_bytes_per_sequence"] > saved["Transformer++"]
     assert s["lean_layer_memory_exponent"] == pytest.approx(1.0, abs=0.02)
     assert "FLASH-Quad" in fb.table(data) and "matched" in fb.table(data)
 

@@ -1,28 +1,65 @@
+import csv
+import io
 import json
 
 from sphinx.cmd.build import build_main
 
+from analysis.sphinx_ledger import claim_scale, strongest
 from analysis.verify import ChapterClaims, Claim
 
 
-def test_ledger_page_is_generated_from_chapter_claims(tmp_path):
+def build(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
     (src / "conf.py").write_text("extensions = ['analysis.sphinx_ledger']\n")
-    (src / "index.rst").write_text("Book\n====\n\n.. toctree::\n\n   chap\n   ledger\n")
+    (src / "index.rst").write_text("Book\n====\n\n.. findings::\n\n.. toctree::\n\n   chap\n   ledger\n")
     (src / "chap.rst").write_text("Chapter\n=======\n\nText.\n")
     (src / "ledger.rst").write_text("Ledger\n======\n\n.. claims-ledger::\n")
     out = tmp_path / "build" / "html"
     claims_dir = tmp_path / "build" / "claims"
     claims_dir.mkdir(parents=True)
     ch = ChapterClaims("chap", "The chapter")
-    ch.claims.append(Claim("c1", "first statement", "src", 1.0, 1.0, 0.0, 0.0, "exact"))
-    ch.claims.append(Claim("c2", "second statement", "src", 1.0, 3.0, 0.0, 0.1, "3 sigma"))
+    ch.claims.append(Claim("c1-smoke", "first statement", "src", 1.0, 1.0, 0.0, 0.0, "exact"))
+    ch.claims.append(Claim("c2-smoke", "second statement", "src", 1.0, 3.0, 0.0, 0.1, "3 sigma"))
+    ch.claims.append(Claim("c2-recorded-cpu", "second statement", "src", 1.0, 5.0, 0.0, 0.1, "3 sigma",
+                           corrected=5.0, corrected_note="the fix"))
     ch.save(claims_dir)
     # a claims file of a chapter that is not in the book is ignored
     (claims_dir / "gone.json").write_text(json.dumps({"chapter": "gone", "title": "Gone", "claims": []}))
     assert build_main(["-q", "-b", "html", str(src), str(out)]) == 0
+    return out
+
+
+def test_ledger_page_is_generated_from_chapter_claims(tmp_path):
+    out = build(tmp_path)
     html = (out / "ledger.html").read_text()
-    assert "2 claims from 1 chapter(s)" in html
+    assert "3 claims from 1 chapter(s)" in html and "1 holds" in html and "2 fail" in html
     assert "first statement" in html and "second statement" in html
     assert 'href="chap.html"' in html and "Gone" not in html
+    # stable anchors, numbers, a section per chapter (so a contents entry), filters and downloads
+    for anchor in ('id="chap-c1-smoke"', 'id="chap-c2-smoke"', 'id="chap-c2-recorded-cpu"', 'id="ledger-chap"'):
+        assert anchor in html
+    assert ">chap.3</a>" in html and 'id="ledger-filters"' in html and 'href="claims.csv"' in html
+    assert "no corrected prediction yet" in html  # c2-smoke fails without a correction
+    assert 'data-strongest="0" id="chap-c2-smoke"' in html and 'data-strongest="1" id="chap-c2-recorded-cpu"' in html
+    rows = list(csv.DictReader(io.StringIO((out / "claims.csv").read_text())))
+    assert [r["id"] for r in rows] == ["chap-c1-smoke", "chap-c2-smoke", "chap-c2-recorded-cpu"]
+    assert [r["verdict"] for r in rows] == ["holds", "fails", "fails"]
+    assert rows[2]["scale"] == "cpu (recorded)" and rows[2]["corrected_verdict"] == "holds"
+    assert json.loads((out / "claims.json").read_text())[1]["measured"] == 3.0
+
+
+def test_findings_show_each_chapter_at_its_strongest_evidence(tmp_path):
+    out = build(tmp_path)
+    html = (out / "index.html").read_text()
+    assert "2 claims from 1 chapter(s), each at its strongest evidence" in html
+    assert "1 of 2 fail" in html and 'href="ledger.html#chap-c2-recorded-cpu"' in html
+    assert "predicted 1, measured 5 (400% off); corrected 5 holds" in html
+    assert "evidence: cpu (recorded), smoke (live)" in html
+
+
+def test_claim_scale_and_strongest():
+    assert claim_scale("a-b-recorded-cpu") == ("a-b", "cpu (recorded)")
+    assert claim_scale("x-smoke") == ("x", "smoke (live)")
+    assert claim_scale("plain") == ("plain", "unlabelled")
+    assert strongest([]) == []

@@ -1,0 +1,100 @@
+"""Checks of the built HTML book, as a reader would notice its defects: ``python -m analysis.html_check _build/html``.
+
+Per chapter page: every figure has a caption; no list rendered as a paragraph of literal "- " items; no
+unrendered MyST syntax (glue, roles, directives); the page says whether a GPU-scale run exists. On the ledger
+page: every claim row has an id, and ``claims.csv`` / ``claims.json`` beside it list the same ids. The landing
+page shows the findings. Exit status 1 with one line per problem.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import sys
+from pathlib import Path
+
+UNRENDERED = re.compile(r"\{(glue|glue:text|glue:md|glue:figure|cite|eq|numref|ref|doc)\}`|```\{|\{claims-ledger\}")
+RUN_ON_LIST = re.compile(r"<p>\s*-\s")
+FIGURE = re.compile(r"<figure\b.*?</figure>", re.S)
+LEDGER_ROW = re.compile(r"<tr\b[^>]*\bdata-chapter=[^>]*>")
+ROW_ID = re.compile(r'\bid="([^"]+)"')
+TAGS = re.compile(r"<script\b.*?</script>|<style\b.*?</style>|<[^>]+>", re.S)
+
+
+def text_of(page: str) -> str:
+    """The page's visible text (scripts, styles and tags removed)."""
+    main = page.split('<main', 1)[-1]
+    return TAGS.sub(" ", main)
+
+
+def chapter_problems(name: str, page: str) -> list[str]:
+    """Defects of one chapter page."""
+    out = []
+    for i, fig in enumerate(FIGURE.findall(page), 1):
+        if "<figcaption" not in fig:
+            out.append(f"{name}: figure {i} has no caption")
+    if RUN_ON_LIST.search(page):
+        out.append(f"{name}: a list is rendered as a paragraph of literal '- ' items")
+    text = text_of(page)
+    match = UNRENDERED.search(text)
+    if match:
+        out.append(f"{name}: unrendered MyST syntax {match.group(0)!r}")
+    if "GPU-scale run" not in text:
+        out.append(f"{name}: does not say whether a GPU-scale run exists")
+    return out
+
+
+def ledger_problems(folder: Path, page: str) -> list[str]:
+    """Defects of the ledger page and its downloads."""
+    out = []
+    rows = LEDGER_ROW.findall(page)
+    ids = [m.group(1) for m in (ROW_ID.search(row) for row in rows) if m]
+    if not rows:
+        out.append("ledger: no claim rows")
+    if len(ids) != len(rows):
+        out.append(f"ledger: {len(rows) - len(ids)} of {len(rows)} claim rows have no id")
+    if len(set(ids)) != len(ids):
+        out.append("ledger: claim ids are not unique")
+    for name in ("claims.csv", "claims.json"):
+        if not (folder / name).is_file():
+            out.append(f"ledger: {name} is missing")
+    if not out:
+        with open(folder / "claims.csv", newline="", encoding="utf-8") as f:
+            csv_ids = [r["id"] for r in csv.DictReader(f)]
+        json_ids = [r["id"] for r in json.loads((folder / "claims.json").read_text(encoding="utf-8"))]
+        if csv_ids != ids or json_ids != ids:
+            out.append("ledger: claims.csv / claims.json do not list the page's claims")
+    return out
+
+
+def problems(site: Path) -> list[str]:
+    """Every defect found in the built book at ``site`` (the HTML output folder)."""
+    book = site / "book"
+    ledger = book / "ledger.html"
+    out = []
+    if not ledger.is_file():
+        return [f"{ledger} does not exist: build the book first"]
+    out += ledger_problems(book, ledger.read_text(encoding="utf-8"))
+    intro = book / "intro.html"
+    if intro.is_file() and "each at its strongest evidence" not in intro.read_text(encoding="utf-8"):
+        out.append("intro: the findings at a glance are missing")
+    for page in sorted(book.glob("*.html")):
+        if page.stem not in ("ledger", "intro"):
+            out += chapter_problems(page.stem, page.read_text(encoding="utf-8"))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print each problem on a line; status 1 when there is any."""
+    args = sys.argv[1:] if argv is None else argv
+    site = Path(args[0] if args else "_build/html")
+    found = problems(site)
+    for p in found:
+        print(p)
+    print(f"html check: {len(found)} problem(s) in {site}")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,97 @@
+"""Multi-query associative recall: a synthetic task whose difficulty is the number of keys a query chooses among.
+
+Arora et al. 2023 (Zoology) show that the gap between attention and its cheaper substitutes is explained almost
+entirely by recall, and that this task reproduces it at small scale. Here the number of pairs, the vocabulary and
+the length are set independently, every sequence is generated from a seed, and a model is scored per query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+IGNORE = -100  # target of the positions that are not scored (torch's cross-entropy ignore_index)
+
+
+@dataclass(frozen=True)
+class RecallTask:
+    """Multi-query associative recall (Arora et al. 2023, Zoology): ``pairs`` key-value pairs, then the keys again,
+    each at a random place in the rest of the sequence; the target at a query is the value stored with its key.
+
+    Tokens: 0 is filler; keys are 1 .. K and values K+1 .. vocab-1, with K = (vocab - 1) // 2. The keys of one
+    sequence are distinct, and so are its values, so a query chooses among exactly ``pairs`` values: a model that
+    has learnt which tokens are values but cannot recall scores 1/pairs, the chance level.
+    """
+
+    pairs: int
+    length: int
+    vocab: int = 256
+    queries: int | None = None  # queried keys per sequence; default every key once
+
+    def __post_init__(self) -> None:
+        for name in ("pairs", "length", "vocab"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer; got {value!r}")
+        if self.vocab < 5:
+            raise ValueError(f"vocab must be at least 5 (filler, 2 keys, 2 values); got {self.vocab}")
+        if self.pairs > self.key_count or self.pairs > self.vocab - 1 - self.key_count:
+            raise ValueError(f"pairs ({self.pairs}) must not exceed the {self.key_count} keys and "
+                             f"{self.vocab - 1 - self.key_count} values of a vocabulary of {self.vocab}")
+        q = self.num_queries
+        if not isinstance(q, int) or not 1 <= q <= self.pairs:
+            raise ValueError(f"queries must be an integer in [1, pairs = {self.pairs}]; got {self.queries!r}")
+        if self.length < 2 * self.pairs + q:
+            raise ValueError(f"length must hold the {2 * self.pairs} tokens of the pairs and {q} queries "
+                             f"(at least {2 * self.pairs + q}); got {self.length}")
+
+    @property
+    def key_count(self) -> int:
+        """K = (vocab - 1) // 2: tokens 1..K are keys."""
+        return (self.vocab - 1) // 2
+
+    @property
+    def num_queries(self) -> int:
+        """Queries per sequence."""
+        return self.pairs if self.queries is None else self.queries
+
+    @property
+    def chance(self) -> float:
+        """1 / pairs: the accuracy of a guess among the sequence's values."""
+        return 1.0 / self.pairs
+
+    def batch(self, size: int, seed: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """``size`` sequences (inputs, targets), each (size, length); targets are IGNORE except at the queries."""
+        if not isinstance(size, int) or size < 1:
+            raise ValueError(f"size must be a positive integer; got {size!r}")
+        rng = np.random.default_rng(seed)
+        p, q, k = self.pairs, self.num_queries, self.key_count
+        inputs = np.zeros((size, self.length), dtype=np.int64)
+        targets = np.full((size, self.length), IGNORE, dtype=np.int64)
+        region = self.length - 2 * p
+        for i in range(size):
+            keys = rng.choice(k, size=p, replace=False) + 1
+            values = rng.choice(self.vocab - 1 - k, size=p, replace=False) + 1 + k
+            inputs[i, 0 : 2 * p : 2], inputs[i, 1 : 2 * p : 2] = keys, values
+            asked = rng.choice(p, size=q, replace=False)
+            where = 2 * p + rng.choice(region, size=q, replace=False)
+            inputs[i, where], targets[i, where] = keys[asked], values[asked]
+        return inputs, targets
+
+
+def recall_metrics(logits: torch.Tensor, targets: torch.Tensor) -> tuple[float, float]:
+    """Per-query accuracy (argmax = target) and mean cross-entropy (nats) over the positions whose target is not
+    IGNORE; logits (..., vocab), targets (...)."""
+    if logits.shape[:-1] != targets.shape:
+        raise ValueError(f"logits {tuple(logits.shape)} and targets {tuple(targets.shape)} must agree but for the "
+                         "last axis")
+    scored = targets != IGNORE
+    if not bool(scored.any()):
+        raise ValueError("no scored position (every target is IGNORE)")
+    chosen, answers = logits[scored], targets[scored]
+    accuracy = float((chosen.argmax(-1) == answers).double().mean())
+    loss = float(torch.nn.functional.cross_entropy(chosen.double(), answers))
+    return accuracy, loss

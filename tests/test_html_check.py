@@ -1,0 +1,41 @@
+import csv
+import json
+
+from analysis import html_check as hc
+
+
+def test_chapter_defects_are_found():
+    good = ('<main><figure><img src="a.png"><figcaption>Fig. 1</figcaption></figure>'
+            "<ul><li>a: <strong>holds</strong></li></ul><p>No GPU-scale run of x has been recorded yet.</p></main>")
+    assert hc.chapter_problems("c", good) == []
+    bad = ('<main><figure><img src="a.png"></figure><p>- a: <strong>holds</strong> - b</p>'
+           "<p>see {glue:text}`x`</p></main>")
+    found = hc.chapter_problems("c", bad)
+    assert any("figure 1 has no caption" in p for p in found)
+    assert any("literal '- '" in p for p in found)
+    assert any("unrendered MyST" in p for p in found)
+    assert any("GPU-scale run" in p for p in found)
+
+
+def write(folder, ids):
+    with open(folder / "claims.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["id"])
+        w.writeheader()
+        w.writerows({"id": i} for i in ids)
+    (folder / "claims.json").write_text(json.dumps([{"id": i} for i in ids]))
+
+
+def test_ledger_defects_are_found(tmp_path):
+    page = '<tr data-strongest="1" id="c-a" data-chapter="c"><td></td></tr><tr id="c-b" data-chapter="c"></tr>'
+    write(tmp_path, ["c-a", "c-b"])
+    assert hc.ledger_problems(tmp_path, page) == []
+    write(tmp_path, ["c-a"])
+    assert hc.ledger_problems(tmp_path, page) == ["ledger: claims.csv / claims.json do not list the page's claims"]
+    no_id = '<tr data-chapter="c"><td></td></tr><tr id="c-b" data-chapter="c"></tr>'
+    assert "ledger: 1 of 2 claim rows have no id" in hc.ledger_problems(tmp_path, no_id)
+    (tmp_path / "claims.json").unlink()
+    assert "ledger: claims.json is missing" in hc.ledger_problems(tmp_path, page)
+
+
+def test_missing_book_is_one_problem(tmp_path):
+    assert hc.main([str(tmp_path)]) == 1
