@@ -36,7 +36,8 @@ from analysis.theory import flash_counts as fc
 from analysis.verify import Claim
 
 NAME = "flash-bench"
-DATA_VERSION = 2  # raised when the layout of run()'s data changes (2: the lean stack and the single-layer sweep)
+DATA_VERSION = 3  # raised when the layout or meaning of run()'s data changes (2: the lean stack and the single-layer
+# sweep; 3: peak memory is the point's own high-water mark, not one inherited from the parent)
 SOURCE = "Su 2022, kexue.fm/archives/8934; Hua et al. 2022"
 TARGET = "this book's target for its GAU layer"
 IMPLEMENTATIONS = ("FLASH-Quad (ours)", "FLASH-Quad lean (ours)", "FLASH (ours)", "Transformer++", "FLASH-pytorch GAU",
@@ -237,7 +238,21 @@ def measure_point(cfg: Config, name: str, n: int) -> dict[str, Any]:
     median = statistics.median(timed)
     return {**row, "status": "ok", "seconds": median, "all_seconds": timed, "tokens_per_s": batch * n / median,
             "first_forward_seconds": first_forward, "first_step_seconds": times[0],
-            "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+            "peak_rss_bytes": peak_resident_bytes()}
+
+
+def peak_resident_bytes() -> int:
+    """This process's peak resident memory: VmHWM of /proc/self/status, the high-water mark of its own address
+    space (ru_maxrss instead keeps the parent's high-water mark across fork and exec); ru_maxrss where there is no
+    /proc."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def _child(cfg: Config, name: str, n: int) -> dict[str, Any]:
