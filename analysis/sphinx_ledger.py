@@ -36,7 +36,8 @@ from analysis.verify import CLAIMS_DIR_ENV, VERDICT_COLOURS, ChapterClaims, Clai
 LEDGER_DOC_DIRECTIVE = "claims-ledger"
 _LABEL = re.compile(r"-(recorded-(?:cpu|gpu)|smoke|cpu|gpu)$")
 # evidence, weakest first: a live smoke run exercises the code; records and live cpu / gpu runs measure
-SCALE_RANK = {"smoke (live)": 0, "cpu (live)": 1, "cpu (recorded)": 2, "gpu (live)": 3, "gpu (recorded)": 4}
+SCALE_RANK = {"smoke (live)": 0, "cpu (live)": 1, "cpu (recorded)": 2, "gpu (live)": 3, "gpu (recorded)": 4,
+              "computed": 5}
 SIGNS = {"equal": "=", "upper_bound": "≤", "lower_bound": "≥"}
 CSV_FIELDS = ("id", "chapter", "number", "key", "scale", "statement", "source", "kind", "predicted", "measured",
               "uncertainty", "tolerance", "tolerance_basis", "unit", "verdict", "verdict_text", "corrected",
@@ -47,7 +48,7 @@ def claim_scale(key: str) -> tuple[str, str]:
     """(the key without its run label, the scale of its evidence) from a claim key such as 'x-recorded-cpu'."""
     match = _LABEL.search(key)
     if not match:
-        return key, "unlabelled"
+        return key, "computed"  # a closed form or quadrature, no run
     label = match.group(1)
     scale = f"{label.split('-')[1]} (recorded)" if label.startswith("recorded") else f"{label} (live)"
     return key[: match.start()], scale
@@ -117,7 +118,9 @@ def to_json(items: list[Entry]) -> str:
 
 def verdict_label(verdict: str, count: int) -> str:
     """'12 hold', '1 holds within a stated %', ...: a summary phrase that matches the rows' wording."""
-    words = {"holds": ("holds", "hold"), "holds approximately": ("holds within X%", "hold within X%"),
+    words = {"holds": ("holds", "hold"), "holds approximately": ("holds only approximately (within a % stated "
+                                                                 "per claim)", "hold only approximately (within "
+                                                                 "a % stated per claim)"),
              "inconclusive": ("is inconclusive", "are inconclusive"), "fails": ("fails", "fail")}[verdict]
     return f"{count} {words[0] if count == 1 else words[1]}"
 
@@ -126,10 +129,10 @@ def _row_html(e: Entry) -> str:
     c = e.claim
     colour = VERDICT_COLOURS[c.verdict]
     if c.corrected is not None:
-        corrected = (f"{fmt(c.corrected)} ({html.escape(str(c.corrected_verdict))})"
+        corrected = (f"<br>corrected: {fmt(c.corrected)} ({html.escape(str(c.corrected_verdict))})"
                      + (f"<br><small>{html.escape(c.corrected_note)}</small>" if c.corrected_note else ""))
     elif c.verdict == "fails":
-        corrected = "<small>no corrected prediction yet</small>"
+        corrected = "<br><small>no corrected prediction yet</small>"
     else:
         corrected = ""
     alternative = "" if c.alternative is None else (
@@ -137,22 +140,20 @@ def _row_html(e: Entry) -> str:
     search = html.escape(f"{c.statement} {c.source} {c.key}".lower(), quote=True)
     return (f'<tr id="{e.anchor}" data-chapter="{e.chapter}" data-verdict="{c.verdict}" '
             f'data-scale="{html.escape(e.scale)}" data-text="{search}">'
-            f'<td><a href="#{e.anchor}">{e.chapter}.{e.number}</a></td>'
+            f'<td><a href="#{e.anchor}">{e.chapter}.{e.number}</a><br><small>{html.escape(e.scale)}</small></td>'
             f"<td>{html.escape(c.statement)}<br><small>{html.escape(c.source)}</small></td>"
-            f"<td>{html.escape(e.scale)}</td>"
-            f"<td>{SIGNS[c.kind]} {fmt(c.predicted)} {html.escape(c.unit)}</td>"
-            f"<td>{fmt(c.measured)} ± {fmt(c.uncertainty, 2)}</td>"
+            f"<td>{SIGNS[c.kind]} {fmt(c.predicted)} {html.escape(c.unit)}<br>{fmt(c.measured)} ± "
+            f"{fmt(c.uncertainty, 2)}</td>"
             f"<td>{fmt(c.tolerance, 2)}<br><small>{html.escape(c.tolerance_basis)}</small>{alternative}</td>"
-            f'<td style="color:{colour};font-weight:bold">{html.escape(c.verdict_text())}</td>'
-            f"<td>{corrected}</td></tr>")
+            f'<td><span style="color:{colour};font-weight:bold">{html.escape(c.verdict_text())}</span>'
+            f"{corrected}</td></tr>")
 
 
 LEDGER_CSS = (
-    "table.ledger-table{table-layout:fixed;width:100%}"
-    "table.ledger-table col.c-num{width:5.5em}table.ledger-table col.c-scale{width:6.5em}"
-    "table.ledger-table col.c-pred,table.ledger-table col.c-meas{width:7.5em}"
-    "table.ledger-table col.c-tol{width:17%}table.ledger-table col.c-verdict{width:7.5em}"
-    "table.ledger-table col.c-corr{width:15%}table.ledger-table td{overflow-wrap:anywhere}"
+    "div.ledger-scroll{overflow-x:auto}table.ledger-table{table-layout:fixed;width:100%;min-width:46em}"
+    "table.ledger-table col.c-num{width:6.5em}table.ledger-table col.c-values{width:8.5em}"
+    "table.ledger-table col.c-tol{width:22%}table.ledger-table col.c-verdict{width:20%}"
+    "table.ledger-table td{overflow-wrap:break-word}"
     ".ledger-filters{display:flex;flex-wrap:wrap;gap:0.6em;align-items:center;margin:0.5em 0 1em}"
     ".ledger-filters select,.ledger-filters input{font-size:0.9em;padding:0.15em 0.3em}"
 )
@@ -214,13 +215,13 @@ def filters_html(items: list[Entry]) -> str:
 
 def table_html(items: list[Entry], strong: set[str]) -> str:
     """One chapter's claims as a table; rows with the strongest evidence are marked for the default filter."""
-    head = ["#", "claim", "scale", "predicted", "measured ± error", "tolerance (basis)", "verdict", "corrected"]
-    cols = ["c-num", "c-claim", "c-scale", "c-pred", "c-meas", "c-tol", "c-verdict", "c-corr"]
+    head = ["# / scale", "claim", "predicted<br>measured ± error", "tolerance (basis)", "verdict / corrected"]
+    cols = ["c-num", "c-claim", "c-values", "c-tol", "c-verdict"]
     rows = "".join(_row_html(e).replace("<tr ", f'<tr data-strongest="{int(e.anchor in strong)}" ', 1)
                    for e in items)
-    return (claims_table_css() + '<table class="claims-table ledger-table"><colgroup>'
+    return (claims_table_css() + '<div class="ledger-scroll"><table class="claims-table ledger-table"><colgroup>'
             + "".join(f'<col class="{c}">' for c in cols) + "</colgroup><thead><tr>"
-            + "".join(f"<th>{h}</th>" for h in head) + f"</tr></thead><tbody>{rows}</tbody></table>")
+            + "".join(f"<th>{h}</th>" for h in head) + f"</tr></thead><tbody>{rows}</tbody></table></div>")
 
 
 def summary_html(items: list[Entry], what: str) -> str:
@@ -261,9 +262,16 @@ def headline(items: list[Entry], ledger_uri: str) -> str:
     return text
 
 
+def measured(items: list[Entry]) -> list[Entry]:
+    """The entries that are measurements: a chapter's smoke-scale claims are dropped when it has any other."""
+    chapters_measured = {e.chapter for e in items if e.scale != "smoke (live)"}
+    return [e for e in items if e.scale != "smoke (live)" or e.chapter not in chapters_measured]
+
+
 def findings_html(items: list[Entry], uri: dict[str, str], ledger_uri: str) -> str:
-    """Per chapter (strongest evidence only): link, verdict bar, evidence scales, and headline."""
-    strong = strongest(items)
+    """Per chapter (strongest evidence only, smoke runs left out where a chapter has measurements): link, verdict
+    bar, evidence scales, and headline."""
+    strong = measured(strongest(items))
     rows = []
     for chapter in dict.fromkeys(e.chapter for e in strong):
         mine = [e for e in strong if e.chapter == chapter]
