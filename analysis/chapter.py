@@ -11,13 +11,16 @@ available (a gpu record, else a cpu record, else the live run).
 
 from __future__ import annotations
 
+import json
+import os
 import textwrap
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from analysis.scale import Scale, current_scale
-from analysis.verify import ChapterClaims, Claim
+from analysis.verify import CLAIMS_DIR_ENV, ChapterClaims, Claim
 
 RECORDED_ORDER: tuple[Scale, ...] = ("cpu", "gpu")  # ascending: the last one present is the strongest evidence
 
@@ -165,13 +168,29 @@ def open_chapter(doc: str, title: str, *experiments: str, directory: str | None 
 
     scale = current_scale()
     chapter = Chapter(doc, title, scale, ChapterClaims(doc, title))
+    timings: dict[str, float] = {}
     for name in experiments:
         module = get_experiment(name)
-        runs = runs_for(name, scale, *_run_live(name, scale), directory)
+        data, seconds = _run_live(name, scale)
+        timings[name] = seconds
+        runs = runs_for(name, scale, data, seconds, directory)
         chapter.runs[name] = runs
         for run in runs:
             print(textwrap.fill(f"{name}: {run.note}", width=72, subsequent_indent="    "))  # fits the page width
             for claim in module.claims(run.data, run.key):
                 chapter.claims.record(claim)
                 chapter.keys.setdefault(name, set()).add(claim.key)
+    save_timings(doc, scale, timings)
     return chapter
+
+
+def save_timings(doc: str, scale: str, seconds: dict[str, float]) -> Path | None:
+    """During a book build, write the live runs' wall times to $ANALYSIS_CLAIMS_DIR/runs/<doc>.json (for the
+    reproduction page); nothing outside a build."""
+    folder = os.environ.get(CLAIMS_DIR_ENV)
+    if not folder:
+        return None
+    path = Path(folder) / "runs" / f"{doc}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"chapter": doc, "scale": scale, "seconds": seconds}))
+    return path

@@ -76,11 +76,14 @@ def problems(site: Path) -> list[str]:
     if not ledger.is_file():
         return [f"{ledger} does not exist: build the book first"]
     out += ledger_problems(book, ledger.read_text(encoding="utf-8"))
+    reproduce = book / "reproduce.html"
+    if reproduce.is_file() and "regenerate" not in reproduce.read_text(encoding="utf-8"):
+        out.append("reproduce: the table of experiments is missing")
     intro = book / "intro.html"
     if intro.is_file() and "each at its strongest evidence" not in intro.read_text(encoding="utf-8"):
         out.append("intro: the findings at a glance are missing")
     for page in sorted(book.glob("*.html")):
-        if page.stem not in ("ledger", "intro"):
+        if page.stem not in ("ledger", "intro", "reproduce"):
             out += chapter_problems(page.stem, page.read_text(encoding="utf-8"))
     return out
 

@@ -9,6 +9,8 @@ chapter, so that the directives can build real sections (with ids, and so a cont
   are written beside the page.
 * ``findings``: per chapter, a bar of its verdicts, the scale of its evidence, and a headline built from its
   claims (the largest miss and what holds instead), linked to the claim in the ledger.
+* ``reproduce``: per experiment, this build's live time, its records (wall time, date, commit, current or stale),
+  the gpu estimate, and the command that regenerates it.
 
 Nothing in either is written by hand.
 """
@@ -30,8 +32,15 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
-from analysis.verify import CLAIMS_DIR_ENV, VERDICT_COLOURS, ChapterClaims, Claim, claims_table_css, fmt, \
-    load_chapter_claims
+from analysis.verify import (
+    CLAIMS_DIR_ENV,
+    VERDICT_COLOURS,
+    ChapterClaims,
+    Claim,
+    claims_table_css,
+    fmt,
+    load_chapter_claims,
+)
 
 LEDGER_DOC_DIRECTIVE = "claims-ledger"
 _LABEL = re.compile(r"-(recorded-(?:cpu|gpu)|smoke|cpu|gpu)$")
@@ -308,7 +317,7 @@ def _chapters(app: Sphinx) -> list[tuple[str, ChapterClaims]]:
     return sorted(found, key=lambda dc: (order.get(dc[0], len(order)), dc[0]))
 
 
-_DIRECTIVE = re.compile(r"(\{(claims-ledger|findings)\})|(\.\. (claims-ledger|findings)::)")
+_DIRECTIVE = re.compile(r"(\{(claims-ledger|findings|reproduce)\})|(\.\. (claims-ledger|findings|reproduce)::)")
 
 
 def _uses(source: str) -> bool:
@@ -372,6 +381,57 @@ class FindingsDirective(SphinxDirective):
                           format="html")]
 
 
+def chapter_timings(app: Sphinx) -> dict[str, tuple[str, str, float]]:
+    """experiment -> (chapter, scale, seconds) of this build's live runs, from the chapters' timing files."""
+    out: dict[str, tuple[str, str, float]] = {}
+    for file in sorted((claims_dir(app) / "runs").glob("*.json")):
+        d = json.loads(file.read_text(encoding="utf-8"))
+        for name, seconds in d["seconds"].items():
+            out[name] = (d["chapter"], d["scale"], float(seconds))
+    return out
+
+
+def reproduce_html(timings: dict[str, tuple[str, str, float]]) -> str:
+    """Per experiment: its chapter, this build's live time, its cpu record (wall time, date, commit, current or
+    stale), the gpu estimate, and the commands that regenerate it."""
+    from analysis.experiments import EXPERIMENTS, current_record
+    from analysis.plan import plan_experiment
+
+    head = ["experiment / chapter", "this build (live)", "cpu record", "gpu (estimated, not run)", "regenerate"]
+    rows = []
+    for name in EXPERIMENTS:
+        chapter, scale, seconds = timings.get(name, ("-", "-", float("nan")))
+        live = f"{seconds:.1f} s at {scale} scale" if chapter != "-" else "not run by this build"
+        records = []
+        for rec_scale in ("cpu", "gpu"):
+            record, stale = current_record(name, rec_scale)
+            if record is None:
+                records.append(f"no {rec_scale} record" if rec_scale == "cpu" else "")
+                continue
+            prov = record.provenance
+            state = "stale: " + "; ".join(stale) if stale else "current"
+            records.append(f"{float(prov.get('wall_time_s', float('nan'))):.0f} s, {str(prov.get('date', '?'))[:10]}, "
+                           f"commit {str(prov.get('git_commit', '?'))[:8]}"
+                           f"{' (uncommitted changes)' if prov.get('git_dirty') else ''} ({state})")
+        est = plan_experiment(name, "gpu", execute=False)
+        gpu = (f"{records[1]}" if records[1] else
+               f"{est.h100_minutes:.2g} H100 minutes at {100 * est.utilisation:.0f}%, {est.peak_memory_gb:.2g} GB")
+        rows.append(f"<tr><td><code>{name}</code><br><small>{html.escape(chapter)}</small></td>"
+                    f"<td>{html.escape(live)}</td><td>{html.escape(records[0])}</td><td>{html.escape(gpu)}</td>"
+                    f"<td><code>python -m analysis run {name} --scale cpu</code></td></tr>")
+    return (claims_table_css() + '<div class="ledger-scroll"><table class="claims-table"><thead><tr>'
+            + "".join(f"<th>{h}</th>" for h in head) + f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+
+
+class ReproduceDirective(SphinxDirective):
+    """``{reproduce}``: how long each experiment took in this build and in its records, and how to rerun it."""
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        return [nodes.raw("", reproduce_html(chapter_timings(self.env.app)), format="html")]
+
+
 def _on_env_before_read_docs(app: Sphinx, env: Any, docnames: list[str]) -> None:
     """Read the ledger and findings pages after every chapter (the chapters write the claims they show)."""
     last = _ledger_docs(app)
@@ -400,6 +460,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     """Register the directives and the build events."""
     app.add_directive(LEDGER_DOC_DIRECTIVE, ClaimsLedgerDirective)
     app.add_directive("findings", FindingsDirective)
+    app.add_directive("reproduce", ReproduceDirective)
     app.connect("builder-inited", _on_builder_inited)
     app.connect("env-before-read-docs", _on_env_before_read_docs)
     app.connect("env-get-outdated", _on_env_get_outdated)

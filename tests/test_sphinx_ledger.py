@@ -64,3 +64,13 @@ def test_claim_scale_and_strongest():
     assert claim_scale("x-smoke") == ("x", "smoke (live)")
     assert claim_scale("plain") == ("plain", "computed")
     assert strongest([]) == []
+
+
+def test_reproduce_table_lists_every_experiment_with_its_live_time(tmp_path):
+    from analysis.experiments import EXPERIMENTS
+    from analysis.sphinx_ledger import reproduce_html
+
+    html = reproduce_html({"flash-counts": ("flash", "smoke", 1.25)})
+    assert html.count("<tr>") == len(EXPERIMENTS) + 1
+    assert "1.2 s at smoke scale" in html and "not run by this build" in html
+    assert "python -m analysis run flash-bench --scale cpu" in html and "H100 minutes" in html
