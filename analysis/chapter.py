@@ -44,16 +44,26 @@ class RunSet:
         return f"{self.provenance}. STALE: {'; '.join(self.stale)}"
 
 
-def _live_provenance(scale: str, data: dict[str, Any], seconds: float) -> str:
+def _live_provenance(scale: str, data: dict[str, Any], seconds: float, seed: int | None = None) -> str:
     from analysis.results import provenance
 
     p = provenance(seconds)
     return (f"this build: {scale} scale on {data.get('device_type', 'unknown device')}, torch {p['torch']}, "
-            f"Python {p['python']}, commit {(p['git_commit'] or 'unknown')[:10]}, {seconds:.1f} s")
+            f"Python {p['python']}, commit {(p['git_commit'] or 'unknown')[:10]}"
+            f"{' (uncommitted changes)' if p.get('git_dirty') else ''}, "
+            f"{'' if seed is None else f'seed {seed}, '}{str(p.get('date', ''))[:10]}, {seconds:.1f} s")
 
 
-def _live_run(scale: str, live: dict[str, Any], seconds: float) -> RunSet:
-    return RunSet(f"this build ({scale} scale)", scale, live, _live_provenance(scale, live, seconds), (), scale)
+def _live_run(scale: str, live: dict[str, Any], seconds: float, seed: int | None = None) -> RunSet:
+    return RunSet(f"this build ({scale} scale)", scale, live, _live_provenance(scale, live, seconds, seed), (),
+                  scale)
+
+
+def _seed(name: str, scale: str) -> int | None:
+    """The seed of experiment ``name``'s config at ``scale``."""
+    from analysis.experiments import config_for, get_experiment
+
+    return getattr(config_for(get_experiment(name), scale), "seed", None)
 
 
 def _run_live(name: str, scale: str) -> tuple[dict[str, Any], float]:
@@ -80,7 +90,7 @@ def runs_for(name: str, scale: str, live: dict[str, Any], seconds: float = 0.0,
              directory: str | None = None) -> list[RunSet]:
     """The live run of experiment ``name`` at ``scale``, then its records at the other scales (cpu, then gpu)."""
     records = (_recorded_run(name, other, directory) for other in RECORDED_ORDER if other != scale)
-    return [_live_run(scale, live, seconds)] + [r for r in records if r is not None]
+    return [_live_run(scale, live, seconds, _seed(name, scale))] + [r for r in records if r is not None]
 
 
 @dataclass
@@ -159,7 +169,7 @@ def recorded(name: str, directory: str | None = None) -> RunSet:
         run = _recorded_run(name, scale, directory)
         if run is not None:
             return run
-    return _live_run("smoke", *_run_live(name, "smoke"))
+    return _live_run("smoke", *_run_live(name, "smoke"), _seed(name, "smoke"))
 
 
 def open_chapter(doc: str, title: str, *experiments: str, directory: str | None = None) -> Chapter:
