@@ -16,10 +16,10 @@ from pathlib import Path
 
 UNRENDERED = re.compile(r"\{(glue|glue:text|glue:md|glue:figure|cite|eq|numref|ref|doc)\}`|```\{|\{claims-ledger\}")
 RUN_ON_LIST = re.compile(r"<p>\s*-\s")
-FIGURE = re.compile(r"<figure\b.*?</figure>", re.S)
+FIGURE = re.compile(r"<figure\b.*?</figure>", re.DOTALL)
 LEDGER_ROW = re.compile(r"<tr\b[^>]*\bdata-chapter=[^>]*>")
 ROW_ID = re.compile(r'\bid="([^"]+)"')
-TAGS = re.compile(r"<script\b.*?</script>|<style\b.*?</style>|<[^>]+>", re.S)
+TAGS = re.compile(r"<script\b.*?</script>|<style\b.*?</style>|<[^>]+>", re.DOTALL)
 
 
 def text_of(page: str) -> str:

@@ -126,15 +126,14 @@ def to_json(items: list[Entry]) -> str:
 
 
 def verdict_label(verdict: str, count: int) -> str:
-    """'12 hold', '1 holds within a stated %', ...: a summary phrase that matches the rows' wording."""
-    words = {"holds": ("holds", "hold"), "holds approximately": ("holds only approximately (within a % stated "
-                                                                 "per claim)", "hold only approximately (within "
-                                                                 "a % stated per claim)"),
+    """'12 hold', '1 holds only approximately (...)', ...: a summary phrase that matches the rows' wording."""
+    within = "only approximately (within a % stated per claim)"
+    words = {"holds": ("holds", "hold"), "holds approximately": (f"holds {within}", f"hold {within}"),
              "inconclusive": ("is inconclusive", "are inconclusive"), "fails": ("fails", "fail")}[verdict]
     return f"{count} {words[0] if count == 1 else words[1]}"
 
 
-def _row_html(e: Entry) -> str:
+def _row_html(e: Entry, strongest_evidence: bool) -> str:
     c = e.claim
     colour = VERDICT_COLOURS[c.verdict]
     if c.corrected is not None:
@@ -147,7 +146,7 @@ def _row_html(e: Entry) -> str:
     alternative = "" if c.alternative is None else (
         f"<br><small>alternative {fmt(c.alternative)}: {html.escape(c.alternative_note)}</small>")
     search = html.escape(f"{c.statement} {c.source} {c.key}".lower(), quote=True)
-    return (f'<tr id="{e.anchor}" data-chapter="{e.chapter}" data-verdict="{c.verdict}" '
+    return (f'<tr data-strongest="{int(strongest_evidence)}" id="{e.anchor}" data-chapter="{e.chapter}" data-verdict="{c.verdict}" '
             f'data-scale="{html.escape(e.scale)}" data-text="{search}">'
             f'<td><a href="#{e.anchor}">{e.chapter}.{e.number}</a><br><small>{html.escape(e.scale)}</small></td>'
             f"<td>{html.escape(c.statement)}<br><small>{html.escape(c.source)}</small></td>"
@@ -226,8 +225,7 @@ def table_html(items: list[Entry], strong: set[str]) -> str:
     """One chapter's claims as a table; rows with the strongest evidence are marked for the default filter."""
     head = ["# / scale", "claim", "predicted<br>measured ± error", "tolerance (basis)", "verdict / corrected"]
     cols = ["c-num", "c-claim", "c-values", "c-tol", "c-verdict"]
-    rows = "".join(_row_html(e).replace("<tr ", f'<tr data-strongest="{int(e.anchor in strong)}" ', 1)
-                   for e in items)
+    rows = "".join(_row_html(e, e.anchor in strong) for e in items)
     return (claims_table_css() + '<div class="ledger-scroll"><table class="claims-table ledger-table"><colgroup>'
             + "".join(f'<col class="{c}">' for c in cols) + "</colgroup><thead><tr>"
             + "".join(f"<th>{h}</th>" for h in head) + f"</tr></thead><tbody>{rows}</tbody></table></div>")
@@ -340,16 +338,26 @@ def _relative(app: Sphinx, fromdoc: str, todoc: str) -> str:
         hasattr(app.builder, "out_suffix") else todoc
 
 
-class ClaimsLedgerDirective(SphinxDirective):
-    """``{claims-ledger}``: filters, then one section per chapter with its claims."""
+class _ClaimsDirective(SphinxDirective):
+    """A directive rendered from this build's chapters' claims (a plain line when no chapter recorded any)."""
 
     has_content = False
 
     def run(self) -> list[nodes.Node]:
-        app = self.env.app
-        chapters = _chapters(app)
+        chapters = _chapters(self.env.app)
         if not chapters:
             return [nodes.paragraph(text="No chapter recorded any claim in this build.")]
+        return self.render(self.env.app, chapters)
+
+    def render(self, app: Sphinx, chapters: list[tuple[str, ChapterClaims]]) -> list[nodes.Node]:
+        """The directive's nodes, given the chapters (docname, claims) in TOC order."""
+        raise NotImplementedError
+
+
+class ClaimsLedgerDirective(_ClaimsDirective):
+    """``{claims-ledger}``: filters, then one section per chapter with its claims."""
+
+    def render(self, app: Sphinx, chapters: list[tuple[str, ChapterClaims]]) -> list[nodes.Node]:
         items = entries(chapters)
         strong = {e.anchor for e in strongest(items)}
         out: list[nodes.Node] = [nodes.raw("", summary_html(items, "at every scale") + filters_html(items),
@@ -365,16 +373,10 @@ class ClaimsLedgerDirective(SphinxDirective):
         return out
 
 
-class FindingsDirective(SphinxDirective):
+class FindingsDirective(_ClaimsDirective):
     """``{findings}``: the findings at a glance, per chapter."""
 
-    has_content = False
-
-    def run(self) -> list[nodes.Node]:
-        app = self.env.app
-        chapters = _chapters(app)
-        if not chapters:
-            return [nodes.paragraph(text="No chapter recorded any claim in this build.")]
+    def render(self, app: Sphinx, chapters: list[tuple[str, ChapterClaims]]) -> list[nodes.Node]:
         ledger = next((d for d in _ledger_docs(app) if d.endswith("ledger")), "ledger")
         uri = {ch.chapter: _relative(app, self.env.docname, doc) for doc, ch in chapters}
         return [nodes.raw("", findings_html(entries(chapters), uri, _relative(app, self.env.docname, ledger)),
