@@ -1,0 +1,567 @@
+"""Lossless widening (source 002): every transform checked to rounding, its caveats trained, and whether it pays.
+
+Measured: the largest logit difference between a small model and its widened copy, in float64 and float32, on real
+text with every weight, bias and norm parameter drawn away from 0 and 1, for a BERT-style encoder, a pre-norm
+decoder (Transformer++: RMSNorm, SwiGLU, RoPE), post-norm Transformers, GAU and FLASH, at factors 2 to 4 and 3/2;
+the source's summary table row by row; then, on models trained on the corpus, the symmetry of the copies during
+training, the gradient at the widened point, RoPE's pairwise repetition against exact placement, and widening a
+partly trained small model against training the wide one from scratch for the same FLOPs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from analysis import widening as W
+from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
+from analysis.models.bert import Bert, BertConfig
+from analysis.models.lm import FeedForward, LanguageModel, ModelConfig
+from analysis.plan import step_cost
+from analysis.train import TrainConfig, token_stats, train_lm
+from analysis.verify import Claim
+
+NAME = "widening"
+DATA_VERSION = 1  # raised when the layout of run()'s data changes
+SOURCE = "Su 2021, kexue.fm/archives/8444"
+COMMENTS = "Su 2021, kexue.fm/archives/8444 (comments)"
+BOOK = "this book (Su 2021's method, extended)"
+EPS64 = float(np.finfo(np.float64).eps)
+EPS32 = float(np.finfo(np.float32).eps)
+EXACT_TOL = 1e-12  # relative, float64: the issue's rounding level (about 4500 ulps)
+BROKEN_TOL = 1e-9  # a deviation above this is not rounding, in float64
+BERT2BERT_SAVING = 0.45  # bert2BERT (Chen et al. 2022): about 45% of BERT-base pre-training compute saved
+PRINTED = {  # the source's summary table for k = 2, as printed: (row, tensor, factor)
+    "embedding": [("tok.weight", 2**-0.5)],
+    "layernorm": [("emb_norm.weight", 2**-0.5), ("emb_norm.bias", 2**-0.5)],
+    "attention-qk": [("layers.0.q.weight", 2**0.25 / 2), ("layers.0.q.bias", 2**0.25 / 2**0.5),
+                     ("layers.0.k.weight", 2**0.25 / 2), ("layers.0.k.bias", 2**0.25 / 2**0.5)],
+    "attention-vo": [("layers.0.v.weight", 0.5), ("layers.0.v.bias", 2**-0.5), ("layers.0.o.weight", 0.5),
+                     ("layers.0.o.bias", 2**-0.5)],
+    "ffn1": [("layers.0.w1.weight", 2**-0.5), ("layers.0.w1.bias", 1.0)],
+    "ffn2": [("layers.0.w2.weight", 1 / (2 * 2**0.5)), ("layers.0.w2.bias", 0.5)],
+    "output": [("head.weight", 2**-0.5), ("head.bias", 1.0)],
+    # the text (not the table): the LayerNorm after the head's GELU dense layer "divides by one more sqrt(2)"
+    "head-layernorm-text": [("head_norm.weight", 0.5), ("head_norm.bias", 0.5)],
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes of the exactness checks, and of the trained small / wide models and their budgets."""
+
+    d: int  # small width of the exactness checks (divisible by heads and by 4 for 3/2 and 5/4)
+    heads: int
+    layers: int
+    probe: int  # tokens per probe sequence
+    factors: tuple[int, ...]
+    train_d: int  # small width of the trained models; the wide ones are 2x
+    train_layers: int
+    ctx: int
+    batch: int
+    small_steps: int  # the small model's budget before widening
+    wide_steps: int  # the scratch wide model's budget; the widened arm gets the same total FLOPs
+    symmetry_steps: int
+    memo_steps: int  # training on one fixed batch, for the gradient at a (near-)stationary point
+    seeds: int
+    eval_every: int
+    eval_windows: int
+    lr: float = 3e-3
+    split: float = 0.1
+    noise: float = 0.01
+    dropout: float = 0.1
+    corpus_file: str | None = None
+    seed: int = 0
+
+
+CONFIGS: dict[str, Config] = {
+    "smoke": Config(d=16, heads=2, layers=1, probe=16, factors=(2,), train_d=16, train_layers=1, ctx=32, batch=4,
+                    small_steps=4, wide_steps=8, symmetry_steps=4, memo_steps=4, seeds=2, eval_every=4,
+                    eval_windows=2),
+    "cpu": Config(d=48, heads=4, layers=2, probe=96, factors=(2, 3, 4), train_d=64, train_layers=2, ctx=128,
+                  batch=16, small_steps=200, wide_steps=600, symmetry_steps=200, memo_steps=300, seeds=3,
+                  eval_every=50, eval_windows=32),
+    "gpu": Config(d=96, heads=4, layers=4, probe=256, factors=(2, 3, 4), train_d=256, train_layers=6, ctx=512,
+                  batch=32, small_steps=2000, wide_steps=8000, symmetry_steps=1000, memo_steps=1000, seeds=3,
+                  eval_every=250, eval_windows=64),
+}
+
+
+@contextlib.contextmanager
+def default_dtype(dtype: torch.dtype) -> Iterator[None]:
+    """Torch's default dtype inside the block: the models create a few constants (attention scale, key counts) in it."""
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(before)
+
+
+def spread(model: nn.Module, seed: int) -> nn.Module:
+    """Every parameter drawn away from its initial 0 or 1: matrices N(0, 1/fan_in), vectors 1 + N(0, 0.2^2) for norm
+    weights and N(0, 0.2^2) otherwise (biases, offsets), so that no transform can pass by multiplying a zero."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=gen, dtype=torch.float64).to(p.dtype)
+            if p.dim() >= 2:
+                p.copy_(noise / math.sqrt(p.shape[-1]))
+            elif name.endswith(("norm.weight", "norm1.weight", "norm2.weight", "inner.weight", ".g", "gamma")):
+                p.copy_(1 + 0.2 * noise)
+            else:
+                p.copy_(0.2 * noise)
+    return model
+
+
+def decoder_config(d: int, heads: int, layers: int, ctx: int, **kw: Any) -> ModelConfig:
+    """The Transformer++ of this book: pre-RMSNorm, SwiGLU, RoPE."""
+    base: dict[str, Any] = {"d": d, "heads": heads, "layers": layers, "ctx": ctx, "block": "transformer", "residual": "pre",
+                                "norm": "rmsnorm", "ffn": "swiglu", "positions": "rope"}
+    base.update(kw)
+    return ModelConfig(**base)
+
+
+def exactness_cases(cfg: Config) -> list[tuple[str, str, str, Any, Any, bool]]:
+    """(label, family, factor, make small model, widen it, expected exact) for every case."""
+    d, h, L = cfg.d, cfg.heads, cfg.layers
+    ctx = max(cfg.probe, 8)
+    bert = lambda **kw: (lambda: Bert(BertConfig(d=d, heads=h, layers=L, ctx=ctx, **kw)))
+    lm = lambda **kw: (lambda: LanguageModel(decoder_config(d, h, L, ctx, **kw)))
+    gau = lambda **kw: (lambda: LanguageModel(ModelConfig(d=d, layers=L, ctx=ctx, s=d // 2, **kw)))
+    cases: list[tuple[str, str, str, Any, Any, bool]] = []
+    for k in cfg.factors:
+        cases.append((f"BERT, GELU, 1/sqrt(d'), tied, x{k}", "bert", str(k), bert(), lambda m, k=k: W.widen_bert(m, k), True))
+    cases += [
+        ("BERT, ReLU, untied output, x2", "bert", "2", bert(ffn="relu", tied=False), lambda m: W.widen_bert(m, 2), True),
+        ("BERT, unscaled logits (T5-style), x2", "bert", "2", bert(scaled=False), lambda m: W.widen_bert(m, 2), True),
+        ("BERT, global repetition, x2", "bert-broken", "2", bert(), lambda m: W.widen_bert(m, 2, repetition="global"), False),
+        ("BERT, without the k^(1/4) on q, k, x2", "bert-broken", "2", bert(), lambda m: W.widen_bert(m, 2, qk_factor=False), False),
+        ("BERT, GELU W_1 as a linear layer (w/2, b/sqrt 2), x2", "bert-broken", "2", bert(),
+         lambda m: W.widen_bert(m, 2, ffn_copies=False), False),
+        ("BERT, LayerNorm eps 1e-5 kept, x2", "bert-broken", "2", bert(eps=1e-5), lambda m: W.widen_bert(m, 2, exact_eps=False), False),
+        ("BERT, LayerNorm eps 1e-12 kept, x2", "bert-broken", "2", bert(), lambda m: W.widen_bert(m, 2, exact_eps=False), False),
+    ]
+    for k in cfg.factors:
+        cases.append((f"Transformer++, RoPE placed, x{k}", "decoder", str(k), lm(), lambda m, k=k: W.widen_lm(m, k * d), True))
+    cases += [
+        ("Transformer++, RoPE pairwise repetition, x2", "rope-approx", "2", lm(), lambda m: W.widen_lm(m, 2 * d, rope="pairs"), False),
+        ("Transformer++, RoPE unit-wise repetition, x2", "rope-approx", "2", lm(), lambda m: W.widen_lm(m, 2 * d, rope="local"), False),
+        ("post-LN Transformer, GELU, RoPE placed, x2", "decoder", "2", lm(residual="post", norm="layernorm", ffn="gelu"),
+         lambda m: W.widen_lm(m, 2 * d), True),
+        ("DeepNorm Transformer, ReLU, ScaleNorm, x2", "decoder", "2", lm(residual="deepnorm", norm="scalenorm", ffn="relu"),
+         lambda m: W.widen_lm(m, 2 * d), True),
+        ("GAU, relu^2/(ns), post-LN, RoPE placed, x2", "gau", "2", gau(block="gau"), lambda m: W.widen_lm(m, 2 * d), True),
+        ("GAU, relu^2/(ns), x3", "gau", "3", gau(block="gau"), lambda m: W.widen_lm(m, 3 * d), True),
+        ("GAU, relu^2(qk/n), x2", "gau", "2", gau(block="gau", gau_norm="relu2_n2"), lambda m: W.widen_lm(m, 2 * d), True),
+        ("GAU, softmax log_512 n, x2", "gau", "2", gau(block="gau", gau_norm="softmax_log512"), lambda m: W.widen_lm(m, 2 * d), True),
+        ("FLASH, chunk 8, x2", "gau", "2", gau(block="flash", chunk=8), lambda m: W.widen_lm(m, 2 * d), True),
+        ("GAU, RoPE pairwise repetition, x2", "rope-approx", "2", gau(block="gau"), lambda m: W.widen_lm(m, 2 * d, rope="pairs"), False),
+        ("Transformer++, learned positions, x3/2", "fraction", "3/2", lm(positions="learned"), lambda m: W.widen_lm(m, 3 * d // 2), True),
+        ("Transformer++, learned positions, x5/4", "fraction", "5/4", lm(positions="learned"), lambda m: W.widen_lm(m, 5 * d // 4), True),
+        ("pre-LayerNorm Transformer, learned positions, x3/2", "fraction-ln", "3/2",
+         lm(positions="learned", norm="layernorm", ffn="gelu"), lambda m: W.widen_lm(m, 3 * d // 2), False),
+    ]
+    return cases
+
+
+def exactness(cfg: Config, text: torch.Tensor) -> list[dict[str, Any]]:
+    """Per case: the largest absolute and relative logit difference in float64 and in float32."""
+    rows = []
+    for i, (label, family, factor, make, widen, expected) in enumerate(exactness_cases(cfg)):
+        out: dict[str, Any] = {"case": label, "family": family, "factor": factor, "expected_exact": expected}
+        for dtype, tag in ((torch.float64, "f64"), (torch.float32, "f32")):
+            with default_dtype(dtype):
+                torch.manual_seed(cfg.seed)
+                small = spread(make().to(dtype), run_seed(cfg, i))
+                widening = widen(small)
+                out[f"{tag}_abs"], out[f"{tag}_rel"] = W.max_logit_difference(small, widening.model, text)
+                out["exact_by_construction"] = widening.exact
+        rows.append(out)
+    return rows
+
+
+def table_rows(cfg: Config, text: torch.Tensor) -> dict[str, Any]:
+    """The source's table for k = 2 against the exact widening: per tensor the printed factor, the factor the exact
+    widening has (least squares of wide against the repeated small tensor, with its residual), and the logit
+    difference when the row's tensors are set as printed and everything else is exact."""
+    with default_dtype(torch.float64):
+        small = spread(Bert(BertConfig(d=cfg.d, heads=cfg.heads, layers=cfg.layers, ctx=max(cfg.probe, 8))).double(),
+                       cfg.seed)
+        assert isinstance(small, Bert)
+        exact = W.widen_bert(small, 2)
+        params_small = dict(small.named_parameters())
+        rows: dict[str, Any] = {}
+        for row, tensors in PRINTED.items():
+            entries = []
+            printed_model = W.widen_bert(small, 2).model
+            params_printed = dict(printed_model.named_parameters())
+            for name, factor in tensors:
+                rep = params_small[name].detach()
+                for axis in range(rep.dim()):  # an embedding table repeats its columns only
+                    if not (name == "tok.weight" and axis == 0):
+                        rep = rep.repeat_interleave(2, dim=axis)
+                wide = dict(exact.model.named_parameters())[name].detach()
+                derived = float((wide * rep).sum() / (rep * rep).sum())
+                residual = float((wide - derived * rep).norm() / wide.norm())
+                with torch.no_grad():
+                    params_printed[name].copy_(factor * rep)
+                entries.append({"tensor": name, "printed": factor, "derived": derived, "residual": residual})
+            _, rel = W.max_logit_difference(small, printed_model, text)
+            rows[row] = {"tensors": entries, "logit_rel": rel}
+        wide_norm: Any = exact.model.emb_norm
+        eps = {"small": float(small.emb_norm.eps), "wide": float(wide_norm.eps)}
+    return {"rows": rows, "eps": eps}
+
+
+def _val(model: nn.Module, val: np.ndarray, cfg: Config) -> float:
+    return float(token_stats(model, val, cfg.ctx, cfg.eval_windows, torch.device("cpu")).loss.mean())
+
+
+def _hidden(model: LanguageModel, probe: torch.Tensor) -> torch.Tensor:
+    was = model.training
+    model.eval()
+    with torch.no_grad():
+        out = model(probe, return_hidden=True)
+    model.train(was)
+    assert isinstance(out, tuple)
+    return out[1][-1]
+
+
+def _train(model: LanguageModel, corpus: Any, cfg: Config, steps: int, seed: int, probe: torch.Tensor | None = None,
+           widening: W.Widening | None = None) -> dict[str, Any]:
+    """train_lm for ``steps`` with validation every eval_every; for a widened model also its symmetry: the residual of
+    its stream outside the copied subspace, and of its linear weights outside the lifted matrices (all but q, k, v,
+    whose placed RoPE pairs are meant to train apart)."""
+    sym: dict[str, list[float]] = {"steps": [], "residual": [], "weights": []}
+
+    def on_step(step: int, m: nn.Module) -> None:
+        if widening is not None and probe is not None and (step % cfg.eval_every == 0 or step == steps):
+            sym["steps"].append(step)
+            sym["residual"].append(W.subspace_residual(_hidden(m, probe), widening.stream))  # type: ignore[arg-type]
+            sym["weights"].append(W.weight_residual(m, {n: lift for n, lift in widening.lifts.items()
+                                                         if not n.endswith("qkv.weight")}))
+
+    log = train_lm(model, corpus.train, TrainConfig(steps=steps, batch=cfg.batch, lr=cfg.lr, seed=seed), cfg.ctx,
+                   torch.device("cpu"), on_step=on_step if widening is not None else None, progress=False,
+                   val_tokens=corpus.val, eval_every=cfg.eval_every, eval_windows=cfg.eval_windows)
+    return {"val_steps": [0] + log.val_steps, "val_loss": [math.nan] + log.val_loss, "diverged_at": log.diverged_at,
+            "symmetry": sym}
+
+
+def _unit_dropout(model: LanguageModel, p: float) -> None:
+    """Dropout on each FFN's hidden units (W_1's output), which the book's model does not have: a forward hook."""
+    for module in model.modules():
+        if isinstance(module, FeedForward):
+            module.w1.register_forward_hook(lambda m, i, o: F.dropout(o, p, m.training))
+
+
+def training(cfg: Config, corpus: Any, progress: bool = False) -> dict[str, Any]:
+    """Per seed: small model trained small_steps; widened exactly (RoPE placed) and by pairwise repetition, each
+    trained on for the FLOPs the scratch model has left; the scratch wide model. Seed 0 also trains the symmetry
+    variants (random split, noise, attention dropout, unit dropout)."""
+    small_cfg = decoder_config(cfg.train_d, 4, cfg.train_layers, cfg.ctx)
+    wide_cfg = W.wide_lm_config(small_cfg, 2 * cfg.train_d)
+    flops_small = step_cost(small_cfg, cfg.batch, cfg.ctx)[2]
+    flops_wide = step_cost(wide_cfg, cfg.batch, cfg.ctx)[2]
+    wide_after = max(1, round(cfg.wide_steps - cfg.small_steps * flops_small / flops_wide))
+    probe = torch.from_numpy(corpus.val[: 2 * cfg.ctx].astype(np.int64)).view(2, cfg.ctx)
+    seeds = []
+    for r in range(cfg.seeds):
+        seed = run_seed(cfg, r)
+        torch.manual_seed(seed)
+        small = LanguageModel(small_cfg)
+        small_log = _train(small, corpus, cfg, cfg.small_steps, seed)
+        small_val = _val(small, corpus.val, cfg)
+        arms: dict[str, Any] = {}
+        for arm, rope in (("placed", "place"), ("pairs", "pairs")):
+            widening = W.widen_lm(small, 2 * cfg.train_d, rope=rope)
+            at_widening = _val(widening.model, corpus.val, cfg)
+            assert isinstance(widening.model, LanguageModel)
+            log = _train(widening.model, corpus, cfg, wide_after, seed + 1, probe, widening)
+            log["val_loss"][0] = at_widening
+            arms[arm] = log
+        torch.manual_seed(seed + 2)
+        scratch = LanguageModel(wide_cfg)
+        at_init = _val(scratch, corpus.val, cfg)
+        arms["scratch"] = _train(scratch, corpus, cfg, cfg.wide_steps, seed + 2)
+        arms["scratch"]["val_loss"][0] = at_init
+        small_log["val_loss"][0] = math.nan
+        seeds.append({"seed": seed, "small": small_log, "small_val": small_val, "arms": arms})
+        if r == 0:
+            variants = {}
+            for name, kw in (("split", {"split": cfg.split}), ("noise", {"noise": cfg.noise}),
+                             ("attention dropout", {}), ("unit dropout", {})):
+                widening = W.widen_lm(small, 2 * cfg.train_d, seed=seed, **kw)  # type: ignore[arg-type]
+                wide = widening.model
+                assert isinstance(wide, LanguageModel)
+                if name == "attention dropout":
+                    for att in wide.attention_layers():
+                        att.dropout = cfg.dropout
+                if name == "unit dropout":
+                    _unit_dropout(wide, cfg.dropout)
+                with torch.no_grad():
+                    wide.eval()
+                    deviation = float((wide(probe) - small.eval()(probe)).abs().max())
+                log = _train(wide, corpus, cfg, cfg.symmetry_steps, seed + 1, probe, widening)
+                log["initial_logit_difference"] = deviation
+                variants[name] = log
+            seeds[0]["variants"] = variants
+    return {"flops_small_step": flops_small, "flops_wide_step": flops_wide, "wide_after": wide_after,
+            "small_params": LanguageModel(small_cfg).num_parameters(),
+            "wide_params": LanguageModel(wide_cfg).num_parameters(), "seeds": seeds}
+
+
+def stationary(cfg: Config, corpus: Any) -> dict[str, Any]:
+    """A small decoder (learned positions) trained on one fixed batch to near zero loss; in float64, the relative
+    difference between the widened model's gradient and the lifted small gradient (every linear weight), and the
+    gradient norms of the small model, its exact copy and its random split."""
+    seed = run_seed(cfg, 900)
+    torch.manual_seed(seed)
+    small_cfg = decoder_config(cfg.train_d // 2, 4, cfg.train_layers, cfg.ctx, positions="learned")
+    small = LanguageModel(small_cfg)
+    batch = torch.from_numpy(corpus.train[: 4 * (cfg.ctx + 1)].astype(np.int64)).view(4, cfg.ctx + 1)
+    x, y = batch[:, :-1], batch[:, 1:]
+    opt = torch.optim.AdamW(small.parameters(), lr=cfg.lr, weight_decay=0.0)
+    for _ in range(cfg.memo_steps):
+        loss = F.cross_entropy(small(x).reshape(-1, small_cfg.vocab), y.reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    def grads(model: nn.Module) -> tuple[float, dict[str, torch.Tensor]]:
+        model.zero_grad()
+        out = F.cross_entropy(model(x).reshape(-1, small_cfg.vocab), y.reshape(-1))
+        out.backward()
+        return float(out.detach()), {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    with default_dtype(torch.float64):
+        small64 = small.double()
+        loss_small, g_small = grads(small64)
+        copy = W.widen_lm(small64, 2 * small_cfg.d)
+        split = W.widen_lm(small64, 2 * small_cfg.d, split=cfg.split, seed=seed)
+        loss_copy, g_copy = grads(copy.model)
+        loss_split, g_split = grads(split.model)
+    worst = 0.0
+    for name, (out, inp) in copy.lifts.items():
+        lifted = W.lift_gradient(g_small[name], out, inp)
+        worst = max(worst, float((g_copy[name] - lifted).norm() / lifted.norm().clamp(min=1e-300)))
+    norm = lambda g: math.sqrt(sum(float((v.double() ** 2).sum()) for v in g.values()))
+    lifted_norm = math.sqrt(sum(float((W.lift_gradient(g_small[n], *copy.lifts[n]) ** 2).sum()) for n in copy.lifts))
+    linear = lambda g: math.sqrt(sum(float((g[n] ** 2).sum()) for n in copy.lifts))
+    return {"loss_small": loss_small, "loss_copy": loss_copy, "loss_split": loss_split,
+            "grad_small": norm(g_small), "grad_copy": norm(g_copy), "grad_split": norm(g_split),
+            "grad_copy_linear": linear(g_copy), "grad_split_linear": linear(g_split), "grad_lifted_linear": lifted_norm,
+            "gradient_identity_rel": worst, "memo_steps": cfg.memo_steps, "d": small_cfg.d}
+
+
+def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
+    """Every measurement of the chapter; plain data."""
+    torch.manual_seed(cfg.seed)
+    corpus = corpus_of(cfg)
+    text = torch.from_numpy(corpus.val[: 2 * cfg.probe].astype(np.int64)).view(2, cfg.probe)
+    return {"device_type": "cpu", "corpus": corpus.summary(), "exactness": exactness(cfg, text),
+            "table": table_rows(cfg, text), "training": training(cfg, corpus, progress),
+            "stationary": stationary(cfg, corpus), "threads": torch.get_num_threads()}
+
+
+# --- summaries ---------------------------------------------------------------------------------------------------
+
+
+def _crossing(flops: list[float], losses: list[float], target: float) -> float | None:
+    """The FLOPs at which a validation curve first reaches ``target`` (linear between evaluations), or None."""
+    for i in range(1, len(losses)):
+        a, b = losses[i - 1], losses[i]
+        if math.isfinite(b) and b <= target:
+            if not math.isfinite(a) or a <= target:
+                return flops[i]
+            return flops[i - 1] + (flops[i] - flops[i - 1]) * (a - target) / (a - b)
+    return None
+
+
+def curves(tr: dict[str, Any], seed: dict[str, Any]) -> dict[str, tuple[list[float], list[float]]]:
+    """Per arm (validation) FLOPs and loss, the widened arms' FLOPs counting the small model's training."""
+    fs, fw = tr["flops_small_step"], tr["flops_wide_step"]
+    small = seed["small"]
+    out = {"small": ([s * fs for s in small["val_steps"][1:]], small["val_loss"][1:])}
+    spent = small["val_steps"][-1] * fs
+    for arm in ("placed", "pairs"):
+        log = seed["arms"][arm]
+        out[arm] = ([spent + s * fw for s in log["val_steps"]], log["val_loss"])
+    log = seed["arms"]["scratch"]
+    out["scratch"] = ([s * fw for s in log["val_steps"]], log["val_loss"])
+    return out
+
+
+def saving(tr: dict[str, Any], seed: dict[str, Any]) -> float:
+    """FLOPs saved by widening: 1 - F_widened(L_scratch) / F_total when the widened arm reaches the scratch arm's
+    final loss, else 1 - F_total / F_scratch(L_widened) (negative: widening cost FLOPs)."""
+    c = curves(tr, seed)
+    fw, lw = c["small"][0] + c["placed"][0][1:], c["small"][1] + c["placed"][1][1:]
+    fs, ls = c["scratch"]
+    total = fs[-1]
+    if lw[-1] <= ls[-1]:
+        reach = _crossing(fw, lw, ls[-1])
+        return 1 - (reach if reach is not None else total) / total
+    reach = _crossing(fs, ls, lw[-1])
+    return 1 - total / (reach if reach is not None else total)
+
+
+def summary(data: dict[str, Any]) -> dict[str, Any]:
+    """The numbers the chapter states: exactness by family, the trained comparisons with seed errors."""
+    ex = data["exactness"]
+    fam = lambda f: [r for r in ex if r["family"] == f]
+    tr = data["training"]
+    seeds = tr["seeds"]
+    final = {arm: mean_se(s["arms"][arm]["val_loss"][-1] for s in seeds) for arm in ("placed", "pairs", "scratch")}
+    jump = {arm: mean_se(s["arms"][arm]["val_loss"][0] - s["small_val"] for s in seeds) for arm in ("placed", "pairs")}
+    first_eval = {arm: mean_se(s["arms"][arm]["val_loss"][1] for s in seeds) for arm in ("placed", "pairs")}
+    v = seeds[0].get("variants", {})
+    symmetry_copy = max(max(s["arms"]["placed"]["symmetry"]["residual"]) for s in seeds)
+    return {
+        "exact_worst": {f: max(r["f64_rel"] for r in fam(f)) for f in ("bert", "decoder", "gau", "fraction")},
+        "exact_worst_f32": max(r["f32_rel"] for r in ex if r["expected_exact"]),
+        "broken": {r["case"]: r["f64_rel"] for r in ex if not r["expected_exact"]},
+        "rope_best": min(r["f64_rel"] for r in ex if r["family"] in ("decoder",) and "RoPE" in r["case"]),
+        "final": final, "jump": jump, "first_eval": first_eval,
+        "saving": mean_se(saving(tr, s) for s in seeds),
+        "symmetry_copy": symmetry_copy,
+        "symmetry_variants": {k: max(x["symmetry"]["residual"]) for k, x in v.items()},
+        "weight_variants": {k: max(x["symmetry"]["weights"]) for k, x in v.items()},
+        "weights_placed": max(max(s["arms"]["placed"]["symmetry"]["weights"]) for s in seeds),
+        "variant_initial": {k: x["initial_logit_difference"] for k, x in v.items()},
+        "wide_after": tr["wide_after"], "flops_ratio": tr["flops_small_step"] / tr["flops_wide_step"],
+    }
+
+
+def claims(data: dict[str, Any], label: str) -> list[Claim]:
+    """The chapter's claims from one run."""
+    s = summary(data)
+    ex = {r["case"]: r for r in data["exactness"]}
+    rounding = f"{EXACT_TOL:g} relative in float64 (about {EXACT_TOL / EPS64:.0f} ulps: rounding over a few layers)"
+    broken = f"{BROKEN_TOL:g} relative in float64: anything above it is not rounding"
+    out = [
+        Claim(f"bert-lossless-{label}", f"A BERT (GELU, 1/sqrt(d') attention, tied MLM head, every bias nonzero) widened "
+              f"k-fold (k = {', '.join(str(k) for k in sorted({int(r['factor']) for r in data['exactness'] if r['family'] == 'bert'}))}) "
+              f"computes the same logits (worst relative difference, float64; {label})", SOURCE, 0.0,
+              s["exact_worst"]["bert"], 0.0, EXACT_TOL, rounding, kind="upper_bound", unit="relative", approx_rel=0.0),
+        Claim(f"decoder-lossless-{label}", f"GPT/T5-style decoders widen losslessly whatever the activation: pre-RMSNorm "
+              f"SwiGLU, post-LN GELU and DeepNorm ReLU Transformers (worst relative difference, float64; {label})", SOURCE,
+              0.0, s["exact_worst"]["decoder"], 0.0, EXACT_TOL, rounding, kind="upper_bound", unit="relative",
+              approx_rel=0.0),
+        Claim(f"rope-lossy-{label}", f"With RoPE a model cannot be widened losslessly: pairwise repetition is only "
+              f"approximate (smallest relative difference of any RoPE widening here, float64; {label})", SOURCE,
+              BROKEN_TOL, s["rope_best"], 0.0, 0.0, broken, kind="lower_bound", unit="relative", approx_rel=0.0,
+              corrected=0.0, corrected_note="placing small pair i at wide pair k i, which rotates at the same "
+              "frequency, and holding the query's other pairs at zero is exact"),
+        Claim(f"rope-pairs-approx-{label}", f"Pairwise repetition of RoPE changes the function (relative logit "
+              f"difference, Transformer++ x2, float64; {label})", SOURCE, BROKEN_TOL,
+              ex["Transformer++, RoPE pairwise repetition, x2"]["f64_rel"], 0.0, 0.0, broken, kind="lower_bound",
+              unit="relative", approx_rel=0.0),
+        Claim(f"gau-lossless-{label}", f"GAU and FLASH widen losslessly (U, V, Z as copies, the q, k scale-offsets by "
+              f"sqrt(tau) with tau = sqrt(k) for relu^2/(ns) and softmax, 1 for relu^2(qk/n); worst relative "
+              f"difference, float64; {label})", BOOK, 0.0, s["exact_worst"]["gau"], 0.0, EXACT_TOL, rounding,
+              kind="upper_bound", unit="relative", approx_rel=0.0),
+        Claim(f"global-breaks-{label}", f"Global repetition [x, x] scrambles the heads of multi-head attention (relative "
+              f"logit difference, BERT x2, float64; {label})", SOURCE, BROKEN_TOL,
+              ex["BERT, global repetition, x2"]["f64_rel"], 0.0, 0.0, broken, kind="lower_bound", unit="relative",
+              approx_rel=0.0),
+        Claim(f"qk-factor-{label}", f"With logits scaled by 1/sqrt(d'), q and k need the extra k^(1/4) (relative logit "
+              f"difference without it, BERT x2, float64; {label})", SOURCE, BROKEN_TOL,
+              ex["BERT, without the k^(1/4) on q, k, x2"]["f64_rel"], 0.0, 0.0, broken, kind="lower_bound",
+              unit="relative", approx_rel=0.0),
+        Claim(f"gelu-copies-{label}", f"GELU(x/sqrt 2) is not GELU(x)/sqrt 2: the linear-layer transform on W_1 breaks a "
+              f"GELU FFN (relative logit difference, BERT x2, float64; {label})", SOURCE, BROKEN_TOL,
+              ex["BERT, GELU W_1 as a linear layer (w/2, b/sqrt 2), x2"]["f64_rel"], 0.0, 0.0, broken,
+              kind="lower_bound", unit="relative", approx_rel=0.0),
+    ]
+    rows = data["table"]["rows"]
+    names = {"embedding": "Embedding: x/sqrt 2", "layernorm": "LayerNorm: gamma/sqrt 2, beta/sqrt 2",
+             "attention-qk": "Attention q, k: w 2^(1/4)/2, b 2^(1/4)/sqrt 2",
+             "attention-vo": "Attention v, o: w/2, b/sqrt 2", "ffn1": "FeedForward W_1: w/sqrt 2, b",
+             "ffn2": "FeedForward W_2: w/(2 sqrt 2), b/2", "output": "Output (MLM dense): w/sqrt 2, b",
+             "head-layernorm-text": "The MLM head's LayerNorm divides by one more sqrt 2 (text)"}
+    for row, info in rows.items():
+        worst = max(info["tensors"], key=lambda t: abs(t["printed"] - t["derived"]))
+        ok = abs(worst["printed"] - worst["derived"]) <= 1e-12
+        out.append(Claim(
+            f"table-{row}-{label}", f"Table row '{names[row]}' is exact: factor of {worst['tensor']} (x2; with the row "
+            f"as printed the logits differ by {info['logit_rel']:.1e} relative; {label})", SOURCE, worst["printed"],
+            worst["derived"], 0.0, 1e-12, "1e-12: the factor of the widening shown exact to rounding above "
+            "(least squares against the repeated small tensor, residual < 1e-15)", unit="factor", approx_rel=0.0,
+            corrected=None if ok else worst["derived"],
+            corrected_note="" if ok else (f"{worst['derived']:.4f} = 1/sqrt 2: W_2's bias is lifted like its output, "
+                                          "'repeat, divide by sqrt 2'" if row == "ffn2" else
+                                          f"{worst['derived']:.4f}: LayerNorm ignores its input's scale, so the head's "
+                                          "LayerNorm takes the table's gamma/sqrt 2, beta/sqrt 2")))
+    eps = data["table"]["eps"]
+    kept = ex["BERT, LayerNorm eps 1e-5 kept, x2"]["f64_rel"]
+    out.append(Claim(f"layernorm-eps-{label}", f"LayerNorm widens exactly with its eps unchanged (eps factor; keeping "
+                     f"eps = 1e-5 changes the logits by {kept:.1e} relative, 1e-12 by "
+                     f"{ex['BERT, LayerNorm eps 1e-12 kept, x2']['f64_rel']:.1e}; {label})", SOURCE, 1.0,
+                     eps["wide"] / eps["small"], 0.0, 1e-12, "1e-12: the eps of the widening shown exact above",
+                     unit="factor", approx_rel=0.0, corrected=0.5, corrected_note="eps/k: the wide variance is "
+                     "sigma^2/k, so eps must shrink with it"))
+    out.append(Claim(f"fraction-ln-{label}", f"LayerNorm cannot be widened exactly by a non-integer factor with "
+                     f"copies (relative logit difference, pre-LN Transformer x3/2, float64; {label})", COMMENTS,
+                     BROKEN_TOL, ex["pre-LayerNorm Transformer, learned positions, x3/2"]["f64_rel"], 0.0, 0.0, broken,
+                     kind="lower_bound", unit="relative", approx_rel=0.0))
+    out.append(Claim(f"fraction-rms-{label}", f"... but an RMSNorm model widens exactly by 3/2 and 5/4: unit i copied "
+                     f"m_i times, each copy scaled 1/sqrt(m_i), eps by d/D (worst relative difference, float64; "
+                     f"{label})", BOOK, 0.0, s["exact_worst"]["fraction"], 0.0, EXACT_TOL, rounding,
+                     kind="upper_bound", unit="relative", approx_rel=0.0))
+    out.append(Claim(f"copies-stay-{label}", f"Identical copies receive identical gradients: trained on, the exactly "
+                     f"widened model stays in the copied subspace (largest residual of its stream outside it, "
+                     f"float32; {label})", COMMENTS, 0.0, s["symmetry_copy"], 0.0, 1e3 * EPS32,
+                     "1000 float32 ulps", kind="upper_bound", unit="relative", approx_rel=0.0))
+    sv = s["symmetry_variants"]
+    if "attention dropout" in sv:
+        out.append(Claim(f"dropout-breaks-{label}", f"Dropout breaks the copies' symmetry (stream residual after "
+                         f"training with dropout on the attention weights; {label})", COMMENTS, 1e3 * EPS32 * 10,
+                         sv["attention dropout"], 0.0, 0.0, "10x the symmetric model's 1000 float32 ulps",
+                         kind="lower_bound", unit="relative", approx_rel=0.0,
+                         corrected=0.0, corrected_note=f"attention dropout drops a head's probabilities, which all its "
+                         f"copies share; dropout on the FFN's hidden units makes their weights differ (weight residual "
+                         f"{s['weight_variants'].get('unit dropout', math.nan):.2g}) but the stream stays copied "
+                         f"({sv.get('unit dropout', math.nan):.2g}); a random split of the copies' input weights breaks "
+                         f"the stream ({sv.get('split', math.nan):.2g})"))
+    st = data["stationary"]
+    out.append(Claim(f"stationary-{label}", f"A trained small model widens to a point whose gradient is its own, lifted: "
+                     f"a stationary point stays stationary (relative difference from the lifted gradient, every "
+                     f"linear weight, float64; {label})", COMMENTS, 0.0, st["gradient_identity_rel"], 0.0, EXACT_TOL,
+                     rounding, kind="upper_bound", unit="relative", approx_rel=0.0))
+    sv_mean, sv_se = s["saving"]
+    out.append(Claim(f"saving-{label}", f"Widening a partly trained small model and training on saves compute against "
+                     f"training the wide model from scratch (fraction of FLOPs saved to reach the same validation loss, "
+                     f"{len(data['training']['seeds'])} seeds; {label})", "Chen et al. 2022 (bert2BERT)",
+                     BERT2BERT_SAVING, sv_mean, sv_se, 2 * sv_se, "2 seed standard errors", unit="fraction",
+                     approx_rel=0.0, alternative=0.0, alternative_note="no saving, as the source's author answers in "
+                     "the comments"))
+    jp, pp = s["first_eval"]["pairs"], s["first_eval"]["placed"]
+    out.append(Claim(f"rope-recovers-{label}", f"Continued training quickly recovers what pairwise RoPE repetition loses "
+                     f"(validation loss {data['training']['seeds'][0]['arms']['pairs']['val_steps'][1]} steps after "
+                     f"widening, pairwise against placed; {label})", SOURCE, pp[0], jp[0], math.hypot(jp[1], pp[1]),
+                     2 * math.hypot(jp[1], pp[1]), "2 combined seed standard errors", kind="upper_bound",
+                     unit="nats", approx_rel=0.0))
+    return out
+
+
+def plan(cfg: Config) -> list[Workload]:
+    """The trained models: per seed the small one, two widened arms and the scratch one; four symmetry variants."""
+    small = decoder_config(cfg.train_d, 4, cfg.train_layers, cfg.ctx)
+    wide = W.wide_lm_config(small, 2 * cfg.train_d)
+    evals = (cfg.wide_steps // cfg.eval_every + 1) * -(-cfg.eval_windows // 64)
+    return [Workload("small decoder", small, cfg.batch, cfg.ctx, cfg.small_steps, evals, cfg.seeds),
+            Workload("wide decoder (scratch and two widened arms)", wide, cfg.batch, cfg.ctx, cfg.wide_steps, evals,
+                     3 * cfg.seeds),
+            Workload("wide decoder, symmetry variants", wide, cfg.batch, cfg.ctx, cfg.symmetry_steps, evals, 4),
+            Workload("exactness checks (counted)", flops=2.0 * 40 * 2 * cfg.probe * 12 * cfg.layers * (4 * cfg.d) ** 2,
+                     memory_bytes=8.0 * 2 * cfg.probe * 256 * 40)]
