@@ -218,6 +218,34 @@ def cmd_bench(args: argparse.Namespace) -> None:
     print(module.table(record.data))
 
 
+def _factor(text: str) -> int:
+    """--factor: an integer >= 2 (a fractional width is a library call: analysis.widening.widen_lm(model, width))."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"--factor must be an integer >= 2 (widening by a fraction needs the library's widen_lm and "
+                         f"a model with learned positions); got {text!r}") from None
+    if value < 2:
+        raise UsageError(f"--factor must be an integer >= 2; got {value}")
+    return value
+
+
+def cmd_widen(args: argparse.Namespace) -> None:
+    """Widen a saved model k-fold so that it computes the same function; print the largest logit difference."""
+    from analysis.widening import WideningError, widen_checkpoint
+
+    try:
+        result = widen_checkpoint(args.checkpoint, _factor(args.factor), args.out, rope=args.rope)
+    except WideningError as err:
+        raise UsageError(str(err)) from None
+    _emit(args, result, [
+        (f"widened {result['arch']} d = {result['d']} -> {result['wide_d']} (x{result['factor']}, {result['dtype']}), "
+        f"written to {result['output']}"),
+        (f"largest logit difference on the probe batch: {result['max_abs_logit_difference']:.3g} "
+        f"({result['relative_logit_difference']:.3g} of the largest logit); exact by construction: {result['exact']}"),
+    ])
+
+
 def cmd_list(args: argparse.Namespace) -> None:
     """List the experiments and, per scale, whether a record exists and whether it is current or stale."""
     from analysis.experiments import EXPERIMENTS, current_record
@@ -364,6 +392,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the summary and rows as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("widen", help="widen a saved model k-fold losslessly and print the largest logit difference")
+    p.add_argument("checkpoint", help="a model saved by analysis.widening.save_checkpoint (BERT or LanguageModel)")
+    p.add_argument("--factor", required=True, help="integer k >= 2")
+    p.add_argument("--out", required=True, help="path of the widened checkpoint (must not exist)")
+    p.add_argument("--rope", choices=("place", "pairs", "local"), default="place",
+                   help="RoPE: place each pair at its frequency (exact, default), or repeat pairs (approximate)")
+    p.add_argument("--json", action="store_true", help="print a JSON object")
+    p.set_defaults(func=cmd_widen)
 
     p = sub.add_parser("list", help="list the experiments and whether their records are current or stale")
     p.set_defaults(func=cmd_list)

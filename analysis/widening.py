@@ -23,9 +23,11 @@ gives the source's "repeat, then divide by sqrt(k)"; D not a multiple of d gives
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,18 @@ REPETITIONS = ("local", "global")
 CHECKPOINT_FORMAT = "analysis-model/1"
 # a fixed probe of real text (bytes), the same for every model: the start of this module's documentation
 PROBE_TEXT = (__doc__ or "").encode()
+
+
+@contextlib.contextmanager
+def default_dtype(dtype: torch.dtype) -> Iterator[None]:
+    """Torch's default dtype inside the block. The models create a few constants (the attention scale, key counts)
+    in it, so a float64 comparison must also make those float64."""
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(before)
 
 
 class WideningError(ValueError):
@@ -565,15 +579,16 @@ def widen_checkpoint(path: str | os.PathLike[str], factor: int, out: str | os.Pa
     if not dest.parent.is_dir():
         raise WideningError(f"the output's folder {dest.parent} does not exist")
     model = load_checkpoint(path)
-    if isinstance(model, Bert):
-        vocab, ctx, d, arch = model.cfg.vocab, model.cfg.ctx, model.cfg.d, "bert"
-        widening = widen_bert(model, factor)
-    else:
-        assert isinstance(model, LanguageModel)
-        vocab, ctx, d, arch = model.cfg.vocab, model.cfg.ctx, model.cfg.d, model.cfg.block
-        widening = widen_lm(model, factor * d, rope=rope)
-    idx = probe_batch(vocab, min(ctx, 64))
-    diff, rel = max_logit_difference(model, widening.model, idx)
+    with default_dtype(next(model.parameters()).dtype):  # the models' constants in the checkpoint's precision
+        if isinstance(model, Bert):
+            vocab, ctx, d, arch = model.cfg.vocab, model.cfg.ctx, model.cfg.d, "bert"
+            widening = widen_bert(model, factor)
+        else:
+            assert isinstance(model, LanguageModel)
+            vocab, ctx, d, arch = model.cfg.vocab, model.cfg.ctx, model.cfg.d, model.cfg.block
+            widening = widen_lm(model, factor * d, rope=rope)
+        idx = probe_batch(vocab, min(ctx, 64))
+        diff, rel = max_logit_difference(model, widening.model, idx)
     save_checkpoint(widening.model, dest)
     return {"input": str(path), "output": str(dest), "arch": arch, "factor": factor, "d": d, "wide_d": factor * d, "exact": widening.exact,
             "max_abs_logit_difference": diff, "relative_logit_difference": rel,

@@ -10,9 +10,7 @@ partly trained small model against training the wide one from scratch for the sa
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,23 +85,12 @@ CONFIGS: dict[str, Config] = {
                     small_steps=4, wide_steps=8, symmetry_steps=4, memo_steps=4, seeds=2, eval_every=4,
                     eval_windows=2),
     "cpu": Config(d=48, heads=4, layers=2, probe=96, factors=(2, 3, 4), train_d=64, train_layers=2, ctx=128,
-                  batch=16, small_steps=200, wide_steps=600, symmetry_steps=200, memo_steps=300, seeds=3,
+                  batch=16, small_steps=150, wide_steps=450, symmetry_steps=150, memo_steps=300, seeds=3,
                   eval_every=50, eval_windows=32),
     "gpu": Config(d=96, heads=4, layers=4, probe=256, factors=(2, 3, 4), train_d=256, train_layers=6, ctx=512,
                   batch=32, small_steps=2000, wide_steps=8000, symmetry_steps=1000, memo_steps=1000, seeds=3,
                   eval_every=250, eval_windows=64),
 }
-
-
-@contextlib.contextmanager
-def default_dtype(dtype: torch.dtype) -> Iterator[None]:
-    """Torch's default dtype inside the block: the models create a few constants (attention scale, key counts) in it."""
-    before = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)
-    try:
-        yield
-    finally:
-        torch.set_default_dtype(before)
 
 
 def spread(model: nn.Module, seed: int) -> nn.Module:
@@ -179,7 +166,7 @@ def exactness(cfg: Config, text: torch.Tensor) -> list[dict[str, Any]]:
     for i, (label, family, factor, make, widen, expected) in enumerate(exactness_cases(cfg)):
         out: dict[str, Any] = {"case": label, "family": family, "factor": factor, "expected_exact": expected}
         for dtype, tag in ((torch.float64, "f64"), (torch.float32, "f32")):
-            with default_dtype(dtype):
+            with W.default_dtype(dtype):
                 torch.manual_seed(cfg.seed)
                 small = spread(make().to(dtype), run_seed(cfg, i))
                 widening = widen(small)
@@ -193,7 +180,7 @@ def table_rows(cfg: Config, text: torch.Tensor) -> dict[str, Any]:
     """The source's table for k = 2 against the exact widening: per tensor the printed factor, the factor the exact
     widening has (least squares of wide against the repeated small tensor, with its residual), and the logit
     difference when the row's tensors are set as printed and everything else is exact."""
-    with default_dtype(torch.float64):
+    with W.default_dtype(torch.float64):
         small = spread(Bert(BertConfig(d=cfg.d, heads=cfg.heads, layers=cfg.layers, ctx=max(cfg.probe, 8))).double(),
                        cfg.seed)
         assert isinstance(small, Bert)
@@ -343,7 +330,7 @@ def stationary(cfg: Config, corpus: Any) -> dict[str, Any]:
         out.backward()
         return float(out.detach()), {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
 
-    with default_dtype(torch.float64):
+    with W.default_dtype(torch.float64):
         small64 = small.double()
         loss_small, g_small = grads(small64)
         copy = W.widen_lm(small64, 2 * small_cfg.d)
