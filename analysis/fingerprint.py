@@ -24,7 +24,10 @@ def _module_path(name: str) -> Path | None:
     """The source file of module ``analysis.x.y`` (None when it is not a module of the package)."""
     if name != PACKAGE and not name.startswith(PACKAGE + "."):
         return None
-    rel = Path(*name.split(".")[1:])
+    parts = name.split(".")[1:]
+    if not parts:  # the package itself (``from analysis import x``)
+        return PACKAGE_ROOT / "__init__.py"
+    rel = Path(*parts)
     for candidate in (PACKAGE_ROOT / rel.with_suffix(".py"), PACKAGE_ROOT / rel / "__init__.py"):
         if candidate.is_file():
             return candidate

@@ -35,3 +35,12 @@ def test_config_fingerprint_and_differences():
     assert fp.config_differences({"a": 1, "b": 2}, {"a": 1, "b": 3, "c": 0}) == ["b: 2 -> 3", "c: None -> 0"]
     with pytest.raises(ValueError, match="module of the analysis package"):
         fp.code_fingerprint("numpy")
+
+
+def test_from_package_import_resolves_the_package_and_the_module():
+    """``from analysis import widening`` names the package (its __init__) and analysis.widening."""
+    from analysis.fingerprint import PACKAGE_ROOT, _module_path, code_fingerprint
+
+    assert _module_path("analysis") == PACKAGE_ROOT / "__init__.py"
+    assert _module_path("analysis.widening") == PACKAGE_ROOT / "widening.py"
+    assert len(code_fingerprint("analysis.experiments.widening")) == 16

@@ -85,7 +85,7 @@ CONFIGS: dict[str, Config] = {
                     small_steps=4, wide_steps=8, symmetry_steps=4, memo_steps=4, seeds=2, eval_every=4,
                     eval_windows=2),
     "cpu": Config(d=48, heads=4, layers=2, probe=96, factors=(2, 3, 4), train_d=64, train_layers=2, ctx=128,
-                  batch=16, small_steps=150, wide_steps=450, symmetry_steps=150, memo_steps=300, seeds=3,
+                  batch=16, small_steps=200, wide_steps=600, symmetry_steps=200, memo_steps=300, seeds=3,
                   eval_every=50, eval_windows=32),
     "gpu": Config(d=96, heads=4, layers=4, probe=256, factors=(2, 3, 4), train_d=256, train_layers=6, ctx=512,
                   batch=32, small_steps=2000, wide_steps=8000, symmetry_steps=1000, memo_steps=1000, seeds=3,
