@@ -162,6 +162,13 @@ def verdict_line(claim: Claim, doc: str | None = None, number: int | None = None
     return line
 
 
+def typeset(expr: str) -> str:
+    """Inline LaTeX ($...$) of a sympy expression recorded as a string (``'sqrt(2)/(2*K**(1/4))'``), for prose."""
+    import sympy as sp
+
+    return f"${sp.latex(sp.sympify(expr))}$"
+
+
 def recorded(name: str, directory: str | None = None) -> RunSet:
     """The strongest recorded run of ``name`` (gpu, else cpu), cited from another chapter without re-running it;
     a live smoke run when nothing is recorded."""
@@ -176,9 +183,12 @@ def open_chapter(doc: str, title: str, *experiments: str, directory: str | None 
     """Run ``experiments`` live at the build's scale, gather their records and claims, print their provenance."""
     from analysis.experiments import get_experiment
 
+    from IPython.display import display
+
     scale = current_scale()
     chapter = Chapter(doc, title, scale, ChapterClaims(doc, title))
     timings: dict[str, float] = {}
+    notes: list[str] = []
     for name in experiments:
         module = get_experiment(name)
         data, seconds = _run_live(name, scale)
@@ -186,12 +196,36 @@ def open_chapter(doc: str, title: str, *experiments: str, directory: str | None 
         runs = runs_for(name, scale, data, seconds, directory)
         chapter.runs[name] = runs
         for run in runs:
-            print(textwrap.fill(f"{name}: {run.note}", width=72, subsequent_indent="    "))  # fits the page width
+            notes.append(f"{name}: {run.note}")
             for claim in module.claims(run.data, run.key):
                 chapter.claims.record(claim)
                 chapter.keys.setdefault(name, set()).add(claim.key)
     save_timings(doc, scale, timings)
+    display(Provenance(tuple(notes)))
     return chapter
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """The provenance lines of a chapter's runs: collapsed under one summary line in HTML, plain lines as text."""
+
+    lines: tuple[str, ...]
+
+    def summary(self) -> str:
+        """One line: how many runs, and whether any record is stale."""
+        stale = sum("STALE" in line for line in self.lines)
+        return (f"Provenance of the {len(self.lines)} run{'s' if len(self.lines) != 1 else ''} shown here"
+                + (f" ({stale} stale)" if stale else "") + ": this build and the recorded runs")
+
+    def __repr__(self) -> str:
+        return "\n".join(textwrap.fill(line, width=72, subsequent_indent="    ") for line in self.lines)
+
+    def _repr_html_(self) -> str:
+        import html
+
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in self.lines)
+        return (f'<details class="provenance"><summary>{html.escape(self.summary())}</summary>'
+                f'<ul style="font-size:0.85em">{items}</ul></details>')
 
 
 def save_timings(doc: str, scale: str, seconds: dict[str, float]) -> Path | None:

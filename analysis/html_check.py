@@ -1,7 +1,8 @@
 """Checks of the built HTML book, as a reader would notice its defects: ``python -m analysis.html_check _build/html``.
 
 Per chapter page: every figure has a caption; no list rendered as a paragraph of literal "- " items; no
-unrendered MyST syntax (glue, roles, directives); the page says whether a GPU-scale run exists. On the ledger
+unrendered MyST syntax (glue, roles, directives); the page says whether a GPU-scale run exists and
+carries the live build's provenance, collapsed. On the ledger
 page: every claim row has an id, and ``claims.csv`` / ``claims.json`` beside it list the same ids. The landing
 page shows the findings. Exit status 1 with one line per problem.
 """
@@ -42,6 +43,8 @@ def chapter_problems(name: str, page: str) -> list[str]:
         out.append(f"{name}: unrendered MyST syntax {match.group(0)!r}")
     if "GPU-scale run" not in text:
         out.append(f"{name}: does not say whether a GPU-scale run exists")
+    if '<details class="provenance">' not in page or "this build:" not in page:
+        out.append(f"{name}: no collapsed provenance of the live build")
     return out
 
 

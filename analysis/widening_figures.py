@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from analysis.experiments import widening as wx
 from analysis.verify import claims_table_css, fmt
 
-COLOURS = {"placed": "#1b7f3b", "pairs": "#a36b00", "scratch": "#3b5ba5", "small": "#777777"}
+COLOURS = {"placed": "#1b7f3b", "pairs": "#a36b00", "split": "#8e44ad", "scratch": "#3b5ba5", "small": "#777777"}
 FLOOR = 1e-17  # a difference of exactly 0 is drawn here on the log axis
 
 
@@ -66,7 +66,7 @@ def training_figure(data: dict[str, Any]) -> Figure:
     """Left: validation loss against training FLOPs for the small model, the two widened arms (their FLOPs include the
     small model's) and the scratch wide model. Right: the copies' symmetry during training, per variant."""
     tr = data["training"]
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.6))
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 5.2))
     per_arm: dict[str, list[tuple[list[float], list[float]]]] = {}
     for seed in tr["seeds"]:
         for arm, curve in wx.curves(tr, seed).items():
@@ -75,7 +75,8 @@ def training_figure(data: dict[str, Any]) -> Figure:
             ok = np.isfinite(y) & (x > 0)
             ax.plot(x[ok], y[ok], color=COLOURS[arm], lw=0.6, alpha=0.35)
     labels = {"small": "small model (d)", "placed": "widened exactly (RoPE placed)",
-              "pairs": "widened, RoPE pairwise", "scratch": "wide model from scratch (2d)"}
+              "pairs": "widened, RoPE pairwise", "split": "widened exactly, random split",
+              "scratch": "wide model from scratch (2d)"}
     for arm, curves in per_arm.items():
         x, y = _mean_curve(curves)
         ok = np.isfinite(y) & (x > 0)
@@ -83,12 +84,11 @@ def training_figure(data: dict[str, Any]) -> Figure:
     ax.set_xscale("log")
     ax.set_xlabel("training FLOPs spent (log scale)")
     ax.set_ylabel("validation loss (nats per byte)")
-    ax.legend(fontsize=9)
+    ax.legend(fontsize=10)
     ax.grid(alpha=0.3)
-    ax.set_title("widening a partly trained model vs scratch", fontsize=11)
+    ax.set_title("widening a partly trained model vs scratch", fontsize=12)
     seed0 = tr["seeds"][0]
-    variants = {"exact copies": seed0["arms"]["placed"]["symmetry"], **{k: v["symmetry"] for k, v in
-                                                                     seed0.get("variants", {}).items()}}
+    variants = {k: v["symmetry"] for k, v in seed0.get("variants", {}).items()}
     colours = plt.get_cmap("tab10")
     for i, (name, sym) in enumerate(variants.items()):
         steps = np.asarray(sym["steps"])
@@ -99,8 +99,8 @@ def training_figure(data: dict[str, Any]) -> Figure:
     bx.set_yscale("log")
     bx.set_xlabel("training steps after widening")
     bx.set_ylabel("part outside the copied subspace (log scale)")
-    bx.set_title("symmetry of the copies: stream (solid), weights (dashed)", fontsize=11)
-    bx.legend(fontsize=8, loc="center right")
+    bx.set_title("copies' symmetry: stream (solid), weights (dashed)", fontsize=12)
+    bx.legend(fontsize=10, loc="center right")
     bx.grid(alpha=0.3)
     fig.tight_layout()
     return fig
@@ -136,6 +136,16 @@ def prose(data: dict[str, Any]) -> dict[str, str]:
         "final_scratch": f"{s['final']['scratch'][0]:.3f} ± {s['final']['scratch'][1]:.3f}",
         "final_pairs": f"{s['final']['pairs'][0]:.3f} ± {s['final']['pairs'][1]:.3f}",
         "saving": f"{100 * saving:.0f}% ± {100 * saving_se:.0f}%",
+        "saving_split": f"{100 * s['saving_split'][0]:.0f}% ± {100 * s['saving_split'][1]:.0f}%",
+        "final_split": f"{s['final']['split'][0]:.3f} ± {s['final']['split'][1]:.3f}",
+        "gap_first": f"{s['pairs_gap']['first'][0]:.3f} ± {s['pairs_gap']['first'][1]:.3f}",
+        "gap_final": f"{s['pairs_gap']['final'][0]:.3f} ± {s['pairs_gap']['final'][1]:.3f}",
+        "sym_split_arm": f"{s['symmetry_split']:.2g}",
+        "val_copies": f"{s['variant_val'].get('exact copies', math.nan):.3f}",
+        "val_split": f"{s['variant_val'].get('split', math.nan):.3f}",
+        "val_noise": f"{s['variant_val'].get('noise', math.nan):.3f}",
+        "val_unit": f"{s['variant_val'].get('unit dropout', math.nan):.3f}",
+        "sym_steps": f"{data['training']['seeds'][0].get('variants', {}).get('split', {}).get('val_steps', [0])[-1]}",
         "seeds": f"{len(tr['seeds'])}", "small_steps": f"{tr['seeds'][0]['small']['val_steps'][-1]}",
         "wide_after": f"{tr['wide_after']}", "wide_steps": f"{tr['seeds'][0]['arms']['scratch']['val_steps'][-1]}",
         "flops_ratio": f"{s['flops_ratio']:.2f}",

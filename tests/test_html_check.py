@@ -6,7 +6,8 @@ from analysis import html_check as hc
 
 def test_chapter_defects_are_found():
     good = ('<main><figure><img src="a.png"><figcaption>Fig. 1</figcaption></figure>'
-            "<ul><li>a: <strong>holds</strong></li></ul><p>No GPU-scale run of x has been recorded yet.</p></main>")
+            "<ul><li>a: <strong>holds</strong></li></ul><p>No GPU-scale run of x has been recorded yet.</p>"
+            '<details class="provenance"><summary>Provenance</summary><li>x: this build: smoke</li></details></main>')
     assert hc.chapter_problems("c", good) == []
     bad = ('<main><figure><img src="a.png"></figure><p>- a: <strong>holds</strong> - b</p>'
            "<p>see {glue:text}`x`</p></main>")
@@ -15,6 +16,7 @@ def test_chapter_defects_are_found():
     assert any("literal '- '" in p for p in found)
     assert any("unrendered MyST" in p for p in found)
     assert any("GPU-scale run" in p for p in found)
+    assert any("collapsed provenance" in p for p in found)
 
 
 def write(folder, ids):
