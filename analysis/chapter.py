@@ -181,9 +181,9 @@ def recorded(name: str, directory: str | None = None) -> RunSet:
 
 def open_chapter(doc: str, title: str, *experiments: str, directory: str | None = None) -> Chapter:
     """Run ``experiments`` live at the build's scale, gather their records and claims, print their provenance."""
-    from analysis.experiments import get_experiment
-
     from IPython.display import display
+
+    from analysis.experiments import get_experiment
 
     scale = current_scale()
     chapter = Chapter(doc, title, scale, ChapterClaims(doc, title))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -13,8 +14,82 @@ from matplotlib.figure import Figure
 from analysis.theory import entropy as ent
 
 STYLE: dict[Any, Any] = {"font.size": 12, "axes.titlesize": 12, "legend.fontsize": 10, "axes.grid": True, "grid.alpha": 0.3}
+COLUMN_PX = 760  # the book's content column at a 1280-pixel window: a figure is scaled to this width
+MIN_TEXT_PX = 12  # the smallest text a figure may show at that width (the page's small text is about 13 px)
 
 
+def reflow(fig: Figure, max_cols: int = 2, panel: tuple[float, float] = (6.0, 4.4)) -> Figure:
+    """Lay a grid of more than ``max_cols`` panel columns out again: one row of panels in ``max_cols`` columns in
+    reading order (a legend of more than 6 entries moves into a slot left empty); a grid of several rows (one per
+    run) transposed, so that each run becomes a column. Each panel ``panel`` inches; colorbars stay attached."""
+    specs = {ax: ax.get_subplotspec() for ax in fig.axes if ax.get_label() != "<colorbar>"}
+    axes = [ax for ax, spec in specs.items() if spec is not None]
+    if not axes:
+        return fig
+    spec0 = specs[axes[0]]
+    assert spec0 is not None
+    nrows, ncols = spec0.get_gridspec().get_geometry()
+    if ncols <= max_cols:
+        return fig
+    if nrows > 1:
+        if nrows > max_cols:
+            return fig
+        grid = fig.add_gridspec(ncols, nrows)
+        for ax in axes:
+            spec = specs[ax]
+            assert spec is not None
+            ax.set_subplotspec(grid[spec.colspan.start, spec.rowspan.start])
+            ax.tick_params(labelleft=True, labelbottom=True)  # shared axes hid labels by the old positions
+        fig.set_size_inches(panel[0] * nrows, panel[1] * ncols)
+        fig.set_layout_engine("constrained")
+        return fig
+    order = sorted(axes, key=lambda a: getattr(specs[a], "colspan", range(0)).start)
+    rows = -(-len(order) // max_cols)
+    grid = fig.add_gridspec(rows, max_cols)
+    for i, ax in enumerate(order):
+        ax.set_subplotspec(grid[i // max_cols, i % max_cols])
+        ax.tick_params(labelleft=True, labelbottom=True)
+    fig.set_size_inches(panel[0] * max_cols, panel[1] * rows)
+    fig.set_layout_engine("constrained")
+    if len(order) % max_cols:
+        legends = [(ax, ax.get_legend()) for ax in order]
+        crowded = [(ax, leg) for ax, leg in legends if leg is not None and len(leg.get_texts()) > 6]
+        if crowded:
+            handles, labels = crowded[0][0].get_legend_handles_labels()
+            crowded[0][1].remove()
+            slot = fig.add_subplot(grid[rows - 1, len(order) % max_cols:])
+            slot.axis("off")
+            slot.legend(handles, labels, loc="center", ncol=2 if len(labels) > 8 else 1, frameon=False)
+    return fig
+
+
+def readable(fig: Figure, column_px: float = COLUMN_PX, min_px: float = MIN_TEXT_PX) -> Figure:
+    """Reflow a grid wider than two panels (:func:`reflow`), then raise every text of ``fig`` (ticks, labels,
+    titles, legends) to at least ``min_px`` pixels once the figure is scaled to ``column_px`` wide:
+    min_pt = min_px * width_in * 72 / column_px. Then lay it out again."""
+    from matplotlib.text import Text
+
+    reflow(fig)
+    min_pt = min_px * fig.get_figwidth() * 72 / column_px
+    for text in fig.findobj(Text):
+        if text.get_text() and float(text.get_fontsize()) < min_pt:
+            text.set_fontsize(min_pt)
+    if type(fig.get_layout_engine()).__name__ != "ConstrainedLayoutEngine":
+        fig.tight_layout()
+    return fig
+
+
+def _readable(make: Callable[..., Figure]) -> Callable[..., Figure]:
+    """A figure function whose figure passes through :func:`readable`."""
+
+    @functools.wraps(make)
+    def wrapped(*args: Any, **kwargs: Any) -> Figure:
+        return readable(make(*args, **kwargs))
+
+    return wrapped
+
+
+@_readable
 def entropy_curves(classes: Sequence[int], notes_range: tuple[float, float]) -> Figure:
     """Entropy against p, loss against p, entropy against loss, for each K; the notes' p range shaded."""
     with plt.rc_context(STYLE):
@@ -42,6 +117,7 @@ def entropy_curves(classes: Sequence[int], notes_range: tuple[float, float]) -> 
     return fig
 
 
+@_readable
 def bound_sampling(sampled: dict[str, Any]) -> Figure:
     """Sampled (loss, entropy) under the bound, and the median gap against Dirichlet concentration."""
     rows, k = sampled["rows"], sampled["classes"]
@@ -75,6 +151,7 @@ def bound_sampling(sampled: dict[str, Any]) -> Figure:
     return fig
 
 
+@_readable
 def lm_clouds(runs: Sequence[tuple[str, dict[str, Any]]], classes: int = 256) -> Figure:
     """Per-token (loss, entropy) density for each run (rows) and snapshot (columns), with the bound."""
     n_snap = max(len(data["real"]["snapshots"]) for _, data in runs)
@@ -105,6 +182,7 @@ def lm_clouds(runs: Sequence[tuple[str, dict[str, Any]]], classes: int = 256) ->
     return fig
 
 
+@_readable
 def markov_curve(markov: dict[str, Any], title: str) -> Figure:
     """Training loss on the Markov source against its entropy rate, uniform loss and final validation loss."""
     with plt.rc_context(STYLE):
@@ -128,6 +206,7 @@ def markov_curve(markov: dict[str, Any], title: str) -> Figure:
 # --- the softmax scale -------------------------------------------------------------------
 
 
+@_readable
 def scale_normal(fits: dict[str, Any]) -> Figure:
     """alpha*(n) for normal scores: the exact maximiser, the source's fit, and the fit's relative error."""
     from analysis.theory import softmax_scale as sc
@@ -154,6 +233,7 @@ def scale_normal(fits: dict[str, Any]) -> Figure:
     return fig
 
 
+@_readable
 def cosine_scores(density: dict[str, Any], large_d: dict[str, Any]) -> Figure:
     """Cosine density against samples, alpha*(n, d) for several d with the source's 3.5 ln n, and the large-d ratio."""
     from analysis.theory import softmax_scale as sc
@@ -193,6 +273,7 @@ def cosine_scores(density: dict[str, Any], large_d: dict[str, Any]) -> Figure:
     return fig
 
 
+@_readable
 def finite_sample_curves(mc: dict[str, Any], ns: Sequence[int]) -> Figure:
     """Mean (with 2 SE) and median objective against alpha / alpha*_MF, with the plateau h(b_n)."""
     with plt.rc_context(STYLE):
@@ -226,6 +307,7 @@ def _finite_sample_points(ax: Any, mc: dict[str, Any], kind: str) -> None:
                 yerr=[2 * r["alpha_finite_sample_se"] for r in rows], fmt="rs", label="finite-sample (typical row)")
 
 
+@_readable
 def scale_rules(mc: dict[str, Any], decoder: dict[str, Any]) -> Figure:
     """Length rules side by side (normal, cosine d), and what one alpha*(L/2) keeps along a decoder."""
     from analysis.theory import softmax_scale as sc
@@ -269,6 +351,7 @@ def scale_rules(mc: dict[str, Any], decoder: dict[str, Any]) -> Figure:
     return fig
 
 
+@_readable
 def training_sweep(runs: Sequence[tuple[str, dict[str, Any]]]) -> Figure:
     """Validation loss and softmax gradient against the attention scale, per length, dot and cosine."""
     with plt.rc_context(STYLE):
@@ -311,6 +394,7 @@ def training_sweep(runs: Sequence[tuple[str, dict[str, Any]]]) -> Figure:
 # --- GAU at initialisation ---------------------------------------------------------------
 
 
+@_readable
 def gau_rms_grid(data: dict[str, Any]) -> Figure:
     """Measured RMS of GAU(x) against n, per s, with the source's and the corrected predictions (log-log)."""
     widths = sorted({(r["d"], r["e"]) for r in data["grid"]}, reverse=True)
@@ -338,6 +422,7 @@ def gau_rms_grid(data: dict[str, Any]) -> Figure:
     return fig
 
 
+@_readable
 def gau_lambda(data: dict[str, Any]) -> Figure:
     """RMS of GAU(x) when every weight is scaled by lambda, and its local exponent against 7."""
     from analysis.experiments.gau_init import local_exponents
@@ -371,6 +456,7 @@ def gau_lambda(data: dict[str, Any]) -> Figure:
     return fig
 
 
+@_readable
 def deep_gau(data: dict[str, Any]) -> Figure:
     """Validation loss against depth per architecture, with and without warmup; update sizes at initialisation."""
     from analysis.experiments.deep_gau import ARCHS, arch_label, stats
@@ -400,6 +486,7 @@ def deep_gau(data: dict[str, Any]) -> Figure:
     return fig
 
 
+@_readable
 def coord_check(data: dict[str, Any]) -> Figure:
     """Median branch ratio RMS(f(x))/RMS(x) against width, per depth, at each measured step (mup-style, log-log)."""
     from analysis.experiments.coord_check import ARCHS
@@ -421,12 +508,13 @@ def coord_check(data: dict[str, Any]) -> Figure:
             ax.set_xlabel("width d (log scale)")
             name = "GAU" if block == "gau" else "Transformer"
             ax.set_title(f"{residual}-norm {name}")
-        axes[0].set_ylabel("median RMS(f(x)) / RMS(x) over layers (log)")
+        axes[0].set_ylabel("median over layers of RMS(f(x)) / RMS(x)")
         axes[0].legend(fontsize=7, ncol=2)
         fig.tight_layout()
     return fig
 
 
+@_readable
 def qk_saturation(data: dict[str, Any], law: dict[int, float]) -> Figure:
     """q.k moments against d; softmax-row entropy and median Jacobian norm against d, with and without 1/sqrt(d)."""
     qk, sat, n = data["qk"], data["saturation"], data["keys"]
@@ -483,6 +571,7 @@ def qk_saturation(data: dict[str, Any], law: dict[int, float]) -> Figure:
     return fig
 
 
+@_readable
 def head_symmetry(runs: dict[str, Any]) -> Figure:
     """Relative spread between heads against training step for each initialisation (log scale; 0 drawn at the floor)."""
     floor = 1e-10
@@ -503,6 +592,7 @@ def head_symmetry(runs: dict[str, Any]) -> Figure:
     return fig
 
 
+@_readable
 def positions_figure(pos: dict[str, Any]) -> Figure:
     """PE dot product against k; float32 error of PE and of M_k against position; projected positional scores."""
     with plt.rc_context(STYLE):
@@ -536,6 +626,7 @@ def positions_figure(pos: dict[str, Any]) -> Figure:
     return fig
 
 
+@_readable
 def depth_updates(rows: list[dict[str, Any]]) -> Figure:
     """Model update after one AdamW step and mean sublayer update at init, against depth, per residual arrangement."""
     from analysis.experiments.norms_depth import mean_update
@@ -561,6 +652,7 @@ def depth_updates(rows: list[dict[str, Any]]) -> Figure:
     return fig
 
 
+@_readable
 def residual_streams(rows: list[dict[str, Any]]) -> Figure:
     """Cosine of successive residual streams per sublayer, and the loss with sublayers run side by side in groups."""
     with plt.rc_context(STYLE):
@@ -589,6 +681,7 @@ def residual_streams(rows: list[dict[str, Any]]) -> Figure:
     return fig
 
 
+@_readable
 def activations_figure(act: dict[str, Any]) -> Figure:
     """GELU, its approximations, the notes' GELU, Swish and ReLU; absolute errors against exact GELU (log)."""
     c = {k: np.array(v) for k, v in act["curve"].items()}

@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 
 from analysis.experiments import flash_bench as fb
 from analysis.experiments.flash_bench import IMPLEMENTATIONS, LAYERS
-from analysis.figures import STYLE
+from analysis.figures import STYLE, readable
 from analysis.theory import flash_counts as fc
 
 
@@ -40,7 +40,7 @@ def counts(data: dict[str, Any], d: int = 768, s: int = 128, chunk: int = 256) -
         axes[1].set_title(f"matrix-product FLOPs at d = {d}")
         axes[1].legend()
         fig.tight_layout()
-    return fig
+    return readable(fig)
 
 
 def leak(data: dict[str, Any]) -> Figure:
@@ -59,7 +59,7 @@ def leak(data: dict[str, Any]) -> Figure:
         ax.set_title("does appending tokens change earlier outputs? (causal, float64; 0 plotted at 1e-18)")
         ax.legend(fontsize=9, loc="center right")
         fig.tight_layout()
-    return fig
+    return readable(fig)
 
 
 def _throughput_and_memory(data: dict[str, Any], names: tuple[str, ...], title: str) -> Figure:
@@ -84,7 +84,7 @@ def _throughput_and_memory(data: dict[str, Any], names: tuple[str, ...], title: 
         axes[1].set_title("memory that grows with n")
         axes[0].legend(fontsize=10)
         fig.tight_layout()
-    return fig
+    return readable(fig)
 
 
 def speed(data: dict[str, Any]) -> Figure:

@@ -11,6 +11,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from analysis.experiments import widening as wx
+from analysis.figures import readable
 from analysis.verify import claims_table_css, fmt
 
 COLOURS = {"placed": "#1b7f3b", "pairs": "#a36b00", "split": "#8e44ad", "scratch": "#3b5ba5", "small": "#777777"}
@@ -35,8 +36,7 @@ def exactness_figure(data: dict[str, Any]) -> Figure:
     ax.set_xlabel("largest |logit difference| / largest |logit| (log scale)")
     ax.legend(loc="lower right", fontsize=9)
     ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
-    return fig
+    return readable(fig)
 
 
 def table_html(data: dict[str, Any]) -> str:
@@ -90,10 +90,13 @@ def training_figure(data: dict[str, Any]) -> Figure:
     seed0 = tr["seeds"][0]
     variants = {k: v["symmetry"] for k, v in seed0.get("variants", {}).items()}
     colours = plt.get_cmap("tab10")
+    markers = "osv^Dx"
     for i, (name, sym) in enumerate(variants.items()):
         steps = np.asarray(sym["steps"])
-        bx.plot(steps, np.maximum(sym["residual"], FLOOR), color=colours(i), lw=2, label=f"{name}: stream")
-        bx.plot(steps, np.maximum(sym["weights"], FLOOR), color=colours(i), lw=1, ls="--")
+        bx.plot(steps, np.maximum(sym["residual"], FLOOR), color=colours(i), lw=2, marker=markers[i % 6], ms=6,
+                mfc="none", label=f"{name}: stream")
+        bx.plot(steps, np.maximum(sym["weights"], FLOOR), color=colours(i), lw=1, ls="--", marker=markers[i % 6],
+                ms=4)
     bx.axhline(1e3 * wx.EPS32, color="black", lw=1, ls=":")
     bx.text(steps[-1], 1e3 * wx.EPS32, "1000 float32 ulps", fontsize=9, ha="right", va="bottom")
     bx.set_yscale("log")
@@ -102,8 +105,7 @@ def training_figure(data: dict[str, Any]) -> Figure:
     bx.set_title("copies' symmetry: stream (solid), weights (dashed)", fontsize=12)
     bx.legend(fontsize=10, loc="center right")
     bx.grid(alpha=0.3)
-    fig.tight_layout()
-    return fig
+    return readable(fig)
 
 
 def prose(data: dict[str, Any]) -> dict[str, str]:

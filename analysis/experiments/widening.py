@@ -540,9 +540,8 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                          f"compute against training the wide model from scratch (fraction of FLOPs saved to reach the "
                          f"same validation loss, {seeds} seeds; {label})", "Chen et al. 2022 (bert2BERT); Wang et al. "
                          "2023 (LiGO)", BERT2BERT_SAVING, mean, se, 2 * se, "2 seed standard errors", unit="fraction",
-                         approx_rel=0.0, alternative=0.0, alternative_note="no saving, as the source's author answers "
-                         "in the comments", corrected=0.0, corrected_note="no saving at this scale (a 2-layer byte-level "
-                         "model trained for a few hundred steps)"))
+                         approx_rel=0.0, corrected=0.0, corrected_note="no saving, as the source's author answers in "
+                         "the comments (here: a 2-layer byte-level model trained for a few hundred steps)"))
     gap, gap_se = s["pairs_gap"]["final"]
     steps = data["training"]["seeds"][0]["arms"]["pairs"]["val_steps"][-1]
     out.append(Claim(f"rope-recovers-{label}", f"Continued training recovers what pairwise RoPE repetition loses "
