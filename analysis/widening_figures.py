@@ -124,6 +124,7 @@ def prose(data: dict[str, Any]) -> dict[str, str]:
         "gelu_linear": f"{ex['BERT, GELU W_1 as a linear layer (w/2, b/sqrt 2), x2']['f64_rel']:.2g}",
         "eps5": f"{ex['BERT, LayerNorm eps 1e-5 kept, x2']['f64_rel']:.1e}",
         "eps12": f"{ex['BERT, LayerNorm eps 1e-12 kept, x2']['f64_rel']:.1e}",
+        "eps12_ratio": f"{ex['BERT, LayerNorm eps 1e-12 kept, x2']['f64_rel'] / s['exact_worst']['bert']:.0f}",
         "pairs": f"{ex['Transformer++, RoPE pairwise repetition, x2']['f64_rel']:.2g}",
         "pairs_gau": f"{ex['GAU, RoPE pairwise repetition, x2']['f64_rel']:.2g}",
         "local": f"{ex['Transformer++, RoPE unit-wise repetition, x2']['f64_rel']:.2g}",
