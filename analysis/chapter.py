@@ -162,11 +162,16 @@ def verdict_line(claim: Claim, doc: str | None = None, number: int | None = None
     return line
 
 
-def typeset(expr: str) -> str:
-    """Inline LaTeX ($...$) of a sympy expression recorded as a string (``'sqrt(2)/(2*K**(1/4))'``), for prose."""
+def typeset(expr: Any) -> Any:
+    """Markdown of inline LaTeX ($...$) for a sympy expression, or one recorded as a string
+    (``'sqrt(2)/(2*K**(1/4))'``), to glue into prose with ``{glue:md}``."""
     import sympy as sp
+    from IPython.display import Markdown
 
-    return f"${sp.latex(sp.sympify(expr))}$"
+    # glued Markdown is parsed as CommonMark without maths: emit MathJax's inline form in a span of class "math",
+    # every backslash doubled so that the Markdown escapes give back the LaTeX
+    tex = "\\(" + sp.latex(sp.sympify(expr)) + "\\)"
+    return Markdown('<span class="math notranslate nohighlight">' + tex.replace("\\", "\\\\") + "</span>")
 
 
 def recorded(name: str, directory: str | None = None) -> RunSet:

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from analysis.theory import entropy as ent
 
 STYLE: dict[Any, Any] = {"font.size": 12, "axes.titlesize": 12, "legend.fontsize": 10, "axes.grid": True, "grid.alpha": 0.3}
-COLUMN_PX = 760  # the book's content column at a 1280-pixel window: a figure is scaled to this width
+COLUMN_PX = 690  # the book's content column at a 1280-pixel window (measured): a figure is scaled to this width
 MIN_TEXT_PX = 12  # the smallest text a figure may show at that width (the page's small text is about 13 px)
 
 
@@ -74,6 +74,12 @@ def readable(fig: Figure, column_px: float = COLUMN_PX, min_px: float = MIN_TEXT
     for text in fig.findobj(Text):
         if text.get_text() and float(text.get_fontsize()) < min_pt:
             text.set_fontsize(min_pt)
+    for ax in fig.axes:  # tick labels are made again at draw time: set their size on the axes, not on the texts
+        for axis in (ax.xaxis, ax.yaxis):
+            labels = axis.get_ticklabels()
+            size = float(labels[0].get_fontsize()) if labels else min_pt
+            if size < min_pt:
+                axis.set_tick_params(which="both", labelsize=min_pt)
     if type(fig.get_layout_engine()).__name__ != "ConstrainedLayoutEngine":
         fig.tight_layout()
     return fig
@@ -248,6 +254,7 @@ def cosine_scores(density: dict[str, Any], large_d: dict[str, Any]) -> Figure:
             cos = np.einsum("ij,ij->i", u, v) / np.linalg.norm(u, axis=1) / np.linalg.norm(v, axis=1)
             axes[0].hist(cos, bins=60, density=True, alpha=0.35, color=f"C{i}")
             axes[0].plot(s, sc.cosine_density(s, d), color=f"C{i}", label=f"d = {d} (KS p = {row['p_value']:.2f})")
+        axes[0].set_xticks([-1.0, -0.5, 0.0, 0.5, 1.0])
         axes[0].set_xlabel("cosine s of two random directions")
         axes[0].set_ylabel("density")
         axes[0].set_title("density (1 - s^2)^((d-3)/2), against samples")

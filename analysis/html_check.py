@@ -15,7 +15,7 @@ import re
 import sys
 from pathlib import Path
 
-UNRENDERED = re.compile(r"\{(glue|glue:text|glue:md|glue:figure|cite|eq|numref|ref|doc)\}`|```\{|\{claims-ledger\}")
+UNRENDERED = re.compile(r"\{(glue|glue:text|glue:md|glue:figure|cite|eq|numref|ref|doc|math)\}`|```\{|\{claims-ledger\}")
 RUN_ON_LIST = re.compile(r"<p>\s*-\s")
 FIGURE = re.compile(r"<figure\b.*?</figure>", re.DOTALL)
 LEDGER_ROW = re.compile(r"<tr\b[^>]*\bdata-chapter=[^>]*>")

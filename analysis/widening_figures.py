@@ -34,7 +34,7 @@ def exactness_figure(data: dict[str, Any]) -> Figure:
     ax.set_xlim(FLOOR, 10)
     ax.set_yticks(y, [r["case"] for r in rows], fontsize=9)
     ax.set_xlabel("largest |logit difference| / largest |logit| (log scale)")
-    ax.legend(loc="lower right", fontsize=9)
+    ax.legend(loc="upper right", fontsize=9)
     ax.grid(axis="x", alpha=0.3)
     return readable(fig)
 
@@ -63,10 +63,10 @@ def _mean_curve(curves: list[tuple[list[float], list[float]]]) -> tuple[np.ndarr
 
 
 def training_figure(data: dict[str, Any]) -> Figure:
-    """Left: validation loss against training FLOPs for the small model, the two widened arms (their FLOPs include the
-    small model's) and the scratch wide model. Right: the copies' symmetry during training, per variant."""
+    """Top: validation loss against training FLOPs for the small model, the two widened arms (their FLOPs include the
+    small model's) and the scratch wide model. Bottom: the copies' symmetry during training, per variant."""
     tr = data["training"]
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 5.2))
+    fig, (ax, bx) = plt.subplots(2, 1, figsize=(9, 10))
     per_arm: dict[str, list[tuple[list[float], list[float]]]] = {}
     for seed in tr["seeds"]:
         for arm, curve in wx.curves(tr, seed).items():
@@ -84,7 +84,7 @@ def training_figure(data: dict[str, Any]) -> Figure:
     ax.set_xscale("log")
     ax.set_xlabel("training FLOPs spent (log scale)")
     ax.set_ylabel("validation loss (nats per byte)")
-    ax.legend(fontsize=10)
+    ax.legend(fontsize=10, loc="upper right")
     ax.grid(alpha=0.3)
     ax.set_title("widening a partly trained model vs scratch", fontsize=12)
     seed0 = tr["seeds"][0]
@@ -167,6 +167,6 @@ def prose(data: dict[str, Any]) -> dict[str, str]:
         "grad_small": f"{st['grad_small']:.2e}", "grad_copy": f"{st['grad_copy']:.2e}",
         "grad_split": f"{st['grad_split']:.2e}", "memo_loss": f"{st['loss_small']:.3f}",
         "memo_steps": f"{st['memo_steps']}",
-        "grad_split_ratio": f"{st['grad_split_linear'] / max(st['grad_copy_linear'], 1e-300):.2g}",
+        "grad_split_ratio": f"{st['grad_split_linear'] / max(st['grad_copy_linear'], 1e-300):.4f}",
     }
     return out

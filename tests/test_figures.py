@@ -38,3 +38,34 @@ def test_every_figure_is_labelled(lm_data):
         assert isinstance(fig, Figure)
         assert_labelled(fig)
     assert len(figs[2].axes) == 2 * len(entropy_lm.CONFIGS["smoke"].snapshots) + 1  # panels and a colour bar
+
+
+def test_readable_reflows_wide_grids_and_raises_small_text():
+    """A row of three panels becomes two columns; every text, tick labels included, reaches 12 px at the page's
+    column width; a crowded legend moves into the free slot."""
+    import matplotlib.pyplot as plt
+
+    from analysis.figures import COLUMN_PX, MIN_TEXT_PX, readable
+
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4))
+    for i in range(8):
+        axes[0].plot([0, 1], [i, i], label=f"line {i}")
+    axes[0].legend(fontsize=6)
+    axes[1].set_title("tiny", fontsize=5)
+    readable(fig)
+    assert fig.get_figwidth() == 12.0
+    positions = sorted((round(ax.get_position().x0, 1), -round(ax.get_position().y0, 1)) for ax in axes)
+    assert len({x for x, _ in positions}) == 2 and len({y for _, y in positions}) == 2
+    assert axes[0].get_legend() is None  # moved to the free slot
+    min_pt = MIN_TEXT_PX * 12.0 * 72 / COLUMN_PX
+    fig.canvas.draw()
+    assert axes[1].title.get_fontsize() >= min_pt - 1e-9
+    assert all(t.get_fontsize() >= min_pt - 1e-9 for ax in axes for t in ax.get_xticklabels())
+    plt.close(fig)
+
+
+def test_typeset_gives_mathjax_markdown():
+    from analysis.chapter import typeset
+
+    md = typeset("sqrt(2)/(2*K**(1/4))").data
+    assert md.startswith('<span class="math') and "\\\\(" in md and "\\\\frac" in md
