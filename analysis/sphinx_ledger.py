@@ -32,6 +32,7 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
+from analysis.ledger_notes import reason
 from analysis.verify import (
     CLAIMS_DIR_ENV,
     VERDICT_COLOURS,
@@ -50,7 +51,7 @@ SCALE_RANK = {"smoke (live)": 0, "cpu (live)": 1, "cpu (recorded)": 2, "gpu (liv
 SIGNS = {"equal": "=", "upper_bound": "≤", "lower_bound": "≥"}
 CSV_FIELDS = ("id", "chapter", "number", "key", "scale", "statement", "source", "kind", "predicted", "measured",
               "uncertainty", "tolerance", "tolerance_basis", "unit", "verdict", "verdict_text", "corrected",
-              "corrected_verdict", "corrected_note", "alternative", "alternative_note")
+              "corrected_verdict", "corrected_note", "no_corrected_reason", "alternative", "alternative_note")
 
 
 def claim_scale(key: str) -> tuple[str, str]:
@@ -92,6 +93,7 @@ class Entry:
                 "tolerance": c.tolerance, "tolerance_basis": c.tolerance_basis, "unit": c.unit,
                 "verdict": c.verdict, "verdict_text": c.verdict_text(), "corrected": c.corrected,
                 "corrected_verdict": c.corrected_verdict, "corrected_note": c.corrected_note,
+                "no_corrected_reason": (reason(c.key) or "") if c.verdict == "fails" and c.corrected is None else "",
                 "alternative": c.alternative, "alternative_note": c.alternative_note}
 
 
@@ -140,7 +142,9 @@ def _row_html(e: Entry, strongest_evidence: bool) -> str:
         corrected = (f"<br>corrected: {fmt(c.corrected)} ({html.escape(str(c.corrected_verdict))})"
                      + (f"<br><small>{html.escape(c.corrected_note)}</small>" if c.corrected_note else ""))
     elif c.verdict == "fails":
-        corrected = "<br><small>no corrected prediction yet</small>"
+        why = reason(c.key)
+        corrected = (f"<br><small>no corrected number: {html.escape(why)}</small>" if why
+                     else "<br><small>no corrected prediction yet</small>")
     else:
         corrected = ""
     alternative = "" if c.alternative is None else (

@@ -1,0 +1,70 @@
+"""Why a failed claim carries no corrected number: one editorial sentence per claim, shown in the ledger.
+
+A claim that fails gets a ``corrected`` prediction when one number replaces the source's. Some failures are not
+of that kind: the claim is qualitative, or the replacement is a construction, a formula over a range, or another
+claim of the chapter. For those, :data:`NO_CORRECTED_NUMBER` says what holds instead and where. Keys are claim keys
+without their run suffix (``-recorded-cpu``); ``tests/test_ledger_notes.py`` checks that every recorded failure
+without a corrected number has a sentence here, and that every sentence belongs to such a failure.
+"""
+
+from __future__ import annotations
+
+NO_CORRECTED_NUMBER: dict[str, str] = {
+    # attention_basics
+    "heads-symmetry-stable": "qualitative: the identical-heads state is unstable; a 1e-6 asymmetry grows to the "
+                             "measured spread within 300 steps",
+    "heads-dropout": "qualitative: with attention dropout each head draws its own mask, so identical heads drift "
+                     "apart; the measured spread is the evidence",
+    "pe-projected": "the construction that does hold is RoPE, which rotates q and k after the projection: see the "
+                    "claim 'With RoPE the score ... depends on k only' of this chapter",
+    # norms_depth
+    "rmsnorm-notes": "the standard RMSNorm x / RMS(x), with no mean subtracted, is the formula; the Llama code the "
+                     "notes quote computes it",
+    "prenorm-width": "no single number: the chapter states the measured cost of running sublayers side by side, per "
+                     "group size and against post-norm, with its seed error",
+    # ffn_basics
+    "gelu-notes": "GELU with erf integrated from 0, x Phi(x): see the claim 'GELU with erf from 0 ... is what torch "
+                  "computes' of this chapter",
+    "swiglu-merge-training": "qualitative: a product of matrices trains differently from the single matrix it equals; "
+                             "no formula for the gap is claimed",
+    # softmax_scale
+    "fit-normal-own-range": "the exact mean-field maximiser alpha*(n) = sqrt(W0(sqrt(e) n / 2) - 1/2), derived in the "
+                            "chapter, replaces the fit for every n",
+    "fit-normal-wide-range": "the exact mean-field maximiser alpha*(n) = sqrt(W0(sqrt(e) n / 2) - 1/2) replaces the "
+                             "fit for every n",
+    "fit-cosine-own-range": "the exact mean-field maximiser for cosine scores, computed by the chapter from the "
+                            "Bessel-function moment generating function, replaces the fit",
+    "finite-argmax-normal": "on actual samples the objective has no sharp maximum: its mean levels off at h(b_n) "
+                            "(the chapter's plateau law) and the typical row peaks near three times alpha*",
+    "finite-argmax-cosine": "on actual samples the objective has no sharp maximum: its mean levels off at h(b_n) "
+                            "(the chapter's plateau law) and the typical row peaks far above alpha*",
+    # gau_init
+    "rms-slope": "the corrected RMS formula of the chapter, whose off-diagonal row mass does not shrink with n, "
+                 "levels off instead of falling like 1/n",
+    "rms-corrected-grid": "this is the book's own corrected formula, and it misses part of the grid: the chapter "
+                          "states the median, the share within 20% and the worst ratio; no better formula yet",
+    "lambda7": "the chapter's corrected prediction is a curve over lambda, not one exponent: it is drawn beside the "
+               "measured RMS and the source's lambda^7",
+    "gau-branch-size": "no single number: the chapter's coordinate check gives the branch ratio per width, depth "
+                       "and training step",
+    # flash
+    "leak-source-as-printed-flash-1-g-1-n-c": "the linear term must be divided by the keys it sums, (g - 1) c for "
+                                              "chunk g: the claim on this book's FLASH (linear / keys summed) holds",
+    "leak-flash-pytorch-gau-causal": "the normaliser must count the keys a row sees (t for row t): the claim on "
+                                     "this book's GAU (rows / keys seen) holds",
+    "quad-overtakes-transformer": "no crossover exists up to the largest length measured: FLASH-Quad stays slower "
+                                  "than the Transformer++ with fused attention on this CPU",
+    "quad-lean-overtakes-transformer": "no crossover exists up to the largest length measured: the lean FLASH-Quad "
+                                       "stays slower than the Transformer++ with fused attention on this CPU",
+    "quad-batch": "against a Transformer that stores its attention matrix (unfused) FLASH-Quad fits the larger batch: "
+                  "see the claim on the unfused Transformer in this chapter",
+}
+
+
+def reason(key: str) -> str | None:
+    """The sentence for claim ``key`` (with or without its run suffix), or None."""
+    for suffix in ("-recorded-gpu", "-recorded-cpu", "-smoke", "-cpu", "-gpu"):
+        if key.endswith(suffix):
+            key = key[: -len(suffix)]
+            break
+    return NO_CORRECTED_NUMBER.get(key)

@@ -1,0 +1,39 @@
+"""Every recorded failure either carries a corrected number or says why it has none (the introduction's promise),
+and no reason is kept for a claim that does not need one."""
+
+from pathlib import Path
+
+from analysis.ledger_notes import NO_CORRECTED_NUMBER, reason
+from analysis.verdict_table import recorded_verdicts
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"  # the checked-in records (the fixture isolates the default)
+
+
+def _failures_without_number():
+    out, corrected = set(), set()
+    records = recorded_verdicts(RESULTS)["records"]
+    assert records, "no recorded runs found"
+    for name, claims in records.items():
+        for key, v in claims.items():
+            base = key.rsplit("-recorded-", 1)[0]
+            if v["verdict"] == "fails" and v["corrected_verdict"] is None:
+                out.add(base)
+            else:
+                corrected.add(base)
+    return out, corrected
+
+
+def test_every_recorded_failure_has_a_corrected_number_or_a_reason():
+    missing, _ = _failures_without_number()
+    assert sorted(k for k in missing if k not in NO_CORRECTED_NUMBER) == []
+
+
+def test_no_reason_without_a_failure_that_needs_it():
+    missing, _ = _failures_without_number()
+    assert sorted(set(NO_CORRECTED_NUMBER) - missing) == []
+
+
+def test_reason_strips_the_run_suffix():
+    assert reason("lambda7-recorded-cpu") == NO_CORRECTED_NUMBER["lambda7"]
+    assert reason("lambda7-smoke") == NO_CORRECTED_NUMBER["lambda7"]
+    assert reason("no-such-claim-recorded-cpu") is None
