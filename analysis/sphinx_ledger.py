@@ -270,6 +270,8 @@ def headline(items: list[Entry], ledger_uri: str) -> str:
             f"{fmt(c.predicted)}, measured {fmt(c.measured)} ({off})")
     if c.corrected is not None:
         text += f"; corrected {fmt(c.corrected)} {html.escape(str(c.corrected_verdict))}"
+    elif reason(c.key):
+        text += f"; instead: {html.escape(str(reason(c.key)))}"
     return text
 
 

@@ -74,3 +74,12 @@ def test_reproduce_table_lists_every_experiment_with_its_live_time(tmp_path):
     assert html.count("<tr>") == len(EXPERIMENTS) + 1
     assert "1.2 s at smoke scale" in html and "not run by this build" in html
     assert "python -m analysis run flash-bench --scale cpu" in html and "H100 minutes" in html
+
+
+def test_headline_gives_what_holds_instead_when_no_number_does():
+    from analysis.sphinx_ledger import Entry, headline
+
+    claim = Claim("lambda7-recorded-cpu", "output scales like lambda^7", "s", 7.0, 9.6, 0.0, 0.1, "basis",
+                  approx_rel=0.0)
+    text = headline([Entry("gau_init", "gau_init", "GAU", 1, claim)], "ledger.html")
+    assert "1 of 1 fail" in text and "instead: the chapter&#x27;s corrected prediction is a curve" in text
