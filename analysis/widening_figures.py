@@ -39,6 +39,12 @@ def exactness_figure(data: dict[str, Any]) -> Figure:
     return readable(fig)
 
 
+ROW_NAMES = {"embedding": "Embedding", "layernorm": "LayerNorm", "attention-qk": "Attention q, k",
+             "attention-vo": "Attention v, o", "ffn1": "FeedForward W<sub>1</sub>",
+             "ffn2": "FeedForward W<sub>2</sub>", "output": "Output (MLM dense)",
+             "head-layernorm-text": "MLM head's LayerNorm (the text, not the table)"}
+
+
 def table_html(data: dict[str, Any]) -> str:
     """The source's table for k = 2, row by row: printed factor, the exact widening's factor, logits as printed."""
     head = ["row of the table", "tensor", "printed factor", "exact factor", "logits with the row as printed"]
@@ -47,7 +53,7 @@ def table_html(data: dict[str, Any]) -> str:
         for i, t in enumerate(info["tensors"]):
             ok = abs(t["printed"] - t["derived"]) <= 1e-12
             colour = "#1b7f3b" if ok else "#b3261e"
-            cells = [html.escape(row) if i == 0 else "", f"<code>{html.escape(t['tensor'])}</code>",
+            cells = [ROW_NAMES.get(row, html.escape(row)) if i == 0 else "", f"<code>{html.escape(t['tensor'])}</code>",
                      f"{t['printed']:.6f}", f'<span style="color:{colour}">{t["derived"]:.6f}</span>',
                      f"{fmt(info['logit_rel'], 2)} relative" if i == 0 else ""]
             body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
