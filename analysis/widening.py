@@ -223,32 +223,33 @@ def _norm_kind(module: nn.Module) -> str:
     raise WideningError(f"cannot widen a norm of type {type(module).__name__}")
 
 
-def _widen_norm_module(small: Any, wide: Any, lift: Lift, exact_eps: bool) -> bool:
-    kind = _norm_kind(small)
-    weight = small.g if kind == "scalenorm" else small.weight
-    w, b, eps, exact = widen_norm(weight, getattr(small, "bias", None), lift, float(small.eps), kind)
-    if kind == "scalenorm":
-        assert w is not None
-        _set(wide.g, w)
-    else:
-        if w is not None:
-            _set(wide.weight, w)
-        if b is not None:
-            _set(wide.bias, b)
-    wide.eps = eps if exact_eps else small.eps
-    return exact and (exact_eps or eps == small.eps)
-
-
 class _Builder:
     """Copies a small model's parameters into a wide one, lifting each; records the lifts of linear weights."""
 
     def __init__(self, small: nn.Module, wide: nn.Module, split: float, seed: int) -> None:
         self.small = dict(small.named_parameters())
         self.wide = dict(wide.named_parameters())
+        self.small_modules = dict(small.named_modules())
+        self.wide_modules = dict(wide.named_modules())
         self.split = split
         self.gen = torch.Generator().manual_seed(seed)
         self.lifts: dict[str, tuple[Lift, Lift]] = {}
         self.done: set[str] = set()
+
+    def norm(self, name: str, lift: Lift, exact_eps: bool, out: torch.Tensor | None = None) -> bool:
+        """The norm module ``name`` with input lifted by ``lift``; its output scaled per unit by ``out`` when given
+        (a norm reading pure copies that must write the stream's lift). Returns whether it is exact."""
+        small, wide = self.small_modules[name], self.wide_modules[name]
+        kind = _norm_kind(small)
+        weight = small.g if kind == "scalenorm" else small.weight
+        w, b, eps, exact = widen_norm(weight, getattr(small, "bias", None), lift, float(small.eps), kind)
+        scale = 1.0 if out is None else out
+        for param, value in (("g" if kind == "scalenorm" else "weight", w), ("bias", b)):
+            if value is not None:
+                _set(self.wide[f"{name}.{param}"], value * scale)
+                self.done.add(f"{name}.{param}")
+        wide.eps = eps if exact_eps else small.eps
+        return exact and (exact_eps or eps == small.eps)
 
     def linear(self, name: str, out: Lift, inp: Lift) -> None:
         w, b = widen_linear(self.small[f"{name}.weight"], self.small.get(f"{name}.bias"), out, inp, self.split, self.gen)
@@ -280,23 +281,29 @@ class _Builder:
                                * noise * p.std())
 
 
+def _qk_lifts(d: int, wide: int, tau: float, rope: str | None, repetition: str = "local") -> tuple[Lift, Lift]:
+    """The lifts of one head's q and k with q~.k~ = tau q.k: RoPE ``place`` puts q at pair k i only (a^2 = k tau^2)
+    and k on every copy (a^2 = 1/k), one product per unit; ``pairs`` repeats pairs (a^2 = tau / k each); otherwise
+    units are repeated (a^2 = tau / m_i)."""
+    if rope in ("place", "pairs"):
+        if wide % d:
+            raise WideningError(f"RoPE keeps a pair's frequency only for an integer factor; head width {d} -> {wide}")
+        k = wide // d
+        if rope == "place":
+            return Lift.pairs(d, k, k * tau**2, place=True), Lift.pairs(d, k, 1.0)
+        lift = Lift.pairs(d, k, tau)
+        return lift, lift
+    lift = Lift.repeat(d, wide, tau, repetition)
+    return lift, lift
+
+
 def _attention_lifts(dh: int, wide_dh: int, heads: int, tau: float, rope: str | None,
                      repetition: str) -> tuple[Lift, Lift, Lift]:
     """q, k and v lifts over all heads: q~.k~ = tau q.k inside each head, v with rho = 1."""
     if repetition == "global":
         d, wide = dh * heads, wide_dh * heads
         return Lift.repeat(d, wide, tau, "global"), Lift.repeat(d, wide, tau, "global"), Lift.repeat(d, wide, 1.0, "global")
-    if rope in ("place", "pairs"):
-        if wide_dh % dh:
-            raise WideningError(f"RoPE keeps a pair's frequency only for an integer factor; head width {dh} -> {wide_dh}")
-        k = wide_dh // dh
-        if rope == "place":
-            # q at pair k i only (a^2 = k tau), k on every copy (a^2 = 1/k): one product per unit, k tau / k = tau
-            q, kk = Lift.pairs(dh, k, k * tau**2, place=True), Lift.pairs(dh, k, 1.0)
-        else:
-            q = kk = Lift.pairs(dh, k, tau)
-    else:
-        q = kk = Lift.repeat(dh, wide_dh, tau)
+    q, kk = _qk_lifts(dh, wide_dh, tau, rope)
     v = Lift.repeat(dh, wide_dh, 1.0)
     return Lift.cat(*[q] * heads), Lift.cat(*[kk] * heads), Lift.cat(*[v] * heads)
 
@@ -324,7 +331,6 @@ def widen_bert(model: Bert, factor: int, *, repetition: str = "local", qk_factor
     for name in ("tok.weight", "pos.weight", "seg.weight"):
         b.columns(name, stream)
     exact = True
-    norms = [("emb_norm", stream)] + [(f"layers.{i}.norm{j}", stream) for i in range(cfg.layers) for j in (1, 2)]
     for i in range(cfg.layers):
         p = f"layers.{i}"
         b.linear(f"{p}.q", q, stream)
@@ -335,16 +341,9 @@ def widen_bert(model: Bert, factor: int, *, repetition: str = "local", qk_factor
         b.linear(f"{p}.w2", stream, hidden)
     b.linear("head", head, stream)
     # the head's LayerNorm reads pure copies (rho = k) and must write the stream's lift
-    w, bb, eps, ok = widen_norm(model.head_norm.weight, model.head_norm.bias, head, model.head_norm.eps, "layernorm")
-    assert w is not None and bb is not None
-    _set(wide.head_norm.weight, w * stream.scale)
-    _set(wide.head_norm.bias, bb * stream.scale)
-    wide.head_norm.eps = eps if exact_eps else model.head_norm.eps
-    exact &= ok and (exact_eps or eps == model.head_norm.eps)
-    b.done.update({"head_norm.weight", "head_norm.bias"})
-    for name, lift in norms:
-        exact &= _widen_norm_module(dict(model.named_modules())[name], dict(wide.named_modules())[name], lift, exact_eps)
-        b.done.update({f"{name}.weight", f"{name}.bias"})
+    exact &= b.norm("head_norm", head, exact_eps, out=stream.scale)
+    for name in ["emb_norm"] + [f"layers.{i}.norm{j}" for i in range(cfg.layers) for j in (1, 2)]:
+        exact &= b.norm(name, stream, exact_eps)
     b.same("out_bias")
     if not cfg.tied:
         b.linear("out", Lift.identity(cfg.vocab), stream)
@@ -395,16 +394,12 @@ def widen_lm(model: LanguageModel, width: int, *, rope: str = "place", repetitio
     b.columns("embed.weight", stream)
     if cfg.positions == "learned":
         b.columns("pos.weight", stream)
-    small_mods, wide_mods = dict(model.named_modules()), dict(wide.named_modules())
     exact = True
     rope_mode = rope if uses_rope else None
     for i, layer in enumerate(model.sublayers):
         p = f"sublayers.{i}"
-        norms = [f"{p}.norm"] + ([f"{p}.inner"] if layer.inner is not None else [])
-        for name in norms:
-            exact &= _widen_norm_module(small_mods[name], wide_mods[name], stream, exact_eps)
-            for suffix in ("weight", "bias", "g"):
-                b.done.add(f"{name}.{suffix}")
+        for name in [f"{p}.norm"] + ([f"{p}.inner"] if layer.inner is not None else []):
+            exact &= b.norm(name, stream, exact_eps)
         f = layer.f
         if type(f).__name__ == "Attention":
             dh, wdh = cfg.d // cfg.heads, width // cfg.heads
@@ -421,9 +416,7 @@ def widen_lm(model: LanguageModel, width: int, *, rope: str = "place", repetitio
         else:
             exact &= _widen_gau(b, f, p, cfg, wide_cfg, stream, rope_mode or "local", repetition)
     if not isinstance(model.final_norm, nn.Identity):
-        exact &= _widen_norm_module(model.final_norm, wide.final_norm, stream, exact_eps)
-        b.done.update({"final_norm.weight", "final_norm.bias", "final_norm.g"} & set(b.wide))
-    b.done &= set(b.wide)
+        exact &= b.norm("final_norm", stream, exact_eps)
     b.finish(noise)
     return Widening(wide, stream, b.lifts, exact and noise == 0)
 
@@ -448,14 +441,8 @@ def _widen_gau(b: _Builder, gau: Any, p: str, cfg: ModelConfig, wide_cfg: ModelC
     heads = [tau_quad, tau_quad] + ([1.0, 1.0] if cfg.block == "flash" else [])
     gammas, betas = [], []
     for h, tau in enumerate(heads):
-        is_query = h % 2 == 0
-        if rope == "place":
-            k = ws // s
-            lift = Lift.pairs(s, k, k * tau**2, place=True) if is_query else Lift.pairs(s, k, 1.0)
-        elif rope == "pairs":
-            lift = Lift.pairs(s, ws // s, tau)
-        else:
-            lift = Lift.repeat(s, ws, tau, repetition)
+        query, key = _qk_lifts(s, ws, tau, rope, repetition)
+        lift = query if h % 2 == 0 else key
         # q~_r = a_r (gamma_i z_i + beta_i) with z~_r = z_i: gamma~_r = a_r gamma_i, beta~_r = a_r beta_i
         gammas.append(gau.qk.gamma.detach().to(torch.float64)[h][lift.index] * lift.scale)
         betas.append(gau.qk.beta.detach().to(torch.float64)[h][lift.index] * lift.scale)

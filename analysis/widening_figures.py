@@ -114,6 +114,11 @@ def training_figure(data: dict[str, Any]) -> Figure:
     return readable(fig)
 
 
+def _pm(mean_se: tuple[float, float], digits: int = 3) -> str:
+    """'mean ± standard error' at ``digits`` decimals."""
+    return f"{mean_se[0]:.{digits}f} ± {mean_se[1]:.{digits}f}"
+
+
 def prose(data: dict[str, Any]) -> dict[str, str]:
     """The numbers the chapter's text states, formatted."""
     s = wx.summary(data)
@@ -137,18 +142,18 @@ def prose(data: dict[str, Any]) -> dict[str, str]:
         "ln_fraction": f"{ex['pre-LayerNorm Transformer, learned positions, x3/2']['f64_rel']:.2g}",
         "ffn2_rows": f"{data['table']['rows']['ffn2']['logit_rel']:.2g}",
         "head_ln": f"{data['table']['rows']['head-layernorm-text']['logit_rel']:.2g}",
-        "jump_pairs": f"{s['jump']['pairs'][0]:.3f} ± {s['jump']['pairs'][1]:.3f}",
+        "jump_pairs": _pm(s['jump']['pairs']),
         "jump_placed": f"{s['jump']['placed'][0]:.1e}",
         "first_pairs": f"{s['first_eval']['pairs'][0]:.3f}", "first_placed": f"{s['first_eval']['placed'][0]:.3f}",
         "first_step": f"{tr['seeds'][0]['arms']['pairs']['val_steps'][1]}",
-        "final_placed": f"{s['final']['placed'][0]:.3f} ± {s['final']['placed'][1]:.3f}",
-        "final_scratch": f"{s['final']['scratch'][0]:.3f} ± {s['final']['scratch'][1]:.3f}",
-        "final_pairs": f"{s['final']['pairs'][0]:.3f} ± {s['final']['pairs'][1]:.3f}",
+        "final_placed": _pm(s['final']['placed']),
+        "final_scratch": _pm(s['final']['scratch']),
+        "final_pairs": _pm(s['final']['pairs']),
         "saving": f"{100 * saving:.0f}% ± {100 * saving_se:.0f}%",
         "saving_split": f"{100 * s['saving_split'][0]:.0f}% ± {100 * s['saving_split'][1]:.0f}%",
-        "final_split": f"{s['final']['split'][0]:.3f} ± {s['final']['split'][1]:.3f}",
-        "gap_first": f"{s['pairs_gap']['first'][0]:.3f} ± {s['pairs_gap']['first'][1]:.3f}",
-        "gap_final": f"{s['pairs_gap']['final'][0]:.3f} ± {s['pairs_gap']['final'][1]:.3f}",
+        "final_split": _pm(s['final']['split']),
+        "gap_first": _pm(s['pairs_gap']['first']),
+        "gap_final": _pm(s['pairs_gap']['final']),
         "sym_split_arm": f"{s['symmetry_split']:.2g}",
         "val_copies": f"{s['variant_val'].get('exact copies', math.nan):.3f}",
         "val_split": f"{s['variant_val'].get('split', math.nan):.3f}",
