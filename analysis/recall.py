@@ -7,17 +7,41 @@ the length are set independently, every sequence is generated from a seed, and a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 import torch
 
-IGNORE = -100  # target of the positions that are not scored (torch's cross-entropy ignore_index)
+# the target of the positions that are not scored
+from analysis.train import IGNORE_INDEX as IGNORE
+
+
+class _ScoredSequences:
+    """What every synthetic task shares: a batch source for the trainer and the length of a query's row."""
+
+    def batch(self, size: int, seed: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        raise NotImplementedError
+
+    def source(self) -> Callable[[int, torch.Generator], tuple[torch.Tensor, torch.Tensor]]:
+        """A batch source for :func:`analysis.train.train_lm`: each batch's seed is drawn from the trainer's generator."""
+
+        def draw(size: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+            seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+            inputs, targets = self.batch(size, seed)
+            return torch.from_numpy(inputs), torch.from_numpy(targets)
+
+        return draw
+
+    def mean_row_length(self, size: int = 256, seed: int = 0) -> float:
+        """Mean number of positions a query's causal attention row holds (query index + 1), over ``size`` sequences."""
+        _, targets = self.batch(size, seed)
+        return float((np.nonzero(targets != IGNORE)[1] + 1).mean())
 
 
 @dataclass(frozen=True)
-class RecallTask:
+class RecallTask(_ScoredSequences):
     """Multi-query associative recall (Arora et al. 2023, Zoology): ``pairs`` key-value pairs, then the keys again,
     each at a random place in the rest of the sequence; the target at a query is the value stored with its key.
 
@@ -91,7 +115,66 @@ def recall_metrics(logits: torch.Tensor, targets: torch.Tensor) -> tuple[float, 
     scored = targets != IGNORE
     if not bool(scored.any()):
         raise ValueError("no scored position (every target is IGNORE)")
-    chosen, answers = logits[scored], targets[scored]
+    chosen, answers = logits.detach()[scored], targets[scored]
     accuracy = float((chosen.argmax(-1) == answers).double().mean())
     loss = float(torch.nn.functional.cross_entropy(chosen.double(), answers))
     return accuracy, loss
+
+
+@dataclass(frozen=True)
+class LookupTask(_ScoredSequences):
+    """Single-token recall: ``pairs`` tokens each bind a distinct key to a value, then ``queries`` keys are asked;
+    the target at a query is the value bound to its key. One attention layer solves it, and a query's row holds
+    exactly the ``pairs`` bindings it chooses among (plus the queries before it), so the softmax's task is known.
+
+    Tokens: binding (key i, value j) is 1 + i * values + j; query of key i is 1 + keys * values + i; 0 is unused.
+    The target at a query is the binding token itself, so that answering is copying what attention selects; a model
+    that reads the key off the query but cannot recall guesses among that key's ``values`` bindings: 1/values.
+    """
+
+    pairs: int
+    keys: int = 64
+    values: int = 16
+    queries: int = 4
+
+    def __post_init__(self) -> None:
+        for name in ("pairs", "keys", "values", "queries"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer; got {value!r}")
+        if self.pairs > self.keys:
+            raise ValueError(f"pairs ({self.pairs}) must not exceed keys ({self.keys}): a sequence's keys are distinct")
+        if self.values < 2:
+            raise ValueError(f"values must be at least 2; got {self.values}")
+
+    @property
+    def length(self) -> int:
+        """pairs + queries tokens."""
+        return self.pairs + self.queries
+
+    @property
+    def vocab(self) -> int:
+        """1 + keys * values bindings + keys queries."""
+        return 1 + self.keys * self.values + self.keys
+
+    @property
+    def chance(self) -> float:
+        """1 / values: the accuracy of a guess among the bindings of the queried key."""
+        return 1.0 / self.values
+
+    def batch(self, size: int, seed: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """``size`` sequences (inputs, targets), each (size, length); targets are IGNORE except at the queries."""
+        if not isinstance(size, int) or size < 1:
+            raise ValueError(f"size must be a positive integer; got {size!r}")
+        rng = np.random.default_rng(seed)
+        p, kv = self.pairs, self.keys * self.values
+        keys = np.argsort(rng.random((size, self.keys)), axis=1)[:, :p]  # distinct keys per sequence
+        values = rng.integers(0, self.values, (size, p))
+        asked = rng.integers(0, p, (size, self.queries))
+        inputs = np.empty((size, self.length), dtype=np.int64)
+        targets = np.full((size, self.length), IGNORE, dtype=np.int64)
+        inputs[:, :p] = 1 + keys * self.values + values
+        inputs[:, p:] = 1 + kv + np.take_along_axis(keys, asked, axis=1)
+        targets[:, p:] = np.take_along_axis(inputs[:, :p], asked, axis=1)
+        return inputs, targets
+

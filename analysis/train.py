@@ -15,7 +15,12 @@ import numpy.typing as npt
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm import tqdm  # console bars; disabled when stderr is not a terminal (notebooks, CI)
+
+# console bars; disabled when stderr is not a terminal (notebooks, CI)
+from tqdm import tqdm
+
+IGNORE_INDEX = -100  # a target that is not scored (F.cross_entropy's ignore_index)
+BatchSource = Callable[[int, torch.Generator], tuple[torch.Tensor, torch.Tensor]]  # (batch, generator) -> (x, y)
 
 
 def pick_device() -> torch.device:
@@ -138,7 +143,7 @@ def _save_checkpoint(path: Path, state: dict[str, Any]) -> None:
 
 def train_lm(
     model: nn.Module,
-    tokens: npt.NDArray[np.uint8],
+    tokens: npt.NDArray[np.uint8] | BatchSource,
     cfg: TrainConfig,
     ctx: int,
     device: torch.device,
@@ -152,7 +157,11 @@ def train_lm(
     checkpoint_every: int = 0,
     explode_factor: float = 3.0,
 ) -> TrainLog:
-    """Train on random windows; ``on_step(step, model)`` is called before step 0 and after every step.
+    """Minimise mean cross-entropy over scored targets; ``on_step(step, model)`` runs before step 0 and after each step.
+
+    ``tokens`` is a byte corpus, from which random windows of ``ctx`` are drawn, or a batch source
+    ``(batch, generator) -> (inputs, targets)`` drawing only from ``generator`` (a synthetic task); targets equal
+    to IGNORE_INDEX are not scored.
 
     A non-finite loss, or one above ``explode_factor`` times the first, stops the run and is recorded as
     ``diverged_at`` rather than raised. With ``val_tokens`` and ``eval_every`` the validation loss is logged.
@@ -169,7 +178,13 @@ def train_lm(
         betas=(0.9, 0.95),
     )
     autocast = device.type == "cuda"
-    data = torch.from_numpy(tokens)  # shared, uint8: windows are gathered and widened per batch
+    if callable(tokens):
+        draw: BatchSource = tokens
+    else:
+        data = torch.from_numpy(tokens)  # shared, uint8: windows are gathered and widened per batch
+
+        def draw(size: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+            return random_windows(data, ctx, size, generator)
     log = TrainLog()
     start = 0
     ckpt = Path(checkpoint) if checkpoint is not None else None
@@ -186,11 +201,11 @@ def train_lm(
     for step in tqdm(range(start, cfg.steps), disable=None if progress else True, desc="train", leave=False):
         for g in opt.param_groups:
             g["lr"] = cfg.lr_at(step)
-        x, y = random_windows(data, ctx, cfg.batch, gen)
+        x, y = draw(cfg.batch, gen)
         x, y = x.to(device), y.to(device)
         with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=autocast):
             logits = model(x)
-        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), y.reshape(-1))
+        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=IGNORE_INDEX)
         value = loss.item()
         first_loss = value if first_loss is None else first_loss
         if not math.isfinite(value) or value > explode_factor * first_loss:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.recall import IGNORE, RecallTask, recall_metrics
+from analysis.recall import IGNORE, LookupTask, RecallTask, recall_metrics
 
 
 def solve(inputs, pairs):
@@ -75,3 +75,60 @@ def test_bad_tasks(kw, message):
         RecallTask(**kw)
     with pytest.raises(ValueError, match="size must be a positive integer"):
         RecallTask(pairs=2, length=8).batch(0, seed=0)
+
+
+def lookup_answers(task, inputs):
+    """The exact answer of every query of a LookupTask: the binding of its key among the bindings before it."""
+    kv = task.keys * task.values
+    out = np.full_like(inputs, IGNORE)
+    for i, row in enumerate(inputs):
+        table = {(t - 1) // task.values: t for t in row[: task.pairs]}
+        for j in range(task.pairs, task.length):
+            out[i, j] = table[row[j] - 1 - kv]
+    return out
+
+
+@pytest.mark.parametrize("pairs, keys, values, queries", [(4, 8, 3, 2), (64, 64, 16, 4), (1, 1, 2, 1)])
+def test_lookup_batches_are_seeded_well_formed_and_solvable(pairs, keys, values, queries):
+    task = LookupTask(pairs, keys=keys, values=values, queries=queries)
+    x, y = task.batch(40, seed=5)
+    assert x.shape == y.shape == (40, pairs + queries) and task.length == pairs + queries
+    assert np.array_equal(x, task.batch(40, seed=5)[0]) and not np.array_equal(x, task.batch(40, seed=6)[0])
+    assert x.min() >= 1 and x.max() < task.vocab and y[y != IGNORE].max() < task.vocab
+    bound_keys = (x[:, :pairs] - 1) // values
+    assert all(len(set(row)) == pairs for row in bound_keys)  # distinct keys: exactly `pairs` candidates
+    assert np.array_equal(y, lookup_answers(task, x))
+    assert (y[:, :pairs] == IGNORE).all() and (y[:, pairs:] != IGNORE).all()
+    # a query's causal row holds the bindings and the queries up to it
+    assert task.mean_row_length() == pytest.approx(pairs + (queries + 1) / 2)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(pairs=0), "pairs"), (dict(pairs=9, keys=8), "must not exceed keys"), (dict(pairs=2, values=1), "values"),
+    (dict(pairs=2, queries=0), "queries"), (dict(pairs=2.0), "pairs"),
+])
+def test_lookup_rejects_bad_shapes(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        LookupTask(**kwargs)
+
+
+def test_the_trainer_learns_lookup_from_a_batch_source_and_scores_only_the_queries():
+    from analysis.models.lm import LanguageModel, ModelConfig
+    from analysis.train import TrainConfig, train_lm
+
+    task = LookupTask(8, keys=8, values=4, queries=4)
+    x, y = (torch.from_numpy(a) for a in task.batch(256, seed=99))
+    torch.manual_seed(0)
+    model = LanguageModel(ModelConfig(vocab=task.vocab, d=32, layers=1, heads=1, block="transformer", residual="pre",
+                                      ctx=task.length, attn="cosine", cosine_scale=8.0))
+    before = recall_metrics(model(x), y)
+    log = train_lm(model, task.source(), TrainConfig(steps=150, batch=32, lr=1e-2, warmup=10), task.length,
+                   torch.device("cpu"), progress=False)
+    accuracy, loss = recall_metrics(model.eval()(x), y)
+    assert log.diverged_at is None and loss < before[1] - 1.0
+    assert accuracy > 3 * task.chance  # recall, not a guess among the values
+    # the training loss is the loss at the queries only (the other positions have no target to score)
+    assert log.train_loss[-1] == pytest.approx(loss, rel=0.5)
+    # the batches come from the trainer's generator: the same seed draws the same batches
+    g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    assert torch.equal(task.source()(4, g1)[0], task.source()(4, g2)[0])
