@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -185,6 +186,42 @@ def lm_clouds(runs: Sequence[tuple[str, dict[str, Any]]], classes: int = 256) ->
             row[0].set_ylabel("entropy of the prediction (nats)")
             row[0].legend(loc="lower right", fontsize=9)
         fig.colorbar(image, ax=axes, label="tokens per bin (log scale)", shrink=0.8)
+    return fig
+
+
+@_readable
+def architecture_clouds(data: dict[str, Any], classes: int = 256) -> Figure:
+    """The last snapshot's per-token (loss, entropy) density of every architecture, under the bound; and each one's
+    mean loss minus mean entropy (calibration) with two standard errors, at every snapshot."""
+    models = [("Transformer", data["real"])] + list(data.get("others", {}).items())
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, len(models) + 1, figsize=(5 * (len(models) + 1), 4.6), squeeze=False)
+        axes = axes[0]
+        loss = np.linspace(0, 12, 600)
+        bound = ent.entropy_upper_bound(loss, classes)
+        bins, extent = (60, 40), ((0.0, 12.0), (0.0, 6.0))
+        for ax, (name, run) in zip(axes, models):
+            snap = run["snapshots"][-1]
+            ax.hist2d(snap["loss"], snap["entropy"], bins=bins, range=extent, norm=LogNorm(vmin=1), cmap="Blues")
+            ax.plot(loss, bound, "k-", lw=1.5, label="bound $H_{max}(L, 256)$")
+            ax.plot([snap["val_loss"]], [snap["mean_entropy"]], "r*", ms=14, label="mean (L, H)")
+            ax.set_title(f"{name}, step {snap['step']}")
+            ax.set_xlabel("loss -ln q(y) (nats)")
+            ax.set_ylabel("entropy of the prediction (nats)")
+        axes[0].legend(loc="lower right", fontsize=9)
+        ax = axes[-1]
+        for i, (name, run) in enumerate(models):
+            snaps = run["snapshots"]
+            ax.errorbar([s["step"] for s in snaps], [s["loss_minus_entropy"] for s in snaps],
+                        yerr=[2 * s["loss_minus_entropy_se"] for s in snaps], fmt="-o", color=f"C{i}", label=name,
+                        capsize=3)
+        ax.axhline(0.0, color="k", lw=1, ls=":")
+        ax.set_xscale("symlog", linthresh=10)
+        ax.set_xlabel("optimiser step (symmetric log scale)")
+        ax.set_ylabel("mean loss - mean entropy (nats)")
+        ax.set_title("calibration: 0 when calibrated")
+        ax.legend()
+        fig.tight_layout()
     return fig
 
 
@@ -465,30 +502,117 @@ def gau_lambda(data: dict[str, Any]) -> Figure:
 
 @_readable
 def deep_gau(data: dict[str, Any]) -> Figure:
-    """Validation loss against depth per architecture, with and without warmup; update sizes at initialisation."""
-    from analysis.experiments.deep_gau import ARCHS, arch_label, stats
+    """The learning-rate boundary against depth per architecture, with and without warmup; the validation loss
+    against the learning rate at the largest depth; and the update size per sublayer at initialisation."""
+    from analysis.experiments.deep_gau import ARCHS, arch_label, boundary, lr_curve
 
     depths = sorted({r["depth"] for r in data["runs"]})
     warmups = sorted({r["warmup"] for r in data["runs"]})
+    lrs = sorted({r["lr"] for r in data["runs"]})
+    floor = lrs[0] / 2  # where "no learning rate trains" is drawn
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, 2, figsize=(15, 5))
+        fig, axes = plt.subplots(1, 3, figsize=(18, 5))
         for i, (block, residual) in enumerate(ARCHS):
-            for warmup, style in zip(warmups, ("-o", "--s")):
-                rows = [stats(data, d, block, residual, warmup) for d in depths]
-                axes[0].errorbar(depths, [r["val_loss"] for r in rows], yerr=[2 * r["se"] for r in rows], fmt=style,
-                                 color=f"C{i}", label=f"{arch_label(block, residual)}, warmup {warmup}")
-            deepest = [r for r in data["runs"] if r["depth"] == depths[-1] and (r["block"], r["residual"]) == (block, residual)]
+            name = arch_label(block, residual)
+            for j, (warmup, style) in enumerate(zip(warmups, ("-o", "--s"))):
+                bounds = [boundary(data, d, block, residual, warmup) or floor for d in depths]
+                shift = 1 + 0.03 * (i - 1.5) + 0.012 * j  # a small sideways offset keeps equal points apart
+                axes[0].plot([d * shift for d in depths], bounds, style, color=f"C{i}",
+                             label=f"{name}, {'no warmup' if warmup == 0 else f'warmup {warmup}'}")
+                rows = lr_curve(data, depths[-1], block, residual, warmup)
+                axes[1].errorbar([r["lr"] * shift for r in rows], [r["val_loss"] for r in rows],
+                                 yerr=[2 * r["se"] for r in rows], fmt=style, color=f"C{i}", capsize=3)
+                gone = [r["lr"] * shift for r in rows if r["diverged"] > 0]
+                axes[1].plot(gone, [data["unigram_entropy"] + 0.4] * len(gone), "x", color=f"C{i}", ms=10, mew=2)
+            deepest = [r for r in data["runs"] if r["depth"] == depths[-1] and (r["block"], r["residual"]) == (block, residual)
+                       and r["warmup"] == 0 and r["lr"] == lrs[0]]
             sizes = np.mean([r["update_sizes"] for r in deepest], axis=0)
-            axes[1].semilogy(np.arange(1, len(sizes) + 1) / len(sizes), sizes, "-", color=f"C{i}",
-                             label=arch_label(block, residual))
-        axes[0].set_xlabel("depth (Transformer layers; GAU stacks have twice as many)")
-        axes[0].set_ylabel("validation loss (nats/byte)")
-        axes[0].set_title("loss after a fixed budget (divergent runs left out)")
-        axes[0].legend(fontsize=8)
-        axes[1].set_xlabel("sublayer position / number of sublayers")
-        axes[1].set_ylabel("||x_(l+1) - x_l|| / ||x_l|| at initialisation (log scale)")
-        axes[1].set_title(f"update size per sublayer, depth {depths[-1]}")
-        axes[1].legend(fontsize=8)
+            axes[2].semilogy(np.arange(1, len(sizes) + 1) / len(sizes), sizes, "-", color=f"C{i}", label=name)
+        ax = axes[0]
+        ax.axhline(floor, color="0.5", lw=0.8, ls=":")
+        ax.text(depths[0], floor * 1.08, "no learning rate trains", fontsize=9, color="0.4")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xticks(depths, [f"{d} ({2 * d})" for d in depths])
+        ax.minorticks_off()
+        ax.set_xlabel("depth: Transformer layers (GAU layers), log scale")
+        ax.set_ylabel("largest trainable learning rate")
+        ax.set_title("the stability boundary")
+        ax.legend(fontsize=8)
+        ax = axes[1]
+        ax.axhline(data["unigram_entropy"], color="k", lw=1, ls=":", label="unigram entropy (context ignored)")
+        ax.axhline(data["threshold"], color="k", lw=1, ls="--", label="trained: below this line")
+        ax.set_xscale("log")
+        ax.set_xlabel("peak learning rate (log scale)")
+        ax.set_ylabel("validation loss (nats/byte)")
+        ax.set_title(f"loss at depth {depths[-1]}; x: diverged")
+        ax.legend(fontsize=8)
+        ax = axes[2]
+        ax.set_xlabel("sublayer position / number of sublayers")
+        ax.set_ylabel("||x_(l+1) - x_l|| / ||x_l|| at init")
+        ax.set_title(f"update size per sublayer, depth {depths[-1]}")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+    return fig
+
+
+@_readable
+def recall_scale(data: dict[str, Any]) -> Figure:
+    """Held-out recall loss against the cosine scale per number of pairs; the best scale against the row length,
+    with its bootstrap interval, beside every prediction; and the best scale against the training budget."""
+    from analysis.experiments.softmax_scale_recall import by_budget, loss_table, summary
+    from analysis.theory import softmax_scale as sc
+
+    s = summary(data)
+    pairs = s["pairs"]
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 3, figsize=(20, 5.2))
+        ax = axes[0]
+        for i, p in enumerate(pairs):
+            scales, table = loss_table(data, p)
+            se = table.std(axis=0, ddof=1) / np.sqrt(table.shape[0]) if table.shape[0] > 1 else 0 * scales
+            ax.errorbar(scales, table.mean(axis=0), yerr=2 * se, fmt="-o", color=f"C{i}", capsize=3,
+                        label=f"{p} pairs (m = {s['rows'][p]['row_length']:.3g})")
+            ax.axvline(s["rows"][p]["mean_field"], color=f"C{i}", ls=":", lw=1.2)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("cosine scale s: logits s cos(q, k) (log scale)")
+        ax.set_ylabel("held-out loss at the queries (nats)")
+        ax.set_title("after a fixed budget; dotted: mean-field alpha*")
+        ax.legend(fontsize=9)
+        ax = axes[1]
+        m = np.array([s["rows"][p]["row_length"] for p in pairs])
+        best = np.array([s["rows"][p]["best"] for p in pairs])
+        lo = np.array([s["rows"][p]["lo"] for p in pairs])
+        hi = np.array([s["rows"][p]["hi"] for p in pairs])
+        ax.errorbar(m, best, yerr=[best - lo, hi - best], fmt="ko", capsize=4, ms=8, label="trains best (95% interval)")
+        grid = np.geomspace(m.min() / 1.5, m.max() * 1.5, 100)
+        k = data["head_dim"]
+        ax.plot(grid, sc.alpha_star_cosine(grid, k), "C0-", label=f"mean-field alpha*(m, k = {k})")
+        ax.plot(grid, sc.source_fit_cosine(grid), "C1--", label="log-n rule 3.5 ln m")
+        ax.plot(grid, np.full_like(grid, math.sqrt(k)), "C2-.", label=f"QK-norm practice sqrt(k) = {math.sqrt(k):.3g}")
+        ax.errorbar(m, [s["rows"][p]["finite_sample"] for p in pairs],
+                    yerr=[2 * s["rows"][p]["finite_sample_se"] for p in pairs], fmt="C3s", capsize=3,
+                    label="finite-sample maximiser")
+        ax.set_xscale("log")
+        ax.set_xticks(m, [f"{v:.3g}" for v in m])
+        ax.minorticks_off()
+        ax.set_yscale("log", base=2)
+        ax.set_xlabel("mean row length m (log scale)")
+        ax.set_ylabel("cosine scale (log scale)")
+        ax.set_title("the best scale against the predictions")
+        ax.legend(fontsize=9)
+        ax = axes[2]
+        for i, p in enumerate(pairs):
+            path = by_budget(data, p, bootstrap=100)
+            steps = [b["step"] for b in path]
+            ax.fill_between(steps, [b["lo"] for b in path], [b["hi"] for b in path], color=f"C{i}", alpha=0.25)
+            ax.plot(steps, [b["best"] for b in path], "-o", color=f"C{i}", label=f"{p} pairs")
+            ax.axhline(s["rows"][p]["mean_field"], color=f"C{i}", ls=":", lw=1.2)
+        ax.set_yscale("log", base=2)
+        ax.set_xlabel("optimiser steps (training budget)")
+        ax.set_ylabel("best cosine scale (log scale)")
+        ax.set_title("the best scale against the budget; dotted: alpha*")
+        ax.legend(fontsize=9)
         fig.tight_layout()
     return fig
 

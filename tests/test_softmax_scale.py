@@ -121,3 +121,60 @@ def test_training_sweep_smoke():
     best, loss, _ = train.best_setting(data, cfg.lengths[0], "dot")
     assert best in cfg.dot_alphas and math.isfinite(loss)
     assert len(train.claims(data, "smoke")) == len(cfg.lengths)
+
+
+def _recall_data(best_by_pairs, seeds=4, noise=0.0):
+    """softmax-scale-recall data whose mean loss is a parabola in ln s with its minimum at best_by_pairs[p]."""
+    from analysis.experiments.softmax_scale_recall import _grid
+
+    rng = np.random.default_rng(0)
+    runs = []
+    for p, best in best_by_pairs.items():
+        for s in _grid(12):
+            for seed in range(seeds):
+                loss = 1.0 + 0.3 * np.log(s / best) ** 2 + noise * rng.standard_normal()
+                runs.append({"pairs": p, "scale": s, "seed": seed, "loss": float(loss), "accuracy": 0.5,
+                             "diverged_at": None, "curve": [(0, 7.0, 0.0), (50, 2 * float(loss), 0.25),
+                                                            (100, float(loss), float(np.exp(-loss)))]})
+    predictions = {str(p): {"row_length": p + 2.5, "mean_field": 10.0, "finite_sample": 30.0, "finite_sample_se": 1.0,
+                            "log_n": 3.5 * np.log(p + 2.5), "qk_norm": 8.0} for p in best_by_pairs}
+    return {"runs": runs, "predictions": predictions, "head_dim": 64, "chance_loss": float(np.log(16))}
+
+
+def test_recall_best_scale_finds_the_minimum_between_grid_points_and_its_interval_covers_it():
+    from analysis.experiments import softmax_scale_recall as rec
+
+    exact = _recall_data({4: 7.0, 64: 20.0})
+    noisy = _recall_data({4: 7.0, 64: 20.0}, noise=0.02)
+    for p, truth in ((4, 7.0), (64, 20.0)):
+        b = rec.best_scale(exact, p, bootstrap=50)
+        # 7 and 20 are not grid points: the parabola through the three points around the minimum finds them
+        assert b["best"] == pytest.approx(truth, rel=1e-9) and b["lo"] == pytest.approx(b["hi"]) and not b["at_edge"]
+        n = rec.best_scale(noisy, p, bootstrap=200)
+        assert n["best"] == pytest.approx(truth, rel=0.15) and n["hi"] / n["lo"] > 1.01 and n["log_se"] > 0
+    data = noisy
+    s = rec.summary(data, bootstrap=200)
+    assert s["growth"]["measured"] == pytest.approx(20 / 7, rel=0.25)
+    # the accuracy here is exp(-loss): it peaks where the loss is least
+    assert s["rows"][4]["best_by_accuracy"] == pytest.approx(7.0, rel=0.15)
+    # halfway the loss is the same parabola doubled: the best scale does not move with the budget
+    assert [b["step"] for b in rec.by_budget(data, 4, bootstrap=0)] == [50, 100]
+    assert s["rows"][4]["drift_last_quarter"] == pytest.approx(0.0, abs=1e-9)
+    claims = {c.key: c for c in rec.claims(data, "t")}
+    assert set(claims) == {"recall-best-scale-4-t", "recall-best-scale-64-t", "recall-scale-growth-t"}
+    # the mean-field value 10 lies outside both tight intervals: both fail, and the growth (1x predicted) fails
+    assert claims["recall-best-scale-4-t"].verdict == "fails" and claims["recall-scale-growth-t"].verdict == "fails"
+
+
+def test_recall_best_scale_counts_a_diverged_run_as_chance_and_rejects_bad_grids():
+    from analysis.experiments import softmax_scale_recall as rec
+
+    data = _recall_data({16: 8.0})
+    for r in data["runs"]:
+        if r["scale"] == 8.0:
+            r["diverged_at"], r["loss"] = 3, float("nan")
+    scales, table = rec.loss_table(data, 16)
+    assert np.all(table[:, list(scales).index(8.0)] == data["chance_loss"])
+    assert rec.best_scale(data, 16, bootstrap=10)["best"] != pytest.approx(8.0, rel=0.02)
+    with pytest.raises(ValueError, match="geometric"):
+        rec.Config(**{**rec.CONFIGS["smoke"].__dict__, "scales": (1.0, 2.0, 5.0)})

@@ -24,7 +24,8 @@ from analysis.results import Record, find_record, provenance, save_record
 from analysis.scale import validate_scale
 
 NAMES = ("entropy-bound", "entropy-lm", "softmax-scale-checks", "softmax-scale-mc", "softmax-scale-train", "gau-init",
-         "coord-check", "deep-gau", "attention-basics", "norms-depth", "ffn-basics", "flash-counts", "flash-bench", "widening")
+         "coord-check", "deep-gau", "attention-basics", "norms-depth", "ffn-basics", "flash-counts", "flash-bench", "widening",
+         "softmax-scale-recall")
 
 
 class _Registry(Mapping[str, ModuleType]):
