@@ -1,8 +1,19 @@
+import math
 
 import pytest
 import torch
 
-from analysis.models.lm import BLOCKS, RESIDUALS, LanguageModel, ModelConfig, RMSNorm, ScaleNorm, update_sizes
+from analysis.models.gau import NORMS as GAU_NORMS
+from analysis.models.lm import (
+    BLOCKS,
+    RESIDUALS,
+    LanguageModel,
+    ModelConfig,
+    RMSNorm,
+    ScaleNorm,
+    update_sizes,
+)
+from analysis.widening import default_dtype
 
 
 def small(**kw):
@@ -23,6 +34,24 @@ def test_causal_language_model_for_every_block_and_residual(block, residual):
         la, lb = model(a), model(b)
     assert la.shape == (2, 24, 64) and torch.isfinite(la).all()
     torch.testing.assert_close(la[:, :13], lb[:, :13])
+
+
+_DECODERS = ([dict(block="gau", gau_norm=n) for n in GAU_NORMS] + [dict(block="flash", chunk=c) for c in (4, 8)]
+             + [dict(block="gau", gau_norm=n, gau_query_block=5) for n in ("relu2_ns", "relu2_n2")]
+             + [dict(block="transformer", attn=a, positions=p) for a in ("dot", "cosine") for p in ("rope", "learned")])
+
+
+@pytest.mark.parametrize("kw", _DECODERS, ids=lambda kw: "-".join(str(v) for v in kw.values()))
+def test_appending_tokens_never_changes_earlier_logits(kw):
+    """Causal means causal for every normalisation and block: a position's logits are those of the prefix alone,
+    whatever follows, so a length-dependent factor must use what the row sees, not the sequence's length."""
+    with default_dtype(torch.float64):
+        model = small(**kw).eval()
+        idx = torch.randint(0, 64, (2, 29))
+        with torch.no_grad():
+            full = model(idx)
+            for cut in (1, 7, 16, 17):
+                torch.testing.assert_close(model(idx[:, :cut]), full[:, :cut], rtol=1e-10, atol=1e-10)
 
 
 @pytest.mark.parametrize("norm", ["layernorm", "rmsnorm", "scalenorm"])
@@ -103,13 +132,50 @@ def test_deep_gau_experiment_smoke():
 
     cfg = deep_gau.CONFIGS["smoke"]
     data = deep_gau.run(cfg)
-    assert len(data["runs"]) == len(cfg.depths) * len(deep_gau.ARCHS) * len(cfg.warmups) * len(cfg.seeds)
+    assert len(data["runs"]) == (len(cfg.depths) * len(deep_gau.ARCHS) * len(cfg.warmups) * len(cfg.lrs)
+                                 * len(cfg.seeds))
     gau = [r for r in data["runs"] if r["block"] == "gau"]
     tfm = [r for r in data["runs"] if r["block"] == "transformer" and r["residual"] == "post"]
     assert abs(gau[0]["parameters"] / tfm[0]["parameters"] - 1) < 0.2  # equal size, up to embeddings and norms
     assert len(gau[0]["update_sizes"]) == 2 * cfg.depths[0] and len(tfm[0]["update_sizes"]) == 2 * cfg.depths[0]
+    assert data["threshold"] == pytest.approx(data["unigram_entropy"] - cfg.margin)
     claims = deep_gau.claims(data, "smoke")
-    assert {c.key for c in claims} == {"gau-no-warmup-smoke", "gau-no-divergence-smoke", "gau-vs-postnorm-transformer-smoke"}
+    assert {c.key for c in claims} <= {"gau-lr-depth-smoke", "gau-lr-no-warmup-smoke",
+                                       "gau-vs-postnorm-transformer-smoke"}
+    assert len(claims) >= 2
+
+
+def _boundary_data(outcomes):
+    """deep-gau data with one run per (depth, warmup, lr) of post-norm GAU and Transformer; outcomes maps
+    (block, depth, warmup, lr) -> validation loss (None: diverged)."""
+    runs = []
+    for (block, depth, warmup, lr), loss in outcomes.items():
+        runs.append({"depth": depth, "block": block, "residual": "post", "warmup": warmup, "lr": lr, "seed": 0,
+                     "diverged_at": None if loss is not None else 5, "val_loss": loss if loss is not None else math.nan,
+                     "val_se": 0.01})
+    return {"runs": runs, "threshold": 2.8, "unigram_entropy": 3.1}
+
+
+def test_the_boundary_is_the_largest_learning_rate_at_which_every_seed_trains():
+    from analysis.experiments import deep_gau
+
+    lrs = (1e-3, 1e-2, 1e-1)
+    outcomes = {}
+    for depth in (1, 4):
+        for warmup in (0, 5):
+            # GAU trains at every lr but the largest; the Transformer stalls (no divergence, no learning) when deep
+            for lr, loss in zip(lrs, (2.5, 2.4, None)):
+                outcomes[("gau", depth, warmup, lr)] = loss
+            deep = (2.7, 3.1, 3.1) if warmup else (2.9, 3.1, 3.1)
+            for lr, loss in zip(lrs, (2.5, 2.6, 2.7) if depth == 1 else deep):
+                outcomes[("transformer", depth, warmup, lr)] = loss
+    data = _boundary_data(outcomes)
+    assert deep_gau.boundary(data, 1, "gau", "post", 0) == 1e-2
+    assert deep_gau.boundary(data, 4, "transformer", "post", 5) == 1e-3  # 3.1 stays at the context-free loss
+    assert deep_gau.boundary(data, 4, "transformer", "post", 0) == 0.0  # nothing trains: 2.9 is above 2.8
+    assert deep_gau.grid_step(data) == pytest.approx(10.0)
+    curve = deep_gau.lr_curve(data, 1, "gau", "post", 0)
+    assert [row["diverged"] for row in curve] == [0.0, 0.0, 1.0] and [row["trained"] for row in curve] == [1, 1, 0]
 
 
 def test_gpt_shape_is_the_nanogpt_layout():

@@ -1,14 +1,21 @@
-"""Deep GAU without warmup (kexue.fm/archives/8990): post-norm GAU against Transformers of equal parameters.
+"""Deep GAU without warmup (kexue.fm/archives/8990), put at risk: the learning-rate stability boundary against depth.
 
-At each depth D (in Transformer layers) the stack is either 2D post-norm GAU layers (e = 2d), or D
-Transformer layers with post-norm, pre-norm or DeepNorm residuals. Each is trained with and without
-learning-rate warmup over several seeds on the real corpus. Recorded: the training and validation
-loss, divergence (non-finite loss or a loss above 3x the first), and the per-sublayer update size
-||x_{l+1} - x_l|| / ||x_l|| at initialisation.
+At each depth D (in Transformer layers) the stack is either 2D post-norm GAU layers (e = 2d), or D Transformer
+layers with post-norm, pre-norm or DeepNorm residuals. Each is trained at every learning rate of a grid, with and
+without warmup, over seeds, on the real corpus. A run *trains* when it neither diverges (a non-finite loss or one
+above 3x the first) nor stays at the loss of a model that ignores context: its validation loss must be below the corpus's unigram entropy
+by more than three times the seed-to-seed spread of validation losses (the median over settings of the seeds'
+standard deviation; ``margin`` with a single seed). The largest learning rate at which every seed trains is the
+stability boundary. The source predicts that post-norm GAU's boundary neither falls with depth nor needs warmup,
+while a post-norm Transformer's does. Recorded per run: the training and validation loss, divergence, and at
+initialisation the per-sublayer update size ||x_{l+1} - x_l|| / ||x_l||.
 """
 
 from __future__ import annotations
 
+import math
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,17 +24,23 @@ import torch
 
 from analysis.experiments.base import Workload, compare, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig, update_sizes
-from analysis.train import TrainConfig, fixed_windows, pick_device, token_stats, train_lm
+from analysis.train import (
+    TrainConfig,
+    fixed_windows,
+    pick_device,
+    token_stats,
+    train_lm,
+)
 from analysis.verify import Claim
 
 NAME = "deep-gau"
-DATA_VERSION = 1  # raised when the layout of run()\'s data changes
+DATA_VERSION = 2  # 2: a learning-rate grid per architecture, depth and warmup
 ARCHS = (("gau", "post"), ("transformer", "post"), ("transformer", "pre"), ("transformer", "deepnorm"))
 
 
 @dataclass(frozen=True)
 class Config:
-    """Sizes, depths, budget and seeds."""
+    """Sizes, depths, the learning-rate grid, budget and seeds."""
 
     d: int
     s: int
@@ -35,23 +48,33 @@ class Config:
     ctx: int
     batch: int
     steps: int
-    lr: float
-    warmups: tuple[int, ...]
+    lrs: tuple[float, ...]  # increasing
+    warmups: tuple[int, ...]  # (0, w): without and with warmup
     seeds: tuple[int, ...]
     eval_windows: int
+    margin: float = 0.1  # nats/byte below the unigram entropy a run must reach to count as trained, with one seed
+    workers: int = 1  # processes training runs side by side (each with one thread)
     corpus_file: str | None = None
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        if not self.lrs or any(b <= a for a, b in zip(self.lrs, self.lrs[1:])) or self.lrs[0] <= 0:
+            raise ValueError(f"lrs must be positive and increasing; got {self.lrs!r}")
+        if len(self.warmups) != 2 or self.warmups[0] != 0 or not 0 < self.warmups[1] <= self.steps:
+            raise ValueError(f"warmups must be (0, w) with 0 < w <= steps; got {self.warmups!r}")
+        if not isinstance(self.workers, int) or self.workers < 1:
+            raise ValueError(f"workers must be a positive integer; got {self.workers!r}")
+
 
 CONFIGS: dict[str, Config] = {
-    "smoke": Config(d=32, s=16, depths=(2,), ctx=32, batch=4, steps=8, lr=3e-3, warmups=(0, 4), seeds=(0,), eval_windows=4),
-    "cpu": Config(d=64, s=32, depths=(4, 12), ctx=64, batch=16, steps=120, lr=3e-3, warmups=(0, 24), seeds=(0, 1),
-                  eval_windows=32),
-    "gpu": Config(d=384, s=128, depths=(6, 12, 24), ctx=256, batch=32, steps=1500, lr=1e-3, warmups=(0, 150),
-                  seeds=(0, 1, 2), eval_windows=128),
+    "smoke": Config(d=32, s=16, depths=(1, 2), ctx=32, batch=4, steps=6, lrs=(1e-3, 1e-2), warmups=(0, 3), seeds=(0,),
+                    eval_windows=4),
+    "cpu": Config(d=32, s=16, depths=(2, 6, 24), ctx=64, batch=8, steps=120, lrs=(1e-3, 10**-2.5, 1e-2, 10**-1.5),
+                  warmups=(0, 24), seeds=(0, 1), eval_windows=32, workers=2),  # 11 minutes on 2 cores
+    "gpu": Config(d=384, s=128, depths=(6, 12, 24, 48), ctx=256, batch=32, steps=2000,
+                  lrs=tuple(float(10 ** (k / 4)) * 1e-4 for k in range(0, 11)), warmups=(0, 200), seeds=(0, 1, 2),
+                  eval_windows=128),
 }
-
-
 
 
 def model_config(cfg: Config, block: str, residual: str, depth: int) -> ModelConfig:
@@ -61,31 +84,67 @@ def model_config(cfg: Config, block: str, residual: str, depth: int) -> ModelCon
                        init="xavier")
 
 
-def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
-    """Every (depth, architecture, warmup, seed); plain data."""
+def unigram_entropy(tokens: np.ndarray) -> float:
+    """H = -sum_b p_b ln p_b over byte frequencies: the loss of the best model that ignores context (nats/byte)."""
+    p = np.bincount(tokens, minlength=256) / tokens.size
+    p = p[p > 0]
+    return float(-(p * np.log(p)).sum())
+
+
+def _train(job: tuple[Config, int, str, str, int, float, int]) -> dict[str, Any]:
+    """One run: (config, depth, block, residual, warmup, lr, seed) -> its record."""
+    cfg, depth, block, residual, warmup, lr, seed = job
     device = pick_device()
     corpus = corpus_of(cfg)
-    probe = fixed_windows(corpus.val, cfg.ctx, 4)[0].to(device)
-    runs = []
-    for depth in cfg.depths:
-        for block, residual in ARCHS:
-            for warmup in cfg.warmups:
-                for seed in cfg.seeds:
-                    torch.manual_seed(run_seed(cfg, seed))
-                    model = LanguageModel(model_config(cfg, block, residual, depth)).to(device)
-                    with torch.no_grad():
-                        _, hidden = model.eval()(probe, return_hidden=True)
-                    sizes = update_sizes(hidden)
-                    log = train_lm(model, corpus.train, TrainConfig(steps=cfg.steps, batch=cfg.batch, lr=cfg.lr,
-                                                                    warmup=warmup, seed=run_seed(cfg, seed)),
-                                   cfg.ctx, device, progress=progress)
-                    val = float("nan") if log.diverged_at is not None else float(
-                        token_stats(model, corpus.val, cfg.ctx, cfg.eval_windows, device).loss.mean())
-                    runs.append({"depth": depth, "block": block, "residual": residual, "warmup": warmup, "seed": seed,
-                                 "parameters": model.num_parameters(), "update_sizes": sizes,
-                                 "train_steps": log.steps, "train_loss": log.train_loss,
-                                 "diverged_at": log.diverged_at, "val_loss": val})
-    return {"device_type": device.type, "corpus": corpus.summary(), "runs": runs}
+    torch.manual_seed(run_seed(cfg, seed))  # the same initialisation at every learning rate and warmup
+    model = LanguageModel(model_config(cfg, block, residual, depth)).to(device)
+    with torch.no_grad():
+        probe = fixed_windows(corpus.val, cfg.ctx, 4)[0].to(device)
+        _, hidden = model.eval()(probe, return_hidden=True)
+    log = train_lm(model, corpus.train, TrainConfig(steps=cfg.steps, batch=cfg.batch, lr=lr, warmup=warmup,
+                                                    seed=run_seed(cfg, seed)), cfg.ctx, device, progress=False)
+    val, val_se = math.nan, math.nan
+    if log.diverged_at is None:
+        losses = token_stats(model, corpus.val, cfg.ctx, cfg.eval_windows, device).loss
+        per_window = losses.reshape(-1, cfg.ctx).mean(axis=1)  # windows are independent; tokens within are not
+        val, val_se = mean_se(per_window)
+    return {"depth": depth, "block": block, "residual": residual, "warmup": warmup, "lr": lr, "seed": seed,
+            "parameters": model.num_parameters(), "update_sizes": update_sizes(hidden),
+            "train_steps": log.steps, "train_loss": log.train_loss, "diverged_at": log.diverged_at,
+            "val_loss": val, "val_se": val_se}
+
+
+def _init_worker() -> None:
+    torch.set_num_threads(1)
+
+
+def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
+    """Every (depth, architecture, warmup, learning rate, seed); plain data, in that order whatever the workers."""
+    corpus = corpus_of(cfg)
+    jobs = [(cfg, depth, block, residual, warmup, lr, seed) for depth in cfg.depths for block, residual in ARCHS
+            for warmup in cfg.warmups for lr in cfg.lrs for seed in cfg.seeds]
+    if cfg.workers > 1:
+        with ProcessPoolExecutor(cfg.workers, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_init_worker) as pool:
+            runs = list(pool.map(_train, jobs))
+    else:
+        runs = [_train(job) for job in jobs]
+    unigram = unigram_entropy(corpus.train)
+    spread = seed_spread(runs)
+    margin = 3 * spread if math.isfinite(spread) else cfg.margin
+    return {"device_type": pick_device().type, "corpus": corpus.summary(), "unigram_entropy": unigram,
+            "seed_spread": spread, "threshold": unigram - margin, "runs": runs}
+
+
+def seed_spread(runs: list[dict[str, Any]]) -> float:
+    """The median, over settings with two or more seeds that did not diverge, of the seeds' standard deviation of
+    the validation loss (NaN when no setting has two)."""
+    cells: dict[tuple[Any, ...], list[float]] = {}
+    for r in runs:
+        if r["diverged_at"] is None and math.isfinite(r["val_loss"]):
+            cells.setdefault((r["depth"], r["block"], r["residual"], r["warmup"], r["lr"]), []).append(r["val_loss"])
+    stds = [float(np.std(v, ddof=1)) for v in cells.values() if len(v) > 1]
+    return float(np.median(stds)) if stds else math.nan
 
 
 def arch_label(block: str, residual: str) -> str:
@@ -94,67 +153,123 @@ def arch_label(block: str, residual: str) -> str:
     return f"{'DeepNorm' if residual == 'deepnorm' else residual + '-norm'} {name}"
 
 
-def stats(data: dict[str, Any], depth: int, block: str, residual: str, warmup: int) -> dict[str, float]:
-    """Mean validation loss over seeds that did not diverge, its standard error, and the divergence rate."""
-    rows = [r for r in data["runs"] if (r["depth"], r["block"], r["residual"], r["warmup"]) == (depth, block, residual, warmup)]
-    val_loss, se = mean_se(r["val_loss"] for r in rows if r["diverged_at"] is None)
-    return {"val_loss": val_loss, "se": se if se == se else 0.0,
-            "diverged": sum(r["diverged_at"] is not None for r in rows) / len(rows), "runs": len(rows)}
+def _rows(data: dict[str, Any], depth: int, block: str, residual: str, warmup: int) -> list[dict[str, Any]]:
+    return [r for r in data["runs"] if (r["depth"], r["block"], r["residual"], r["warmup"]) ==
+            (depth, block, residual, warmup)]
 
 
-def summary(data: dict[str, Any]) -> dict[str, Any]:
-    """At the largest depth, without warmup: each architecture's loss and how GAU's compares with it (3 SE)."""
-    depth = max(r["depth"] for r in data["runs"])
-    warm = max(r["warmup"] for r in data["runs"])
-    gau = stats(data, depth, "gau", "post", 0)
-    out: dict[str, Any] = {"depth": depth, "warmup": warm, "gau": gau, "gau_warm": stats(data, depth, "gau", "post", warm)}
-    for block, residual in ARCHS[1:]:
-        other = stats(data, depth, block, residual, 0)
-        out[residual] = other
-        finite = all(np.isfinite(v) for v in (gau["val_loss"], other["val_loss"]))
-        out[f"gau_vs_{residual}"] = (compare(gau["val_loss"], gau["se"], other["val_loss"], other["se"])
-                                     if finite else "not comparable with (a run diverged)")
+def trained(data: dict[str, Any], run: dict[str, Any]) -> bool:
+    """Neither diverged nor left at the context-free loss: validation loss <= the data's threshold (the unigram
+    entropy less three seed spreads)."""
+    return run["diverged_at"] is None and math.isfinite(run["val_loss"]) and run["val_loss"] <= data["threshold"]
+
+
+def lr_curve(data: dict[str, Any], depth: int, block: str, residual: str, warmup: int) -> list[dict[str, float]]:
+    """Per learning rate: mean validation loss over seeds that did not diverge, its standard error over seeds,
+    the share of seeds that diverged and the share that trained."""
+    rows = _rows(data, depth, block, residual, warmup)
+    out = []
+    for lr in sorted({r["lr"] for r in rows}):
+        at = [r for r in rows if r["lr"] == lr]
+        loss, se = mean_se(r["val_loss"] for r in at if r["diverged_at"] is None)
+        out.append({"lr": lr, "val_loss": loss, "se": se if se == se else 0.0,
+                    "diverged": sum(r["diverged_at"] is not None for r in at) / len(at),
+                    "trained": sum(trained(data, r) for r in at) / len(at)})
     return out
 
 
-def claims(data: dict[str, Any], label: str) -> list[Claim]:
-    """At the largest depth: GAU without warmup matches GAU with warmup, and beats a post-norm Transformer."""
-    depth = max(r["depth"] for r in data["runs"])
+def boundary(data: dict[str, Any], depth: int, block: str, residual: str, warmup: int) -> float:
+    """The largest learning rate of the grid at which every seed trains (0 when there is none)."""
+    ok = [row["lr"] for row in lr_curve(data, depth, block, residual, warmup) if row["trained"] == 1.0]
+    return max(ok) if ok else 0.0
+
+
+def best_loss(data: dict[str, Any], depth: int, block: str, residual: str, warmup: int) -> dict[str, float]:
+    """The learning rate with the lowest mean validation loss among those where no seed diverged, and that loss."""
+    rows = [r for r in lr_curve(data, depth, block, residual, warmup) if r["diverged"] == 0 and math.isfinite(r["val_loss"])]
+    if not rows:
+        return {"lr": math.nan, "val_loss": math.nan, "se": math.nan}
+    return min(rows, key=lambda r: r["val_loss"])
+
+
+def grid_step(data: dict[str, Any]) -> float:
+    """The ratio of neighbouring learning rates of the grid (the resolution of a boundary)."""
+    lrs = sorted({r["lr"] for r in data["runs"]})
+    return float(np.exp(np.mean(np.diff(np.log(lrs))))) if len(lrs) > 1 else 1.0
+
+
+def summary(data: dict[str, Any]) -> dict[str, Any]:
+    """The boundary of every (architecture, depth, warmup); and at the largest depth without warmup, each
+    architecture's best loss and how GAU's compares with it (3 SE)."""
+    depths = sorted({r["depth"] for r in data["runs"]})
     warm = max(r["warmup"] for r in data["runs"])
-    no_warm = stats(data, depth, "gau", "post", 0)
-    with_warm = stats(data, depth, "gau", "post", warm)
-    tfm = stats(data, depth, "transformer", "post", 0)
-    tfm_warm = stats(data, depth, "transformer", "post", warm)
-    # the rival explanation: warmup matters here as much as for the post-norm Transformer
-    tfm_gap = tfm["val_loss"] - tfm_warm["val_loss"]
-    gap_alternative = with_warm["val_loss"] + tfm_gap if np.isfinite(tfm_gap) and tfm["diverged"] == 0 else None
-    # with a single seed there is no error estimate, and the tolerance is 0
-    diff_se = float(np.hypot(no_warm["se"], with_warm["se"]))
-    gap_se = float(np.hypot(no_warm["se"], tfm["se"]))
-    where = f"depth {depth} ({2 * depth} GAU layers), {label}"
-    return [
-        Claim(f"gau-no-warmup-{label}", f"Post-norm GAU trains as well without warmup as with it ({where})",
-              "Su 2022, kexue.fm/archives/8990", with_warm["val_loss"], no_warm["val_loss"], diff_se, 3 * diff_se,
-              "3 standard errors over seeds of the difference of validation losses (0 with one seed)", unit="nats/byte",
-              alternative=gap_alternative,
-              alternative_note="GAU hurt by dropping warmup as much as the post-norm Transformer is "
-                               f"({tfm_gap:+.3g} nats/byte)" if gap_alternative is not None else ""),
-        Claim(f"gau-no-divergence-{label}", f"Post-norm GAU without warmup diverges in no seed ({where})",
-              "Su 2022, kexue.fm/archives/8990", 0.0, no_warm["diverged"], 0.0, 0.0,
-              "a count: any divergence fails", unit="share of seeds", approx_rel=0.0,
-              alternative=tfm["diverged"],
-              alternative_note="GAU diverges as often as the post-norm Transformer without warmup; when that is "
-                               "never, the run does not put warmup at risk"),
-        Claim(f"gau-vs-postnorm-transformer-{label}",
-              f"Without warmup, post-norm GAU reaches a lower loss than a post-norm Transformer of equal parameters ({where})",
-              "Su 2022, kexue.fm/archives/8990 (standard Transformer tricks not needed for GAU)", tfm["val_loss"],
-              no_warm["val_loss"], gap_se, 3 * gap_se, "3 standard errors over seeds of the difference (0 with one seed)",
-              kind="upper_bound", unit="nats/byte"),
+    bounds = {arch_label(b, r): {w: [boundary(data, d, b, r, w) for d in depths] for w in (0, warm)} for b, r in ARCHS}
+    deep = depths[-1]
+    gau = best_loss(data, deep, "gau", "post", 0)
+    out: dict[str, Any] = {"depths": depths, "depth": deep, "warmup": warm, "boundaries": bounds, "gau": gau,
+                           "grid_step": grid_step(data), "threshold": data["threshold"],
+                           "unigram": data["unigram_entropy"]}
+    for block, residual in ARCHS[1:]:
+        other = best_loss(data, deep, block, residual, 0)
+        out[residual] = other
+        finite = all(math.isfinite(v) for v in (gau["val_loss"], other["val_loss"]))
+        out[f"gau_vs_{residual}"] = (compare(gau["val_loss"], gau["se"], other["val_loss"], other["se"])
+                                     if finite else "not comparable with (no learning rate trained without divergence)")
+    return out
+
+
+def _ratio(a: float, b: float) -> float:
+    """a / b for boundaries (0 when b is 0: nothing trained)."""
+    return a / b if b > 0 else 0.0
+
+
+def claims(data: dict[str, Any], label: str) -> list[Claim]:
+    """Post-norm GAU's boundary does not fall with depth and does not need warmup; its best loss without warmup
+    is below the post-norm Transformer's at the largest depth."""
+    s = summary(data)
+    shallow, deep = s["depths"][0], s["depths"][-1]
+    gau, tfm = s["boundaries"]["post-norm GAU"], s["boundaries"]["post-norm Transformer"]
+    step = s["grid_step"]
+    # a boundary is known to one step of the grid: a ratio of 1/step is one step down, within the resolution
+    tol = 1.0 - 1.0 / step
+    basis = f"one step of the learning-rate grid (x{step:.3g}): a boundary is known to that resolution"
+    where = f"from depth {shallow} to {deep} ({2 * shallow} to {2 * deep} GAU layers), {label}"
+    # the rival: GAU needs warmup as much as the post-norm Transformer does, measured at the deepest depth at which
+    # the Transformer trains with warmup (without one, the run says nothing about its warmup)
+    trains = [i for i, b in enumerate(tfm[s["warmup"]]) if b > 0]
+    warm_ratio = _ratio(tfm[0][trains[-1]], tfm[s["warmup"]][trains[-1]]) if trains else None
+    warm_note = ("GAU needs warmup as much as the post-norm Transformer does (its ratio at depth "
+                 f"{s['depths'][trains[-1]]}, the deepest at which it trains with warmup)" if trains else "")
+    gap_se = float(np.hypot(s["gau"]["se"], s["post"]["se"]))
+    gap_ok = math.isfinite(gap_se) and math.isfinite(s["gau"]["val_loss"]) and math.isfinite(s["post"]["val_loss"])
+    out = [
+        Claim(f"gau-lr-depth-{label}",
+              f"Post-norm GAU's largest trainable learning rate without warmup does not fall with depth ({where})",
+              "Su 2022, kexue.fm/archives/8990", 1.0, _ratio(gau[0][-1], gau[0][0]), 0.0, tol, basis,
+              kind="lower_bound", unit="ratio deep / shallow", approx_rel=0.0,
+              alternative=_ratio(tfm[0][-1], tfm[0][0]),
+              alternative_note="GAU's boundary falls with depth as the post-norm Transformer's does"),
+        Claim(f"gau-lr-no-warmup-{label}",
+              f"At depth {deep} ({2 * deep} GAU layers), post-norm GAU trains without warmup at the largest learning "
+              f"rate it trains at with warmup ({label})",
+              "Su 2022, kexue.fm/archives/8990", 1.0, _ratio(gau[0][-1], gau[s["warmup"]][-1]), 0.0, tol, basis,
+              kind="lower_bound", unit="ratio without / with warmup", approx_rel=0.0,
+              alternative=warm_ratio, alternative_note=warm_note),
     ]
+    if gap_ok:
+        out.append(Claim(
+            f"gau-vs-postnorm-transformer-{label}",
+            f"Without warmup, each at its best learning rate, post-norm GAU reaches a lower loss than a post-norm "
+            f"Transformer of equal parameters (depth {deep}, {label})",
+            "Su 2022, kexue.fm/archives/8990 (standard Transformer tricks not needed for GAU)", s["post"]["val_loss"],
+            s["gau"]["val_loss"], gap_se, 3 * gap_se, "3 standard errors over seeds of the difference (0 with one seed)",
+            kind="upper_bound", unit="nats/byte"))
+    return out
 
 
 def plan(cfg: Config) -> list[Workload]:
-    """Every stack trained: per depth and architecture, one run per warmup and seed."""
+    """Every stack trained: per depth and architecture, one run per warmup, learning rate and seed."""
     evals = -(-cfg.eval_windows // cfg.batch)
-    return [Workload(f"{arch_label(b, r)}, depth {depth}", model_config(cfg, b, r, depth), cfg.batch, cfg.ctx, cfg.steps,
-                     evals, len(cfg.warmups) * len(cfg.seeds)) for depth in cfg.depths for b, r in ARCHS]
+    count = len(cfg.warmups) * len(cfg.lrs) * len(cfg.seeds)
+    return [Workload(f"{arch_label(b, r)}, depth {depth}", model_config(cfg, b, r, depth), cfg.batch, cfg.ctx,
+                     cfg.steps, evals, count) for depth in cfg.depths for b, r in ARCHS]
