@@ -32,8 +32,16 @@ def test_entropy_lm_smoke_run_and_record(tmp_path):
     assert markov["true_loss"] == pytest.approx(markov["entropy_rate"], abs=6 * markov["true_loss_se"] + 0.05)
     assert markov["model_loss"] - markov["true_loss"] == pytest.approx(markov["excess_loss"], rel=1e-9)
     claims = entropy_lm.claims(loaded.data, "smoke")
-    assert {c.key for c in claims} == {"lm-bound-smoke", "lm-calibration-smoke", "markov-floor-smoke"}
-    assert next(c for c in claims if c.key == "lm-bound-smoke").verdict == "holds"
+    assert {c.key for c in claims} == {"lm-bound-smoke", "lm-calibration-smoke", "markov-floor-smoke",
+                                       "lm-bound-gau-smoke", "lm-calibration-gau-smoke", "lm-bound-flash-smoke",
+                                       "lm-calibration-flash-smoke"}
+    assert all(c.verdict == "holds" for c in claims if c.key.startswith("lm-bound"))
+    # GAU and FLASH are trained like the Transformer and snapshot at the same steps
+    assert set(loaded.data["others"]) == {"GAU", "FLASH"}
+    for name, block in (("GAU", "gau"), ("FLASH", "flash")):
+        other = loaded.data["others"][name]
+        assert [s["step"] for s in other["snapshots"]] == list(entropy_lm.CONFIGS["smoke"].snapshots)
+        assert dict(entropy_lm.CONFIGS["smoke"].others)[name].block == block
     assert loaded.config["train"]["steps"] == entropy_lm.CONFIGS["smoke"].train.steps
 
 

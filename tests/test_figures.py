@@ -33,6 +33,7 @@ def test_every_figure_is_labelled(lm_data):
         figures.bound_sampling(bound["sampled"]),
         figures.lm_clouds([("live", lm_data), ("again", lm_data)]),
         figures.markov_curve(lm_data["markov"], "title"),
+        figures.architecture_clouds(lm_data),
     ]
     for fig in figs:
         assert isinstance(fig, Figure)

@@ -7,7 +7,9 @@ Two runs of the same model:
   at initialisation, early and late in training, and its largest excess over
   the bound H_max(L, K = 256) of :func:`analysis.theory.entropy.entropy_upper_bound`;
 * on a random Markov chain of known entropy rate: the model's validation loss
-  against the true model's loss on the same tokens (the floor no model beats).
+  against the true model's loss on the same tokens (the floor no model beats);
+* the same corpus run for each of ``others`` (a post-norm GAU and a FLASH language model of about the
+  Transformer's parameters), so that the bound and calibration are checked on them too.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from analysis.data import Corpus, MarkovSource
 from analysis.experiments.base import Workload, corpus_of
 from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.theory.entropy import entropy_upper_bound
-from analysis.verify import Claim
 from analysis.train import TokenStats, TrainConfig, pick_device, token_stats, train_lm
+from analysis.verify import Claim
 
 NAME = "entropy-lm"
 DATA_VERSION = 1  # raised when the layout of run()\'s data changes
@@ -46,6 +48,7 @@ class Config:
     markov_train_tokens: int
     markov_val_tokens: int
     markov_steps: int
+    others: tuple[tuple[str, ModelConfig], ...] = ()  # (name, model) trained on the corpus like ``model``
     corpus_file: str | None = None
     seed: int = 0
 
@@ -55,10 +58,21 @@ class Config:
         for name in ("eval_windows", "max_points", "markov_train_tokens", "markov_val_tokens", "markov_steps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive; got {getattr(self, name)!r}")
+        names = [name for name, _ in self.others]
+        if len(set(names)) != len(names) or not all(n.replace("-", "").isalnum() for n in names):
+            raise ValueError(f"others must have distinct names of letters, digits and -; got {names!r}")
+        if any(m.ctx != self.model.ctx for _, m in self.others):
+            raise ValueError("every model in others must have the context length of model")
+
+
+def _others(d: int, layers: int, ctx: int, s: int, chunk: int) -> tuple[tuple[str, ModelConfig], ...]:
+    """A post-norm GAU and a FLASH LM with 2 layers per Transformer layer (e = 2d: about the Transformer's size)."""
+    return tuple((name, ModelConfig(d=d, layers=2 * layers, block=block, residual="post", ctx=ctx, s=s, chunk=chunk))
+                 for name, block in (("GAU", "gau"), ("FLASH", "flash")))
 
 
 def _cfg(model: ModelConfig, steps: int, batch: int, lr: float, snapshots: tuple[int, ...], windows: int, points: int,
-         markov_tokens: tuple[int, int], markov_steps: int) -> Config:
+         markov_tokens: tuple[int, int], markov_steps: int, others: tuple[tuple[str, ModelConfig], ...]) -> Config:
     return Config(
         model=model,
         train=TrainConfig(steps=steps, batch=batch, lr=lr, warmup=max(1, steps // 20)),
@@ -73,13 +87,17 @@ def _cfg(model: ModelConfig, steps: int, batch: int, lr: float, snapshots: tuple
         markov_train_tokens=markov_tokens[0],
         markov_val_tokens=markov_tokens[1],
         markov_steps=markov_steps,
+        others=others,
     )
 
 
 CONFIGS: dict[str, Config] = {
-    "smoke": _cfg(ModelConfig.gpt(d=32, layers=1, heads=2, ctx=32), 30, 8, 3e-3, (0, 5, 30), 16, 512, (20_000, 4_000), 30),
-    "cpu": _cfg(ModelConfig.gpt(d=96, layers=2, heads=4, ctx=64), 600, 32, 3e-3, (0, 40, 600), 160, 4000, (200_000, 20_000), 200),
-    "gpu": _cfg(ModelConfig.gpt(d=384, layers=6, heads=6, ctx=256), 3000, 64, 1e-3, (0, 100, 3000), 384, 6000, (2_000_000, 200_000), 2000),
+    "smoke": _cfg(ModelConfig.gpt(d=32, layers=1, heads=2, ctx=32), 30, 8, 3e-3, (0, 5, 30), 16, 512, (20_000, 4_000), 30,
+                  _others(32, 1, 32, 16, 8)),
+    "cpu": _cfg(ModelConfig.gpt(d=96, layers=2, heads=4, ctx=64), 600, 32, 3e-3, (0, 40, 600), 160, 4000, (200_000, 20_000), 200,
+                _others(96, 2, 64, 32, 16)),
+    "gpu": _cfg(ModelConfig.gpt(d=384, layers=6, heads=6, ctx=256), 3000, 64, 1e-3, (0, 100, 3000), 384, 6000, (2_000_000, 200_000), 2000,
+                _others(384, 6, 256, 128, 64)),
 }
 
 
@@ -115,10 +133,11 @@ def snapshot(step: int, stats: TokenStats, max_points: int) -> dict[str, Any]:
     }
 
 
-def run_corpus(cfg: Config, corpus: Corpus, device: torch.device, progress: bool) -> dict[str, Any]:
-    """Train on ``corpus`` and take a snapshot of the per-token cloud at each step in cfg.snapshots."""
+def run_corpus(cfg: Config, corpus: Corpus, device: torch.device, progress: bool,
+               model_cfg: ModelConfig | None = None) -> dict[str, Any]:
+    """Train ``model_cfg`` (default cfg.model) on ``corpus``; a snapshot of the per-token cloud at each of cfg.snapshots."""
     torch.manual_seed(cfg.seed)
-    model = LanguageModel(cfg.model)
+    model = LanguageModel(model_cfg or cfg.model)
     snaps: list[dict[str, Any]] = []
 
     def on_step(step: int, m: torch.nn.Module) -> None:
@@ -175,20 +194,22 @@ def run(cfg: Config, progress: bool = True) -> dict[str, Any]:
         "device_type": device.type,
         "real": run_corpus(cfg, corpus, device, progress),
         "markov": run_markov(cfg, device, progress),
+        "others": {name: run_corpus(cfg, corpus, device, progress, m) for name, m in cfg.others},
     }
 
 
-def claims(data: dict[str, Any], label: str) -> list[Claim]:
-    """The chapter's claims measured by one run (``label`` says which: scale, live or recorded)."""
-    real, markov = data["real"], data["markov"]
-    snaps = real["snapshots"]
+def _model_claims(run: dict[str, Any], label: str, name: str) -> list[Claim]:
+    """The bound and calibration claims of one model's corpus run (``name`` '' for the Transformer)."""
+    snaps = run["snapshots"]
     worst = max(snaps, key=lambda s: s["max_excess_over_bound"])
     late = snaps[-1]
     tokens = sum(s["tokens"] for s in snaps)
+    slug = f"{name.lower()}-" if name else ""
+    which = f"{name} " if name else ""
     return [
         Claim(
-            key=f"lm-bound-{label}",
-            statement=f"No token of a trained byte-level LM has more entropy than H_max(L, 256) ({label}, {tokens} tokens over {len(snaps)} snapshots)",
+            key=f"lm-bound-{slug}{label}",
+            statement=f"No token of a trained byte-level {which}LM has more entropy than H_max(L, 256) ({label}, {tokens} tokens over {len(snaps)} snapshots)",
             source="bound derived in this chapter from the notes' curve",
             predicted=0.0,
             measured=worst["max_excess_over_bound"],
@@ -199,8 +220,8 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
             unit="nats (largest H - H_max)",
         ),
         Claim(
-            key=f"lm-calibration-{label}",
-            statement=f"A trained model's mean entropy equals its mean loss (calibration), step {late['step']} ({label})",
+            key=f"lm-calibration-{slug}{label}",
+            statement=f"A trained {which}model's mean entropy equals its mean loss (calibration), step {late['step']} ({label})",
             source="E_y~q[-ln q_y] = H(q) when the model's q is the data distribution",
             predicted=late["val_loss"],
             measured=late["mean_entropy"],
@@ -209,6 +230,16 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
             tolerance_basis="3 standard errors of the per-token difference L - H (tokens taken as independent)",
             unit="nats",
         ),
+    ]
+
+
+def claims(data: dict[str, Any], label: str) -> list[Claim]:
+    """The chapter's claims measured by one run (``label`` says which: scale, live or recorded)."""
+    markov = data["markov"]
+    out = _model_claims(data["real"], label, "")
+    for name, run in data.get("others", {}).items():
+        out += _model_claims(run, label, name)
+    return out + [
         Claim(
             key=f"markov-floor-{label}",
             statement=f"A model's validation loss on a Markov source stays above the true model's loss on the same tokens ({label})",
@@ -229,4 +260,5 @@ def plan(cfg: Config) -> list[Workload]:
     b, ctx = cfg.train.batch, cfg.model.ctx
     evals = -(-cfg.eval_windows // b)
     return [Workload("corpus model", cfg.model, b, ctx, cfg.train.steps, evals * len(cfg.snapshots)),
-            Workload("Markov model", cfg.model, b, ctx, cfg.markov_steps, evals)]
+            Workload("Markov model", cfg.model, b, ctx, cfg.markov_steps, evals)] + [
+        Workload(f"{name} corpus model", m, b, ctx, cfg.train.steps, evals * len(cfg.snapshots)) for name, m in cfg.others]
