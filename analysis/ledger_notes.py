@@ -38,6 +38,20 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
                             "(the chapter's plateau law) and the typical row peaks near three times alpha*",
     "finite-argmax-cosine": "on actual samples the objective has no sharp maximum: its mean levels off at h(b_n) "
                             "(the chapter's plateau law) and the typical row peaks far above alpha*",
+    "recall-best-scale-4": "the scale that trains recall best lies below the mean-field alpha* at every number of "
+                           "pairs measured and rises with the budget: the chapter gives it per n with its interval; no "
+                           "formula for it is derived",
+    "recall-best-scale-16": "the scale that trains recall best lies below the mean-field alpha* at every number of "
+                            "pairs measured and rises with the budget: the chapter gives it per n with its interval; "
+                            "no formula for it is derived",
+    "recall-best-scale-64": "the scale that trains recall best lies below the mean-field alpha* at every number of "
+                            "pairs measured and rises with the budget: the chapter gives it per n with its interval; "
+                            "no formula for it is derived",
+    "recall-scale-growth": "the best scale does grow with n, more slowly than the log-n rule and close to, but "
+                           "resolved from, the mean-field growth; the measured ratio stands, with no formula for it",
+    # deep_gau
+    "gau-lr-depth": "GAU's boundary falls with depth as the pre-norm and DeepNorm Transformers' do (the chapter's "
+                    "boundary figure); only the post-norm Transformer's falls further, to no learning rate at all",
     # gau_init
     "rms-slope": "the corrected RMS formula of the chapter, whose off-diagonal row mass does not shrink with n, "
                  "levels off instead of falling like 1/n",
@@ -61,10 +75,36 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
 }
 
 
-def reason(key: str) -> str | None:
-    """The sentence for claim ``key`` (with or without its run suffix), or None."""
+# Claims that replace weaker ones: what the earlier claim was, and why it could not decide. Keys as above; a key
+# ending in '-' covers every claim that starts with it.
+REPLACES: dict[str, str] = {
+    "gau-lr-depth": "the validation loss at a single learning rate at which no architecture diverged ('trains as well "
+                    "without warmup', 'diverges in no seed': inconclusive), so warmup was never put at risk",
+    "gau-lr-no-warmup": "the validation loss with and without warmup at a single learning rate at which nothing "
+                        "diverged: it could not tell GAU from a post-norm Transformer",
+    "gau-vs-postnorm-transformer": "the same comparison at one learning rate shared by all architectures; each now "
+                                   "trains at its own best learning rate of the grid",
+    "recall-best-scale-": "decides what the corpus sweep ('trains best at alpha*(L/2)') could not: there a dot-product "
+                          "scale is undone by W_q, W_k and scales differ within seed noise",
+    "recall-scale-growth": "new: the corpus sweep had two lengths, and no best scale it could resolve at either",
+}
+
+
+def _base(key: str) -> str:
     for suffix in ("-recorded-gpu", "-recorded-cpu", "-smoke", "-cpu", "-gpu"):
         if key.endswith(suffix):
-            key = key[: -len(suffix)]
-            break
-    return NO_CORRECTED_NUMBER.get(key)
+            return key[: -len(suffix)]
+    return key
+
+
+def reason(key: str) -> str | None:
+    """The sentence for claim ``key`` (with or without its run suffix), or None."""
+    return NO_CORRECTED_NUMBER.get(_base(key))
+
+
+def replaces(key: str) -> str | None:
+    """What claim ``key`` (with or without its run suffix) replaces and why, or None."""
+    base = _base(key)
+    if base in REPLACES:
+        return REPLACES[base]
+    return next((v for k, v in REPLACES.items() if k.endswith("-") and base.startswith(k)), None)

@@ -32,7 +32,7 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
-from analysis.ledger_notes import reason
+from analysis.ledger_notes import reason, replaces
 from analysis.verify import (
     CLAIMS_DIR_ENV,
     VERDICT_COLOURS,
@@ -51,7 +51,7 @@ SCALE_RANK = {"smoke (live)": 0, "cpu (live)": 1, "cpu (recorded)": 2, "gpu (liv
 SIGNS = {"equal": "=", "upper_bound": "≤", "lower_bound": "≥"}
 CSV_FIELDS = ("id", "chapter", "number", "key", "scale", "statement", "source", "kind", "predicted", "measured",
               "uncertainty", "tolerance", "tolerance_basis", "unit", "verdict", "verdict_text", "corrected",
-              "corrected_verdict", "corrected_note", "no_corrected_reason", "alternative", "alternative_note")
+              "corrected_verdict", "corrected_note", "no_corrected_reason", "replaces", "alternative", "alternative_note")
 
 
 def claim_scale(key: str) -> tuple[str, str]:
@@ -94,6 +94,7 @@ class Entry:
                 "verdict": c.verdict, "verdict_text": c.verdict_text(), "corrected": c.corrected,
                 "corrected_verdict": c.corrected_verdict, "corrected_note": c.corrected_note,
                 "no_corrected_reason": (reason(c.key) or "") if c.verdict == "fails" and c.corrected is None else "",
+                "replaces": replaces(c.key) or "",
                 "alternative": c.alternative, "alternative_note": c.alternative_note}
 
 
@@ -149,6 +150,9 @@ def _row_html(e: Entry, strongest_evidence: bool) -> str:
         corrected = ""
     alternative = "" if c.alternative is None else (
         f"<br><small>alternative {fmt(c.alternative)}: {html.escape(c.alternative_note)}</small>")
+    earlier = replaces(c.key)
+    if earlier:
+        alternative += f"<br><small>replaces: {html.escape(earlier)}</small>"
     search = html.escape(f"{c.statement} {c.source} {c.key}".lower(), quote=True)
     return (f'<tr data-strongest="{int(strongest_evidence)}" id="{e.anchor}" data-chapter="{e.chapter}" data-verdict="{c.verdict}" '
             f'data-scale="{html.escape(e.scale)}" data-text="{search}">'

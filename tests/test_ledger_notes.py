@@ -37,3 +37,15 @@ def test_reason_strips_the_run_suffix():
     assert reason("lambda7-recorded-cpu") == NO_CORRECTED_NUMBER["lambda7"]
     assert reason("lambda7-smoke") == NO_CORRECTED_NUMBER["lambda7"]
     assert reason("no-such-claim-recorded-cpu") is None
+
+
+def test_every_replacement_note_belongs_to_a_recorded_claim():
+    from analysis.ledger_notes import REPLACES, replaces
+
+    records = recorded_verdicts(RESULTS)["records"]
+    keys = {key.rsplit("-recorded-", 1)[0] for claims in records.values() for key in claims}
+    for note in REPLACES:
+        matched = [k for k in keys if (k.startswith(note) if note.endswith("-") else k == note)]
+        assert matched, f"REPLACES[{note!r}] names no recorded claim"
+        assert all(replaces(k + "-recorded-cpu") == REPLACES[note] for k in matched)
+    assert replaces("lambda7-recorded-cpu") is None
