@@ -139,7 +139,8 @@ def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
     runs, preds = [], {}
     for pairs in cfg.pairs:
         task = task_of(cfg, pairs)
-        held_out = tuple(torch.from_numpy(a) for a in task.batch(cfg.eval_sequences, seed=cfg.seed + 2**31))
+        inputs, targets = task.batch(cfg.eval_sequences, seed=cfg.seed + 2**31)  # training batches draw other seeds
+        held_out = (torch.from_numpy(inputs), torch.from_numpy(targets))
         preds[str(pairs)] = predictions(cfg, task)
         runs += [run_one(cfg, task, s, seed, held_out, device) for s in cfg.scales for seed in cfg.seeds]
     return {"device_type": device.type, "head_dim": cfg.head_dim, "chance_loss": math.log(cfg.values),
