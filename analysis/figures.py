@@ -217,8 +217,9 @@ def architecture_clouds(data: dict[str, Any], classes: int = 256) -> Figure:
                         capsize=3)
         ax.axhline(0.0, color="k", lw=1, ls=":")
         ax.set_xscale("symlog", linthresh=10)
+        ax.set_yscale("symlog", linthresh=0.1)  # linear within +-0.1 nats, where trained models end
         ax.set_xlabel("optimiser step (symmetric log scale)")
-        ax.set_ylabel("mean loss - mean entropy (nats)")
+        ax.set_ylabel("mean loss - mean entropy (nats, symlog)")
         ax.set_title("calibration: 0 when calibrated")
         ax.legend()
         fig.tight_layout()
@@ -600,7 +601,9 @@ def recall_scale(data: dict[str, Any]) -> Figure:
         ax.set_xlabel("mean row length m (log scale)")
         ax.set_ylabel("cosine scale (log scale)")
         ax.set_title("the best scale against the predictions")
-        ax.legend(fontsize=9)
+        top = max(max(s["rows"][p]["finite_sample"] + 2 * s["rows"][p]["finite_sample_se"] for p in pairs), hi.max())
+        ax.set_ylim(min(lo.min(), math.sqrt(k)) / 4, top * 1.3)  # room below the data for the legend
+        ax.legend(fontsize=9, loc="lower right")
         ax = axes[2]
         for i, p in enumerate(pairs):
             path = by_budget(data, p, bootstrap=100)
