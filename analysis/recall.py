@@ -22,6 +22,12 @@ class _ScoredSequences:
     """What every synthetic task shares: a batch source for the trainer and the length of a query's row."""
 
     def batch(self, size: int, seed: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """``size`` sequences (inputs, targets), each (size, length); targets are IGNORE except at the queries."""
+        if not isinstance(size, int) or size < 1:
+            raise ValueError(f"size must be a positive integer; got {size!r}")
+        return self._draw(size, np.random.default_rng(seed))
+
+    def _draw(self, size: int, rng: np.random.Generator) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         raise NotImplementedError
 
     def source(self) -> Callable[[int, torch.Generator], tuple[torch.Tensor, torch.Tensor]]:
@@ -87,11 +93,7 @@ class RecallTask(_ScoredSequences):
         """1 / pairs: the accuracy of a guess among the sequence's values."""
         return 1.0 / self.pairs
 
-    def batch(self, size: int, seed: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        """``size`` sequences (inputs, targets), each (size, length); targets are IGNORE except at the queries."""
-        if not isinstance(size, int) or size < 1:
-            raise ValueError(f"size must be a positive integer; got {size!r}")
-        rng = np.random.default_rng(seed)
+    def _draw(self, size: int, rng: np.random.Generator) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         p, q, k = self.pairs, self.num_queries, self.key_count
         inputs = np.zeros((size, self.length), dtype=np.int64)
         targets = np.full((size, self.length), IGNORE, dtype=np.int64)
@@ -162,11 +164,7 @@ class LookupTask(_ScoredSequences):
         """1 / values: the accuracy of a guess among the bindings of the queried key."""
         return 1.0 / self.values
 
-    def batch(self, size: int, seed: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        """``size`` sequences (inputs, targets), each (size, length); targets are IGNORE except at the queries."""
-        if not isinstance(size, int) or size < 1:
-            raise ValueError(f"size must be a positive integer; got {size!r}")
-        rng = np.random.default_rng(seed)
+    def _draw(self, size: int, rng: np.random.Generator) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         p, kv = self.pairs, self.keys * self.values
         keys = np.argsort(rng.random((size, self.keys)), axis=1)[:, :p]  # distinct keys per sequence
         values = rng.integers(0, self.values, (size, p))

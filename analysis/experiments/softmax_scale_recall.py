@@ -160,7 +160,7 @@ def loss_table(data: dict[str, Any], pairs: int, checkpoint: int = -1, metric: s
     chance = data["chance_loss"] if metric == "loss" else 1.0 - math.exp(-data["chance_loss"])
     table = np.full((len(seeds), scales.size), chance)
     for r in rows:
-        step, loss, accuracy = r["curve"][checkpoint] if r["curve"] else (0, r["loss"], r["accuracy"])
+        _, loss, accuracy = r["curve"][checkpoint]
         value = loss if metric == "loss" else 1.0 - accuracy
         if r["diverged_at"] is None and math.isfinite(value):
             table[seeds.index(r["seed"]), int(np.searchsorted(scales, r["scale"]))] = value
