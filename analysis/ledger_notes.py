@@ -3,8 +3,9 @@
 A claim that fails gets a ``corrected`` prediction when one number replaces the source's. Some failures are not
 of that kind: the claim is qualitative, or the replacement is a construction, a formula over a range, or another
 claim of the chapter. For those, :data:`NO_CORRECTED_NUMBER` says what holds instead and where. Keys are claim keys
-without their run suffix (``-recorded-cpu``); ``tests/test_ledger_notes.py`` checks that every recorded failure
-without a corrected number has a sentence here, and that every sentence belongs to such a failure.
+without their run suffix (``-recorded-cpu``); a key ending in '-' covers every claim that starts with it.
+``tests/test_ledger_notes.py`` checks that every recorded failure without a corrected number has a sentence here,
+and that every sentence belongs to such failures only.
 """
 
 from __future__ import annotations
@@ -38,15 +39,9 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
                             "(the chapter's plateau law) and the typical row peaks near three times alpha*",
     "finite-argmax-cosine": "on actual samples the objective has no sharp maximum: its mean levels off at h(b_n) "
                             "(the chapter's plateau law) and the typical row peaks far above alpha*",
-    "recall-best-scale-4": "the scale that trains recall best lies below the mean-field alpha* at every number of "
-                           "pairs measured and rises with the budget: the chapter gives it per n with its interval; no "
-                           "formula for it is derived",
-    "recall-best-scale-16": "the scale that trains recall best lies below the mean-field alpha* at every number of "
-                            "pairs measured and rises with the budget: the chapter gives it per n with its interval; "
-                            "no formula for it is derived",
-    "recall-best-scale-64": "the scale that trains recall best lies below the mean-field alpha* at every number of "
-                            "pairs measured and rises with the budget: the chapter gives it per n with its interval; "
-                            "no formula for it is derived",
+    "recall-best-scale-": "the scale that trains recall best lies below the mean-field alpha* at every number of "
+                          "pairs measured and rises with the budget: the chapter gives it per n with its interval; no "
+                          "formula for it is derived",
     "recall-scale-growth": "the best scale does grow with n, more slowly than the log-n rule and close to, but "
                            "resolved from, the mean-field growth; the measured ratio stands, with no formula for it",
     # deep_gau
@@ -75,8 +70,7 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
 }
 
 
-# Claims that replace weaker ones: what the earlier claim was, and why it could not decide. Keys as above; a key
-# ending in '-' covers every claim that starts with it.
+# Claims that replace weaker ones: what the earlier claim was, and why it could not decide. Keys as above.
 REPLACES: dict[str, str] = {
     "gau-lr-depth": "the validation loss at a single learning rate at which no architecture diverged ('trains as well "
                     "without warmup', 'diverges in no seed': inconclusive), so warmup was never put at risk",
@@ -97,14 +91,22 @@ def _base(key: str) -> str:
     return key
 
 
+def covers(note_key: str, key: str) -> bool:
+    """Whether a note keyed ``note_key`` applies to claim ``key``: the same claim, or any claim starting with a
+    ``note_key`` that ends in '-' (run suffixes ignored)."""
+    base = _base(key)
+    return base.startswith(note_key) if note_key.endswith("-") else base == note_key
+
+
+def _lookup(table: dict[str, str], key: str) -> str | None:
+    return next((v for k, v in table.items() if covers(k, key)), None)
+
+
 def reason(key: str) -> str | None:
     """The sentence for claim ``key`` (with or without its run suffix), or None."""
-    return NO_CORRECTED_NUMBER.get(_base(key))
+    return _lookup(NO_CORRECTED_NUMBER, key)
 
 
 def replaces(key: str) -> str | None:
     """What claim ``key`` (with or without its run suffix) replaces and why, or None."""
-    base = _base(key)
-    if base in REPLACES:
-        return REPLACES[base]
-    return next((v for k, v in REPLACES.items() if k.endswith("-") and base.startswith(k)), None)
+    return _lookup(REPLACES, key)
