@@ -158,6 +158,20 @@ def bound_sampling(sampled: dict[str, Any]) -> Figure:
     return fig
 
 
+_CLOUD_BINS, _CLOUD_EXTENT = (60, 40), ((0.0, 12.0), (0.0, 6.0))  # (loss, entropy) histogram of a token cloud
+
+
+def _cloud(ax: Any, snap: dict[str, Any], title: str, norm: LogNorm, classes: int) -> Any:
+    """One snapshot's per-token (loss, entropy) density under the bound H_max(L, classes), with the means; the image."""
+    loss = np.linspace(0, 12, 600)
+    image = ax.hist2d(snap["loss"], snap["entropy"], bins=_CLOUD_BINS, range=_CLOUD_EXTENT, norm=norm, cmap="Blues")[3]
+    ax.plot(loss, ent.entropy_upper_bound(loss, classes), "k-", lw=1.5, label=f"bound $H_{{max}}(L, {classes})$")
+    ax.plot([snap["val_loss"]], [snap["mean_entropy"]], "r*", ms=14, label="mean (L, H)")
+    ax.set_title(f"{title}, step {snap['step']}")
+    ax.set_xlabel("loss -ln q(y) (nats)")
+    return image
+
+
 @_readable
 def lm_clouds(runs: Sequence[tuple[str, dict[str, Any]]], classes: int = 256) -> Figure:
     """Per-token (loss, entropy) density for each run (rows) and snapshot (columns), with the bound."""
@@ -167,22 +181,15 @@ def lm_clouds(runs: Sequence[tuple[str, dict[str, Any]]], classes: int = 256) ->
             len(runs), n_snap, figsize=(15, 4.4 * len(runs)), squeeze=False, sharex=True, sharey=True,
             layout="constrained",
         )
-        loss = np.linspace(0, 12, 600)
-        bound = ent.entropy_upper_bound(loss, classes)
-        bins, extent = (60, 40), ((0.0, 12.0), (0.0, 6.0))
         # one colour scale for all panels, so that densities compare across them
         peak = max(
-            np.histogram2d(s["loss"], s["entropy"], bins=bins, range=extent)[0].max()
+            np.histogram2d(s["loss"], s["entropy"], bins=_CLOUD_BINS, range=_CLOUD_EXTENT)[0].max()
             for _, data in runs for s in data["real"]["snapshots"]
         )
         norm = LogNorm(vmin=1, vmax=max(peak, 2))
         for row, (label, data) in zip(axes, runs):
             for ax, snap in zip(row, data["real"]["snapshots"]):
-                image = ax.hist2d(snap["loss"], snap["entropy"], bins=bins, range=extent, norm=norm, cmap="Blues")[3]
-                ax.plot(loss, bound, "k-", lw=1.5, label="bound $H_{max}(L, 256)$")
-                ax.plot([snap["val_loss"]], [snap["mean_entropy"]], "r*", ms=14, label="mean (L, H)")
-                ax.set_title(f"{label}, step {snap['step']}")
-                ax.set_xlabel("loss -ln q(y) (nats)")
+                image = _cloud(ax, snap, label, norm, classes)
             row[0].set_ylabel("entropy of the prediction (nats)")
             row[0].legend(loc="lower right", fontsize=9)
         fig.colorbar(image, ax=axes, label="tokens per bin (log scale)", shrink=0.8)
@@ -197,16 +204,8 @@ def architecture_clouds(data: dict[str, Any], classes: int = 256) -> Figure:
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, len(models) + 1, figsize=(5 * (len(models) + 1), 4.6), squeeze=False)
         axes = axes[0]
-        loss = np.linspace(0, 12, 600)
-        bound = ent.entropy_upper_bound(loss, classes)
-        bins, extent = (60, 40), ((0.0, 12.0), (0.0, 6.0))
         for ax, (name, run) in zip(axes, models):
-            snap = run["snapshots"][-1]
-            ax.hist2d(snap["loss"], snap["entropy"], bins=bins, range=extent, norm=LogNorm(vmin=1), cmap="Blues")
-            ax.plot(loss, bound, "k-", lw=1.5, label="bound $H_{max}(L, 256)$")
-            ax.plot([snap["val_loss"]], [snap["mean_entropy"]], "r*", ms=14, label="mean (L, H)")
-            ax.set_title(f"{name}, step {snap['step']}")
-            ax.set_xlabel("loss -ln q(y) (nats)")
+            _cloud(ax, run["snapshots"][-1], name, LogNorm(vmin=1), classes)
             ax.set_ylabel("entropy of the prediction (nats)")
         axes[0].legend(loc="lower right", fontsize=9)
         ax = axes[-1]
