@@ -25,7 +25,7 @@ from analysis.scale import validate_scale
 
 NAMES = ("entropy-bound", "entropy-lm", "softmax-scale-checks", "softmax-scale-mc", "softmax-scale-train", "gau-init",
          "coord-check", "deep-gau", "attention-basics", "norms-depth", "ffn-basics", "flash-counts", "flash-bench", "widening",
-         "softmax-scale-recall")
+         "softmax-scale-recall", "gau-quality", "gau-length")
 
 
 class _Registry(Mapping[str, ModuleType]):

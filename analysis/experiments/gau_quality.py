@@ -1,0 +1,327 @@
+"""FLASH-Quad, FLASH and Transformer++ of equal parameters, trained side by side on text and on recall.
+
+Four architectures (:class:`analysis.models.lm.LanguageModel`): Transformer++ (``layers`` layers: pre-RMSNorm,
+RoPE, SwiGLU), FLASH-Quad as 2 x ``layers`` GAU layers with post-norm and with pre-norm (e = 2d, so two GAU layers
+hold a Transformer layer's 12 d^2), and FLASH (the same post-norm stack, quadratic attention inside chunks of
+``chunk`` and linear attention across them). Each is trained with the same seeds (same initial draw of shared
+shapes aside, the same batches) on
+
+* the byte corpus: validation loss along training, against steps and against the measured training time (the runs
+  share one process per worker, one thread each, so their times are comparable ratios);
+* single-token recall (:class:`analysis.recall.LookupTask`) with a growing number of pairs: held-out accuracy.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
+from analysis.models.lm import LanguageModel, ModelConfig
+from analysis.recall import LookupTask, recall_metrics
+from analysis.train import TrainConfig, pick_device, token_stats, train_lm
+from analysis.verify import Claim
+
+NAME = "gau-quality"
+DATA_VERSION = 1  # raised when the layout of run()'s data changes
+ARCHS = ("transformer", "flash-quad-post", "flash-quad-pre", "flash")
+ARCH_LABELS = {"transformer": "Transformer++", "flash-quad-post": "FLASH-Quad (post-norm)",
+               "flash-quad-pre": "FLASH-Quad (pre-norm)", "flash": "FLASH"}
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes, budgets and seeds of both tasks."""
+
+    d: int
+    layers: int  # Transformer layers; the GAU stacks have twice as many
+    heads: int
+    s: int
+    chunk: int
+    seeds: tuple[int, ...]
+    ctx: int
+    steps: int
+    batch: int
+    lr: float
+    evals: int  # validation evaluations along training
+    eval_windows: int
+    lr_check: float  # a second learning rate, one seed, to show the ordering does not hinge on lr
+    pairs: tuple[int, ...]
+    keys: int
+    values: int
+    queries: int
+    recall_d: int
+    recall_steps: int
+    recall_lr: float
+    eval_sequences: int
+    workers: int = 1
+    corpus_file: str | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds must be distinct and at least one; got {self.seeds!r}")
+        if not 1 <= self.evals <= self.steps:
+            raise ValueError(f"evals must be in [1, steps]; got {self.evals}")
+        if max(self.pairs) > self.keys:
+            raise ValueError(f"pairs ({max(self.pairs)}) must not exceed keys ({self.keys})")
+        if self.workers < 1:
+            raise ValueError(f"workers must be at least 1; got {self.workers}")
+
+
+CONFIGS: dict[str, Config] = {
+    "smoke": Config(d=32, layers=1, heads=2, s=16, chunk=8, seeds=(0, 1), ctx=32, steps=10, batch=8, lr=3e-3,
+                    evals=2, eval_windows=8, lr_check=1e-2, pairs=(2, 4), keys=8, values=4, queries=2, recall_d=32,
+                    recall_steps=8, recall_lr=1e-2, eval_sequences=32),
+    "cpu": Config(d=96, layers=2, heads=4, s=32, chunk=16, seeds=(0, 1, 2), ctx=64, steps=600, batch=32, lr=3e-3,
+                  evals=24, eval_windows=128, lr_check=1e-2, pairs=(4, 16, 64), keys=64, values=16, queries=4,
+                  recall_d=64, recall_steps=800, recall_lr=1e-2, eval_sequences=512, workers=2),
+    "gpu": Config(d=512, layers=8, heads=8, s=128, chunk=128, seeds=(0, 1, 2), ctx=1024, steps=4000, batch=32, lr=1e-3,
+                  evals=40, eval_windows=256, lr_check=3e-3, pairs=(16, 64, 256, 1024), keys=1024, values=16,
+                  queries=16, recall_d=256, recall_steps=2000, recall_lr=3e-3, eval_sequences=1024),
+}
+
+
+def model_config(cfg: Config, arch: str, vocab: int = 256, ctx: int | None = None, d: int | None = None
+                 ) -> ModelConfig:
+    """The architecture ``arch`` at the config's size (equal parameters: 2 GAU layers per Transformer layer)."""
+    d, ctx = d or cfg.d, ctx or cfg.ctx
+    if arch == "transformer":
+        return ModelConfig(vocab=vocab, d=d, layers=cfg.layers, block="transformer", residual="pre", norm="rmsnorm",
+                           ffn="swiglu", positions="rope", heads=cfg.heads, ctx=ctx)
+    if arch not in ARCHS:
+        raise ValueError(f"arch must be one of {', '.join(ARCHS)}; got {arch!r}")
+    return ModelConfig(vocab=vocab, d=d, layers=2 * cfg.layers, block="flash" if arch == "flash" else "gau",
+                       residual="pre" if arch == "flash-quad-pre" else "post", s=cfg.s, chunk=cfg.chunk, ctx=ctx)
+
+
+def _text(cfg: Config, arch: str, seed: int, lr: float) -> dict[str, Any]:
+    """Train on the corpus; validation loss at ``evals`` points with the training seconds spent to reach each."""
+    device = pick_device()
+    corpus = corpus_of(cfg)
+    torch.manual_seed(run_seed(cfg, seed))
+    model = LanguageModel(model_config(cfg, arch))
+    every = max(1, cfg.steps // cfg.evals)
+    curve: list[tuple[int, float, float]] = []  # (step, seconds of training, validation loss)
+    clock = {"train": 0.0, "last": time.perf_counter()}
+
+    def on_step(step: int, m: torch.nn.Module) -> None:
+        now = time.perf_counter()
+        if step > 0:
+            clock["train"] += now - clock["last"]
+        if step % every == 0 or step == cfg.steps:
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            loss = float(token_stats(m, corpus.val, cfg.ctx, cfg.eval_windows, device).loss.mean())
+            curve.append((step, round(clock["train"], 4), loss))
+            m.train()
+        clock["last"] = time.perf_counter()
+
+    log = train_lm(model, corpus.train, TrainConfig(steps=cfg.steps, batch=cfg.batch, lr=lr,
+                                                    warmup=max(1, cfg.steps // 20), seed=run_seed(cfg, seed)),
+                   cfg.ctx, device, on_step, progress=False)
+    final = token_stats(model, corpus.val, cfg.ctx, cfg.eval_windows, device).loss
+    per_window = final.reshape(-1, cfg.ctx).mean(axis=1)
+    val, val_se = mean_se(per_window)
+    return {"task": "text", "arch": arch, "seed": seed, "lr": lr, "parameters": model.num_parameters(),
+            "curve": curve, "val_loss": val, "val_se": val_se, "diverged_at": log.diverged_at,
+            "seconds_per_step": clock["train"] / (log.diverged_at or cfg.steps)}
+
+
+def _recall(cfg: Config, arch: str, seed: int, pairs: int) -> dict[str, Any]:
+    """Train on LookupTask with ``pairs`` bindings; held-out query accuracy and loss."""
+    device = pick_device()
+    task = LookupTask(pairs, keys=cfg.keys, values=cfg.values, queries=cfg.queries)
+    torch.manual_seed(run_seed(cfg, seed))
+    model = LanguageModel(model_config(cfg, arch, task.vocab, task.length, cfg.recall_d))
+    log = train_lm(model, task.source(), TrainConfig(steps=cfg.recall_steps, batch=cfg.batch, lr=cfg.recall_lr,
+                                                     warmup=max(1, cfg.recall_steps // 10), seed=run_seed(cfg, seed)),
+                   task.length, device, progress=False)
+    x, y = (torch.from_numpy(t).to(device) for t in task.batch(cfg.eval_sequences, seed=cfg.seed + 2**31 + pairs))
+    with torch.no_grad():
+        accuracy, loss = recall_metrics(model.eval()(x), y)
+    return {"task": "recall", "arch": arch, "seed": seed, "pairs": pairs, "accuracy": accuracy, "loss": loss,
+            "parameters": model.num_parameters(), "diverged_at": log.diverged_at}
+
+
+def _job(job: tuple[Any, ...]) -> dict[str, Any]:
+    cfg, task, arch, seed, extra = job
+    return _text(cfg, arch, seed, extra) if task == "text" else _recall(cfg, arch, seed, extra)
+
+
+def _init_worker() -> None:
+    torch.set_num_threads(1)
+
+
+def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
+    """Every (architecture, seed) on text at lr, one seed at lr_check, and every (architecture, seed, pairs) on
+    recall; plain data in that order whatever the workers."""
+    jobs: list[tuple[Any, ...]] = [(cfg, "text", a, seed, cfg.lr) for a in ARCHS for seed in cfg.seeds]
+    jobs += [(cfg, "text", a, cfg.seeds[0], cfg.lr_check) for a in ARCHS]
+    jobs += [(cfg, "recall", a, seed, p) for p in cfg.pairs for a in ARCHS for seed in cfg.seeds]
+    if cfg.workers > 1:
+        with ProcessPoolExecutor(cfg.workers, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_init_worker) as pool:
+            runs = list(pool.map(_job, jobs))
+    else:
+        runs = [_job(job) for job in jobs]
+    return {"device_type": pick_device().type, "corpus": corpus_of(cfg).summary(), "lr": cfg.lr,
+            "lr_check": cfg.lr_check, "pairs": list(cfg.pairs), "chance": 1 / cfg.values, "runs": runs}
+
+
+def _text_runs(data: dict[str, Any], arch: str, lr: float | None = None) -> list[dict[str, Any]]:
+    lr = data["lr"] if lr is None else lr
+    return [r for r in data["runs"] if r["task"] == "text" and r["arch"] == arch and r["lr"] == lr]
+
+
+def steps_to_reach(curve: list[list[float]], target: float, axis: int = 0) -> float:
+    """The step (axis 0) or training seconds (axis 1) at which a validation curve first reaches ``target``, linear
+    between evaluations; inf when it never does."""
+    pts = np.asarray(curve, dtype=float)
+    below = np.nonzero(pts[:, 2] <= target)[0]
+    if below.size == 0:
+        return math.inf
+    i = int(below[0])
+    if i == 0:
+        return float(pts[0, axis])
+    (x0, y0), (x1, y1) = (pts[i - 1, axis], pts[i - 1, 2]), (pts[i, axis], pts[i, 2])
+    return float(x0 + (x1 - x0) * (y0 - target) / (y0 - y1)) if y0 != y1 else float(x1)
+
+
+def paired_gap(data: dict[str, Any], a: str, b: str) -> tuple[float, float]:
+    """Mean and SE over seeds of val_loss(a) - val_loss(b), paired by seed (nats/byte)."""
+    ra = {r["seed"]: r["val_loss"] for r in _text_runs(data, a)}
+    rb = {r["seed"]: r["val_loss"] for r in _text_runs(data, b)}
+    return mean_se(ra[s] - rb[s] for s in sorted(ra) if s in rb)
+
+
+def convergence_ratio(data: dict[str, Any], a: str, b: str, axis: int = 0) -> tuple[float, float]:
+    """Mean and SE over seeds of (steps, or seconds with axis 1, for ``a`` to reach the loss both end at) over the
+    same for ``b``; the common target of a seed is the higher of the two final losses."""
+    ra = {r["seed"]: r["curve"] for r in _text_runs(data, a)}
+    rb = {r["seed"]: r["curve"] for r in _text_runs(data, b)}
+    ratios = []
+    for seed in sorted(set(ra) & set(rb)):
+        target = max(ra[seed][-1][2], rb[seed][-1][2])
+        ta, tb = steps_to_reach(ra[seed], target, axis), steps_to_reach(rb[seed], target, axis)
+        ratios.append(ta / tb)
+    return mean_se(ratios)
+
+
+def recall_table(data: dict[str, Any], arch: str) -> dict[str, list[float]]:
+    """Mean and SE over seeds of recall accuracy at each number of pairs."""
+    mean, se = [], []
+    for p in data["pairs"]:
+        m, e = mean_se(r["accuracy"] for r in data["runs"] if r["task"] == "recall" and r["arch"] == arch
+                       and r["pairs"] == p)
+        mean.append(m)
+        se.append(e)
+    return {"pairs": list(data["pairs"]), "mean": mean, "se": se}
+
+
+def _recall_gap(data: dict[str, Any], a: str, b: str, pairs: int) -> tuple[float, float]:
+    """Mean and SE over seeds of accuracy(a) - accuracy(b) at ``pairs``."""
+    acc = {(r["arch"], r["seed"]): r["accuracy"] for r in data["runs"] if r["task"] == "recall" and r["pairs"] == pairs}
+    seeds = sorted({s for (_, s) in acc})
+    return mean_se(acc[(a, s)] - acc[(b, s)] for s in seeds if (a, s) in acc and (b, s) in acc)
+
+
+def summary(data: dict[str, Any]) -> dict[str, Any]:
+    """Per architecture: parameters, final loss, seconds per step; the paired gaps and convergence ratios the claims
+    use; recall accuracy against pairs; the ordering at the second learning rate."""
+    out: dict[str, Any] = {"archs": {}}
+    for a in ARCHS:
+        runs = _text_runs(data, a)
+        checked = _text_runs(data, a, data["lr_check"])
+        out["archs"][a] = {
+            "parameters": runs[0]["parameters"],
+            "val_loss": mean_se(r["val_loss"] for r in runs),
+            "seconds_per_step": float(np.median([r["seconds_per_step"] for r in runs])),
+            "val_loss_lr_check": checked[0]["val_loss"] if checked else math.nan,
+            "recall": recall_table(data, a)}
+    base = out["archs"]["transformer"]
+    for a in ARCHS[1:]:
+        out["archs"][a]["time_ratio"] = out["archs"][a]["seconds_per_step"] / base["seconds_per_step"]
+        out["archs"][a]["param_ratio"] = out["archs"][a]["parameters"] / base["parameters"]
+    out["gap_quad_tfm"] = paired_gap(data, "flash-quad-post", "transformer")
+    out["gap_quad_pre_tfm"] = paired_gap(data, "flash-quad-pre", "transformer")
+    out["gap_flash_quad"] = paired_gap(data, "flash", "flash-quad-post")
+    out["steps_ratio"] = convergence_ratio(data, "flash-quad-post", "transformer")
+    out["time_ratio_to_target"] = convergence_ratio(data, "flash-quad-post", "transformer", axis=1)
+    out["steps_ratio_flash"] = convergence_ratio(data, "flash", "transformer")
+    top = data["pairs"][-1]
+    out["top_pairs"] = top
+    out["recall_gap_quad_tfm"] = _recall_gap(data, "flash-quad-post", "transformer", top)
+    out["recall_gap_flash_quad"] = _recall_gap(data, "flash", "flash-quad-post", top)
+    check = {a: out["archs"][a]["val_loss_lr_check"] for a in ARCHS}
+    main = {a: out["archs"][a]["val_loss"][0] for a in ARCHS}
+    out["order"] = sorted(ARCHS, key=main.__getitem__)
+    out["order_lr_check"] = sorted(ARCHS, key=check.__getitem__)
+    return out
+
+
+SOURCE = "Su 2022, kexue.fm/archives/8934 (after Hua et al. 2022)"
+COMMENTS = "Su 2022, kexue.fm/archives/8934, readers' comments (GAU/FLASH 20k steps where a Transformer takes 8k)"
+
+
+def claims(data: dict[str, Any], label: str) -> list[Claim]:
+    """FLASH-Quad against Transformer++, FLASH against FLASH-Quad, and the comments' slower convergence."""
+    s = summary(data)
+    gap, se = s["gap_quad_tfm"]
+    fgap, fse = s["gap_flash_quad"]
+    quad = s["archs"]["flash-quad-post"]["val_loss"][0]
+    ratio, rse = s["steps_ratio"]
+    top = s["top_pairs"]
+    rgap, rse_acc = s["recall_gap_quad_tfm"]
+    fr, fr_se = s["recall_gap_flash_quad"]
+    basis = "one-sided at 3 standard errors over seeds: the measured value is the paired difference plus 3 SE"
+    return [
+        Claim(f"flashquad-beats-transformer-{label}",
+              f"FLASH-Quad (post-norm GAU) reaches a lower validation loss than Transformer++ of equal parameters: "
+              f"its loss minus the Transformer's, plus 3 SE, is below 0 ({label})",
+              SOURCE, predicted=0.0, measured=gap + 3 * se, uncertainty=se, tolerance=0.0, tolerance_basis=basis,
+              kind="upper_bound", approx_rel=0.0, unit="nats/byte"),
+        Claim(f"flashquad-beats-transformer-recall-{label}",
+              f"FLASH-Quad recalls at least as well as Transformer++ with {top} pairs ({label})",
+              SOURCE, predicted=0.0, measured=-rgap, uncertainty=rse_acc, tolerance=3 * rse_acc,
+              tolerance_basis="3 standard errors over seeds of the paired accuracy difference", kind="upper_bound",
+              approx_rel=0.0, unit="accuracy (fraction)"),
+        Claim(f"flash-matches-flashquad-{label}",
+              f"FLASH is about as good as FLASH-Quad: equal validation loss, read as within 2% ({label})",
+              SOURCE, predicted=quad, measured=quad + fgap, uncertainty=fse, tolerance=3 * fse,
+              tolerance_basis="3 standard errors over seeds of the paired loss difference; 'about as good' is read "
+                              "as within 2% of the loss, fixed before the runs", approx_rel=0.02, unit="nats/byte"),
+        Claim(f"flash-matches-flashquad-recall-{label}",
+              f"FLASH recalls as well as FLASH-Quad with {top} pairs ({label})",
+              SOURCE, predicted=0.0, measured=-fr, uncertainty=fr_se, tolerance=3 * fr_se,
+              tolerance_basis="3 standard errors over seeds of the paired accuracy difference", kind="upper_bound",
+              approx_rel=0.0, unit="accuracy drop (fraction)"),
+        Claim(f"gau-converges-slower-{label}",
+              f"GAU converges slower than the Transformer: FLASH-Quad needs 20k/8k = 2.5 times the steps to reach "
+              f"the loss both reach ({label})",
+              COMMENTS, predicted=2.5, measured=ratio, uncertainty=rse, tolerance=3 * rse,
+              tolerance_basis="3 standard errors over seeds of the per-seed ratio (evaluations interpolated)",
+              unit="ratio of steps"),
+    ]
+
+
+def plan(cfg: Config) -> list[Workload]:
+    """Per architecture: text runs (seeds, plus the lr check) and recall runs per number of pairs."""
+    evals = (cfg.evals + 2) * -(-cfg.eval_windows // cfg.batch)
+    out = []
+    for a in ARCHS:
+        out.append(Workload(f"text, {ARCH_LABELS[a]}", model_config(cfg, a), cfg.batch, cfg.ctx, cfg.steps, evals,
+                            len(cfg.seeds) + 1))
+        for p in cfg.pairs:
+            task = LookupTask(p, keys=cfg.keys, values=cfg.values, queries=cfg.queries)
+            out.append(Workload(f"recall {p} pairs, {ARCH_LABELS[a]}",
+                                model_config(cfg, a, task.vocab, task.length, cfg.recall_d), cfg.batch, task.length,
+                                cfg.recall_steps, -(-cfg.eval_sequences // cfg.batch), len(cfg.seeds)))
+    return out
