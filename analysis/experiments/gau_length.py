@@ -99,10 +99,11 @@ CONFIGS: dict[str, Config] = {
     "cpu": Config(d=64, layers=2, s=32, seeds=(0, 1, 2), pairs=8, keys=64, values=16, queries=8, span=64,
                   spans=(16, 32, 64, 128, 256, 512), recall_steps=1200, recall_lr=1e-2, eval_sequences=512, ctx=64,
                   long=512, text_steps=600, text_lr=3e-3, eval_windows=32, batch=32, workers=2),
-    # sized from step times measured on an H100 (about 5 minutes there; the attention matrices are explicit)
-    "gpu": Config(d=256, layers=4, s=64, seeds=(0, 1), pairs=16, keys=256, values=16, queries=16, span=256,
-                  spans=(64, 128, 256, 512, 1024, 2048), recall_steps=1500, recall_lr=1e-2, eval_sequences=256,
-                  ctx=256, long=2048, text_steps=1500, text_lr=3e-3, eval_windows=32, batch=32),
+    # sized from step times measured on an H100 (a step of these small models is bound by kernel launches, about
+    # 4 ms per GAU layer; 8 layers at 1500 steps outran 10 minutes): about 5 minutes there
+    "gpu": Config(d=256, layers=2, s=64, seeds=(0, 1), pairs=16, keys=256, values=16, queries=16, span=256,
+                  spans=(64, 128, 256, 512, 1024, 2048), recall_steps=1200, recall_lr=1e-2, eval_sequences=128,
+                  ctx=256, long=2048, text_steps=1200, text_lr=3e-3, eval_windows=32, batch=32),
 }
 
 
@@ -191,7 +192,11 @@ def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
                                  initializer=_init_worker) as pool:
             runs = list(pool.map(_job, jobs))
     else:
-        runs = [_job(job) for job in jobs]
+        runs = []
+        for i, job in enumerate(jobs):
+            runs.append(_job(job))
+            if progress:
+                print(f"gau-length: {i + 1}/{len(jobs)} runs done ({job[1]}, {job[2]}, seed {job[3]})", flush=True)
     return {"device_type": pick_device().type, "corpus": corpus_of(cfg).summary(), "chance": 1 / cfg.values,
             "train_span": cfg.span, "spans": list(cfg.spans), "ctx": cfg.ctx, "long": cfg.long, "runs": runs}
 
