@@ -21,13 +21,13 @@ truncated training step (batch 1, at most 64 positions) where it has at most
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-import torch.nn.functional as F
+
+from analysis.cost import _loss, build_model, step_cost
 
 H100_BF16_DENSE_FLOPS = 989e12  # NVIDIA H100 SXM, dense bf16 tensor-core peak
 UTILISATION = 0.25
@@ -58,59 +58,6 @@ class Estimate:
     def fits(self) -> bool:
         """Whether the estimated peak memory is within one H100's 80 GB."""
         return self.peak_memory_gb <= H100_MEMORY_GB
-
-
-def build_model(config: Any) -> torch.nn.Module:
-    """The language model of a ModelConfig (analysis.models.lm)."""
-    from analysis.models.lm import LanguageModel, ModelConfig
-
-    if isinstance(config, ModelConfig):
-        return LanguageModel(config)
-    raise TypeError(f"model must be a ModelConfig; got {type(config).__name__}")
-
-
-def _loss(model: torch.nn.Module, idx: torch.Tensor) -> torch.Tensor:
-    logits = model(idx)
-    if isinstance(logits, tuple):
-        logits = logits[0]
-    return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), idx[:, 1:].reshape(-1))
-
-
-def step_cost(config: Any, batch: int, ctx: int) -> tuple[int, float, float, float]:
-    """(parameters, forward FLOPs, forward+backward FLOPs, bytes saved for backward) of one step, on the meta device.
-
-    Every layer of a stack is the same module, so each of the four is a + b L exactly in the layer count L:
-    a deep stack is counted from its 1- and 2-layer versions (tests/test_plan.py checks the identity).
-    """
-    layers = config.layers
-    if layers <= 2:
-        return _step_cost_direct(config, batch, ctx)
-    one = _step_cost_direct(dataclasses.replace(config, layers=1), batch, ctx)
-    two = _step_cost_direct(dataclasses.replace(config, layers=2), batch, ctx)
-    params, fwd, fwd_bwd, saved = (u + (layers - 1) * (v - u) for u, v in zip(one, two))
-    return int(params), float(fwd), float(fwd_bwd), float(saved)
-
-
-def _step_cost_direct(config: Any, batch: int, ctx: int) -> tuple[int, float, float, float]:
-    from torch.utils.flop_counter import FlopCounterMode
-
-    with torch.device("meta"):
-        model = build_model(config)
-    params = sum(p.numel() for p in model.parameters())
-    idx = torch.zeros(batch, ctx, dtype=torch.long, device="meta")
-    saved = 0
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        nonlocal saved
-        saved += t.numel() * t.element_size()
-        return t
-
-    counter = FlopCounterMode(display=False)
-    with counter, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        loss = _loss(model, idx)
-        forward = counter.get_total_flops()
-        loss.backward()
-    return params, float(forward), float(counter.get_total_flops()), float(saved)
 
 
 def truncated_step(config: Any, ctx: int, params: int) -> str:

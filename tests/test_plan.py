@@ -41,6 +41,6 @@ def test_plan_table_and_bad_workloads():
     ModelConfig.gpt(d=64, layers=5, heads=4, ctx=32),
 ])
 def test_deep_stacks_are_counted_exactly_from_one_and_two_layers(config):
-    from analysis.plan import _step_cost_direct
+    from analysis.cost import _step_cost_direct
 
     assert step_cost(config, 2, 32) == _step_cost_direct(config, 2, 32)

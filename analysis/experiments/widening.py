@@ -20,10 +20,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from analysis import widening as W
+from analysis.cost import step_cost
 from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
 from analysis.models.bert import Bert, BertConfig
 from analysis.models.lm import FeedForward, LanguageModel, ModelConfig
-from analysis.plan import step_cost
 from analysis.train import TrainConfig, token_stats, train_lm
 from analysis.verify import Claim
 
