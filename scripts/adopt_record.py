@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analysis.experiments import config_for, fingerprint, get_experiment  # noqa: E402
-from analysis.fingerprint import config_fingerprint  # noqa: E402
+from analysis.experiments import config_for, fingerprint, get_experiment
+from analysis.fingerprint import config_fingerprint
 
 
 def main() -> None:
