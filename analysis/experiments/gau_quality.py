@@ -303,6 +303,12 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
               SOURCE, predicted=0.0, measured=-fr, uncertainty=fr_se, tolerance=3 * fr_se,
               tolerance_basis="3 standard errors over seeds of the paired accuracy difference", kind="upper_bound",
               approx_rel=0.0, unit="accuracy drop (fraction)"),
+        Claim(f"gau-converges-slower-direction-{label}",
+              f"GAU converges slower than the Transformer: FLASH-Quad's ratio of steps to the loss both reach, "
+              f"less 1 and less 3 SE, is above 0 ({label})",
+              COMMENTS, predicted=0.0, measured=ratio - 1 - 3 * rse, uncertainty=rse, tolerance=0.0,
+              tolerance_basis="one-sided at 3 standard errors over seeds: the measured value is the ratio less 1 "
+                              "less 3 SE", kind="lower_bound", approx_rel=0.0, unit="ratio of steps, less 1"),
         Claim(f"gau-converges-slower-{label}",
               f"GAU converges slower than the Transformer: FLASH-Quad needs 20k/8k = 2.5 times the steps to reach "
               f"the loss both reach ({label})",
