@@ -124,11 +124,12 @@ class Chapter:
                 return c
         raise KeyError(f"no claim {full!r} in chapter {self.doc!r}")
 
-    def verdicts(self, name: str) -> Any:
-        """Markdown: one bullet per claim of the best run of ``name``, its verdict (and corrected verdict) from the claim."""
+    def verdicts(self, name: str, run: str | None = None) -> Any:
+        """Markdown: one bullet per claim of the best run of ``name`` (or of the run whose key is ``run``), its
+        verdict (and corrected verdict) from the claim."""
         from IPython.display import Markdown
 
-        best = self.best(name).key
+        best = run or self.best(name).key
         return Markdown("\n".join(verdict_line(c, self.doc, i) for i, c in enumerate(self.claims.claims, 1)
                                    if c.key.endswith("-" + best) and c.key in self.keys.get(name, set())))
 
