@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -846,7 +847,12 @@ def activations_figure(act: dict[str, Any]) -> Figure:
 def gau_quality(data: dict[str, Any]) -> Figure:
     """Validation loss against steps and against measured training seconds per architecture (mean over seeds, band
     of 2 SE), and held-out recall accuracy against the number of pairs."""
-    from analysis.experiments.gau_quality import ARCH_LABELS, ARCHS, _text_runs, recall_table
+    from analysis.experiments.gau_quality import (
+        ARCH_LABELS,
+        ARCHS,
+        _text_runs,
+        recall_table,
+    )
 
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, 3, figsize=(18, 5))
@@ -887,7 +893,7 @@ def _log_bins(values: np.ndarray, start: int, stop: int, per_octave: int = 4) ->
     """Means of values[start:stop] in bins equally spaced in log position; returns (bin centre positions, means)."""
     edges = np.unique(np.geomspace(start, stop, max(2, int(per_octave * math.log2(stop / start)) + 1)).astype(int))
     centres, means = [], []
-    for a, b in zip(edges[:-1], edges[1:]):
+    for a, b in itertools.pairwise(edges):
         if b > a:
             centres.append(math.sqrt(a * (b - 1)) if a > 0 else (b - 1) / 2)
             means.append(float(np.mean(values[a:b])))
@@ -899,7 +905,12 @@ def gau_length(data: dict[str, Any]) -> Figure:
     """Recall accuracy against evaluation length per normalisation (spread and near layouts); text loss against
     position with the full context and with the last n tokens only; the entropy and the mass of the query rows'
     attention against length (the layer that attends most sharply at the training length)."""
-    from analysis.experiments.gau_length import NORM_LABELS, _runs, recall_curve, summary
+    from analysis.experiments.gau_length import (
+        NORM_LABELS,
+        _runs,
+        recall_curve,
+        summary,
+    )
 
     s = summary(data)
     n, ctx, long = s["train_span"], s["ctx"], s["long"]
@@ -943,8 +954,7 @@ def gau_length(data: dict[str, Any]) -> Figure:
         for ax, metric, ylabel in ((axes[1, 0], "entropy", "entropy of the query rows (nats)"),
                                    (axes[1, 1], "mass", "row mass: sum of weights (log)")):
             for i, norm in enumerate(s["norms"]):
-                layers = [recall_curve(data, norm, "near", f"entropy:{j}") for j in range(len(s[norm]["entropy_near"]))]
-                sharpest = int(np.argmin([c["mean"][s["spans"].index(n)] for c in layers]))
+                sharpest = int(np.argmin([c["mean"][s["spans"].index(n)] for c in s[norm]["entropy_near"]]))
                 c = recall_curve(data, norm, "near", f"{metric}:{sharpest}")
                 ax.errorbar(c["span"], c["mean"], yerr=[2 * e for e in c["se"]], fmt="-o", color=f"C{i}", ms=5,
                             capsize=2, label=f"{NORM_LABELS[norm]} (layer {sharpest + 1})")
