@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.mathtext import math_markdown
 from analysis.scale import Scale, current_scale
 from analysis.verify import CLAIMS_DIR_ENV, ChapterClaims, Claim
 
@@ -155,11 +156,11 @@ def verdict_line(claim: Claim, doc: str | None = None, number: int | None = None
     with ``doc`` and ``number``, a link to the claim in the ledger (``ledger.html#<doc>-<key>``)."""
     link = "" if doc is None else (f'<a href="ledger.html#{doc}-{claim.key}" title="this claim in the ledger">'
                                    f"{doc}.{number}</a> ")
-    line = f"- {link}{claim.statement}: **{claim.verdict_text()}**"
+    line = f"- {link}{math_markdown(claim.statement)}: **{claim.verdict_text()}**"
     if claim.verdict == "inconclusive" and claim.alternative is not None:
-        line += f" (the alternative, {claim.alternative_note}, fits as well)"
+        line += f" (the alternative, {math_markdown(claim.alternative_note)}, fits as well)"
     if claim.corrected is not None:
-        line += f"; corrected: **{claim.corrected_verdict}** ({claim.corrected_note})"
+        line += f"; corrected: **{claim.corrected_verdict}** ({math_markdown(claim.corrected_note)})"
     return line
 
 
@@ -169,10 +170,8 @@ def typeset(expr: Any) -> Any:
     import sympy as sp
     from IPython.display import Markdown
 
-    # glued Markdown is parsed as CommonMark without maths: emit MathJax's inline form in a span of class "math",
-    # every backslash doubled so that the Markdown escapes give back the LaTeX
-    tex = "\\(" + sp.latex(sp.sympify(expr)) + "\\)"
-    return Markdown('<span class="math notranslate nohighlight">' + tex.replace("\\", "\\\\") + "</span>")
+    # glued Markdown is parsed as CommonMark without maths: MathJax's inline form in a span of class "math"
+    return Markdown(math_markdown("$" + sp.latex(sp.sympify(expr)) + "$"))
 
 
 def recorded(name: str, directory: str | None = None) -> RunSet:

@@ -1,7 +1,7 @@
 """Checks of the built HTML book, as a reader would notice its defects: ``python -m analysis.html_check _build/html``.
 
 Per chapter page: every figure has a caption; no list rendered as a paragraph of literal "- " items; no
-unrendered MyST syntax (glue, roles, directives); the page says whether a GPU-scale run exists and
+unrendered MyST syntax (glue, roles, directives) or maths (``$...$`` text, or maths without MathJax); the page says whether a GPU-scale run exists and
 carries the live build's provenance, collapsed. On the ledger
 page: every claim row has an id, and ``claims.csv`` / ``claims.json`` beside it list the same ids. The landing
 page shows the findings. Exit status 1 with one line per problem.
@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 UNRENDERED = re.compile(r"\{(glue|glue:text|glue:md|glue:figure|cite|eq|numref|ref|doc|math)\}`|```\{|\{claims-ledger\}")
+UNRENDERED_MATH = re.compile(r"\$[^\s$][^$\n]{0,300}?\$")
 RUN_ON_LIST = re.compile(r"<p>\s*-\s")
 FIGURE = re.compile(r"<figure\b.*?</figure>", re.DOTALL)
 LEDGER_ROW = re.compile(r"<tr\b[^>]*\bdata-chapter=[^>]*>")
@@ -41,6 +42,7 @@ def chapter_problems(name: str, page: str) -> list[str]:
     match = UNRENDERED.search(text)
     if match:
         out.append(f"{name}: unrendered MyST syntax {match.group(0)!r}")
+    out += math_problems(name, page)
     if "GPU-scale run" not in text:
         out.append(f"{name}: does not say whether a GPU-scale run exists")
     if '<details class="provenance">' not in page or "this build:" not in page:
@@ -48,9 +50,20 @@ def chapter_problems(name: str, page: str) -> list[str]:
     return out
 
 
+def math_problems(name: str, page: str) -> list[str]:
+    """Inline maths left as ``$...$`` text, or a page with maths spans that does not load MathJax."""
+    out = []
+    match = UNRENDERED_MATH.search(text_of(page))
+    if match:
+        out.append(f"{name}: unrendered maths {match.group(0)!r}")
+    if 'class="math' in page and "mathjax" not in page.split("<body", 1)[0].lower():
+        out.append(f"{name}: has maths but does not load MathJax")
+    return out
+
+
 def ledger_problems(folder: Path, page: str) -> list[str]:
     """Defects of the ledger page and its downloads."""
-    out = []
+    out = math_problems("ledger", page)
     rows = LEDGER_ROW.findall(page)
     ids = [m.group(1) for m in (ROW_ID.search(row) for row in rows) if m]
     if not rows:
@@ -83,8 +96,10 @@ def problems(site: Path) -> list[str]:
     if reproduce.is_file() and "regenerate" not in reproduce.read_text(encoding="utf-8"):
         out.append("reproduce: the table of experiments is missing")
     intro = book / "intro.html"
-    if intro.is_file() and "each at its strongest evidence" not in intro.read_text(encoding="utf-8"):
-        out.append("intro: the findings at a glance are missing")
+    if intro.is_file():
+        if "each at its strongest evidence" not in intro.read_text(encoding="utf-8"):
+            out.append("intro: the findings at a glance are missing")
+        out += math_problems("intro", intro.read_text(encoding="utf-8"))
     for page in sorted(book.glob("*.html")):
         if page.stem not in ("ledger", "intro", "reproduce"):
             out += chapter_problems(page.stem, page.read_text(encoding="utf-8"))

@@ -33,6 +33,7 @@ from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
 from analysis.ledger_notes import reason, replaces
+from analysis.mathtext import math_html, math_plain
 from analysis.verify import (
     CLAIMS_DIR_ENV,
     VERDICT_COLOURS,
@@ -141,26 +142,26 @@ def _row_html(e: Entry, strongest_evidence: bool) -> str:
     colour = VERDICT_COLOURS[c.verdict]
     if c.corrected is not None:
         corrected = (f"<br>corrected: {fmt(c.corrected)} ({html.escape(str(c.corrected_verdict))})"
-                     + (f"<br><small>{html.escape(c.corrected_note)}</small>" if c.corrected_note else ""))
+                     + (f"<br><small>{math_html(c.corrected_note)}</small>" if c.corrected_note else ""))
     elif c.verdict == "fails":
         why = reason(c.key)
-        corrected = (f"<br><small>no corrected number: {html.escape(why)}</small>" if why
+        corrected = (f"<br><small>no corrected number: {math_html(why)}</small>" if why
                      else "<br><small>no corrected prediction yet</small>")
     else:
         corrected = ""
     alternative = "" if c.alternative is None else (
-        f"<br><small>alternative {fmt(c.alternative)}: {html.escape(c.alternative_note)}</small>")
+        f"<br><small>alternative {fmt(c.alternative)}: {math_html(c.alternative_note)}</small>")
     earlier = replaces(c.key)
     if earlier:
-        alternative += f"<br><small>replaces: {html.escape(earlier)}</small>"
-    search = html.escape(f"{c.statement} {c.source} {c.key}".lower(), quote=True)
+        alternative += f"<br><small>replaces: {math_html(earlier)}</small>"
+    search = html.escape(f"{math_plain(c.statement)} {math_plain(c.source)} {c.key}".lower(), quote=True)
     return (f'<tr data-strongest="{int(strongest_evidence)}" id="{e.anchor}" data-chapter="{e.chapter}" data-verdict="{c.verdict}" '
             f'data-scale="{html.escape(e.scale)}" data-text="{search}">'
             f'<td><a href="#{e.anchor}">{e.chapter}.{e.number}</a><br><small>{html.escape(e.scale)}</small></td>'
-            f"<td>{html.escape(c.statement)}<br><small>{html.escape(c.source)}</small></td>"
-            f"<td>{SIGNS[c.kind]} {fmt(c.predicted)} {html.escape(c.unit)}<br>{fmt(c.measured)} ± "
+            f"<td>{math_html(c.statement)}<br><small>{math_html(c.source)}</small></td>"
+            f"<td>{SIGNS[c.kind]} {fmt(c.predicted)} {math_html(c.unit)}<br>{fmt(c.measured)} ± "
             f"{fmt(c.uncertainty, 2)}</td>"
-            f"<td>{fmt(c.tolerance, 2)}<br><small>{html.escape(c.tolerance_basis)}</small>{alternative}</td>"
+            f"<td>{fmt(c.tolerance, 2)}<br><small>{math_html(c.tolerance_basis)}</small>{alternative}</td>"
             f'<td><span style="color:{colour};font-weight:bold">{html.escape(c.verdict_text())}</span>'
             f"{corrected}</td></tr>")
 
@@ -270,12 +271,12 @@ def headline(items: list[Entry], ledger_uri: str) -> str:
     c = e.claim
     link = f'<a href="{html.escape(ledger_uri)}#{e.anchor}">{e.chapter}.{e.number}</a>'
     off = f"{c.deviation_pct:.0f}% off" if c.deviation_pct < 1e4 else "off by orders of magnitude"
-    text = (f"{len(misses)} of {len(items)} fail; the largest miss ({link}): {html.escape(c.statement)}: predicted "
+    text = (f"{len(misses)} of {len(items)} fail; the largest miss ({link}): {math_html(c.statement)}: predicted "
             f"{fmt(c.predicted)}, measured {fmt(c.measured)} ({off})")
     if c.corrected is not None:
         text += f"; corrected {fmt(c.corrected)} {html.escape(str(c.corrected_verdict))}"
     elif reason(c.key):
-        text += f"; instead: {html.escape(str(reason(c.key)))}"
+        text += f"; instead: {math_html(str(reason(c.key)))}"
     return text
 
 
@@ -471,6 +472,8 @@ def _on_build_finished(app: Sphinx, exception: Exception | None) -> None:
 def setup(app: Sphinx) -> dict[str, Any]:
     """Register the directives and the build events."""
     app.add_directive(LEDGER_DOC_DIRECTIVE, ClaimsLedgerDirective)
+    # claims write their maths as inline LaTeX, rendered by MathJax on pages that need not hold a math node
+    app.set_html_assets_policy("always")
     app.add_directive("findings", FindingsDirective)
     app.add_directive("reproduce", ReproduceDirective)
     app.connect("builder-inited", _on_builder_inited)

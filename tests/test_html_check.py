@@ -41,3 +41,13 @@ def test_ledger_defects_are_found(tmp_path):
 
 def test_missing_book_is_one_problem(tmp_path):
     assert hc.main([str(tmp_path)]) == 1
+
+
+def test_unrendered_maths_is_found():
+    head = '<head><script src="_static/mathjax/tex-chtml.js"></script></head><body><main>'
+    rendered = head + '<p>With <span class="math notranslate nohighlight">\\(\\sqrt{d}\\)</span>; a <code>$</code> sign</p>'
+    assert hc.math_problems("c", rendered) == []
+    assert hc.math_problems("c", head + "<p>With $\\sqrt{d}$ the entropy</p>") == [
+        "c: unrendered maths '$\\\\sqrt{d}$'"]
+    no_mathjax = '<head></head><body><main><span class="math">\\(d\\)</span>'
+    assert hc.math_problems("c", no_mathjax) == ["c: has maths but does not load MathJax"]

@@ -163,16 +163,16 @@ def _claims(data: dict[str, Any]) -> list[Claim]:
     return [
         Claim(
             key="closed-form-vs-direct",
-            statement=f"The notes' K-term summation equals the closed form H = h(p) + (1-p) ln(K-1) "
-                      f"({direct['cases']} cases, K up to {direct['max_classes']:,})",
+            statement=f"The notes' $K$-term summation equals the closed form $H = h(p) + (1-p) \\ln(K-1)$ "
+                      f"({direct['cases']} cases, $K$ up to {direct['max_classes']:,})",
             source="DL——Transformer notes, appendix (code)",
             predicted=1.0, measured=direct["direct_over_bound"], uncertainty=0.0, tolerance=0.0,
-            tolerance_basis="the prediction is the first-order float64 rounding bound eps(4H+2) itself; no extra allowance",
-            kind="upper_bound", unit="x rounding bound",
+            tolerance_basis="the prediction is the first-order float64 rounding bound $\\epsilon(4H+2)$ itself; no extra allowance",
+            kind="upper_bound", unit="× rounding bound",
         ),
         Claim(
             key="closed-form-accuracy",
-            statement=f"The closed form is accurate to a few ulps for K up to 1e12 and p down to 1e-300 "
+            statement=f"The closed form is accurate to a few ulps for $K$ up to $10^{{12}}$ and $p$ down to $10^{{-300}}$ "
                       f"({direct['extreme_cases']} cases against 50-digit mpmath)",
             source="this book",
             predicted=4.0, measured=direct["closed_max_ulps"], uncertainty=0.0, tolerance=0.0,
@@ -181,20 +181,20 @@ def _claims(data: dict[str, Any]) -> list[Claim]:
         ),
         Claim(
             key="entropy-peak",
-            statement="H(p, K) is largest at p = 1/K, where it equals ln K (K = 1e3 to 1.5e5, 200,001-point log grid of p)",
-            source="this book (the notes' figures show only p in [0.01, 0.99])",
+            statement="$H(p, K)$ is largest at $p = 1/K$, where it equals $\\ln K$ ($K = 10^3$ to $1.5 \\times 10^5$, 200,001-point log grid of $p$)",
+            source="this book (the notes' figures show only $p \\in [0.01, 0.99]$)",
             predicted=0.0, measured=worst_peak, uncertainty=peak_tol, tolerance=peak_tol,
-            tolerance_basis="float64 rounding of H near its maximum: 4 eps ln K",
-            kind="upper_bound", unit="nats (largest grid H - H(1/K))",
+            tolerance_basis="float64 rounding of $H$ near its maximum: $4 \\epsilon \\ln K$",
+            kind="upper_bound", unit="nats (largest grid $H - H(1/K)$)",
         ),
         Claim(
             key="bound-sampled",
-            statement=f"No random distribution exceeds the bound H_max(L, K) "
-                      f"({sampled['count']:,} Dirichlet samples, K = {sampled['classes']:,})",
+            statement=f"No random distribution exceeds the bound $H_{{\\max}}(L, K)$ "
+                      f"({sampled['count']:,} Dirichlet samples, $K$ = {sampled['classes']:,})",
             source="bound derived in this book from the notes' curve",
             predicted=0.0, measured=-worst_gap, uncertainty=1e-13, tolerance=1e-12,
             tolerance_basis="float64 entropy of a 1,000-term distribution: rounding below 1e-13 nats; 10x margin",
-            kind="upper_bound", unit="nats (largest H - H_max)",
+            kind="upper_bound", unit="nats (largest $H - H_{\\max}$)",
         ),
     ]
 

@@ -209,7 +209,7 @@ def _model_claims(run: dict[str, Any], label: str, name: str) -> list[Claim]:
     return [
         Claim(
             key=f"lm-bound-{slug}{label}",
-            statement=f"No token of a trained byte-level {which}LM has more entropy than H_max(L, 256) ({label}, {tokens} tokens over {len(snaps)} snapshots)",
+            statement=f"No token of a trained byte-level {which}LM has more entropy than $H_{{\\max}}(L, 256)$ ({label}, {tokens} tokens over {len(snaps)} snapshots)",
             source="bound derived in this chapter from the notes' curve",
             predicted=0.0,
             measured=worst["max_excess_over_bound"],
@@ -217,17 +217,17 @@ def _model_claims(run: dict[str, Any], label: str, name: str) -> list[Claim]:
             tolerance=1e-9,
             tolerance_basis="float64 log-softmax over 256 logits: rounding below 1e-12 nats; 1e-9 leaves a 1000x margin",
             kind="upper_bound",
-            unit="nats (largest H - H_max)",
+            unit="nats (largest $H - H_{\\max}$)",
         ),
         Claim(
             key=f"lm-calibration-{slug}{label}",
             statement=f"A trained {which}model's mean entropy equals its mean loss (calibration), step {late['step']} ({label})",
-            source="E_y~q[-ln q_y] = H(q) when the model's q is the data distribution",
+            source="$E_{y \\sim q}[-\\ln q_y] = H(q)$ when the model's $q$ is the data distribution",
             predicted=late["val_loss"],
             measured=late["mean_entropy"],
             uncertainty=late["loss_minus_entropy_se"],
             tolerance=3 * late["loss_minus_entropy_se"],
-            tolerance_basis="3 standard errors of the per-token difference L - H (tokens taken as independent)",
+            tolerance_basis="3 standard errors of the per-token difference $L - H$ (tokens taken as independent)",
             unit="nats",
         ),
     ]
@@ -243,7 +243,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         Claim(
             key=f"markov-floor-{label}",
             statement=f"A model's validation loss on a Markov source stays above the true model's loss on the same tokens ({label})",
-            source="Gibbs' inequality: cross-entropy >= entropy",
+            source="Gibbs' inequality: cross-entropy $\\geq$ entropy",
             predicted=markov["true_loss"],
             measured=markov["model_loss"],
             uncertainty=markov["excess_loss_se"],

@@ -501,9 +501,9 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         worst = min(ratios, key=lambda n: ratios[n])
         error = ratios[worst] * math.hypot(_spread(data, ours, worst), _spread(data, peer, worst))
         out.append(Claim(f"lean-gau-over-peer-{'matched' if peer == MATCHED_PEER else 'defaults'}-{label}",
-                         f"This book's lean GAU layer trains at least 1.5x the tokens/s of FLASH-pytorch's GAU "
-                         f"{which}, causal, float32, at n >= 2048 (the smallest ratio over n = "
-                         f"{', '.join(str(n) for n in long)}, at n = {worst}; {label})", TARGET, 1.5, ratios[worst],
+                         f"This book's lean GAU layer trains at least 1.5× the tokens/s of FLASH-pytorch's GAU "
+                         f"{which}, causal, float32, at $n \\geq 2048$ (the smallest ratio over $n$ = "
+                         f"{', '.join(str(n) for n in long)}, at $n = {worst}$; {label})", TARGET, 1.5, ratios[worst],
                          error, error, "the timing error of the two points: half the range of each one's repeats, "
                          "relative, added in quadrature", kind="lower_bound", unit="x"))
     exp = s["lean_layer_memory_exponent"]
