@@ -10,6 +10,7 @@ from matplotlib.figure import Figure
 
 from analysis.experiments import flash_bench as fb
 from analysis.experiments.flash_bench import IMPLEMENTATIONS, LAYERS
+from analysis.experiments.flash_counts import shown
 from analysis.figures import STYLE, readable
 from analysis.theory import flash_counts as fc
 
@@ -50,7 +51,7 @@ def leak(data: dict[str, Any]) -> Figure:
         fig, ax = plt.subplots(figsize=(11, 5))
         for i, (label, changes) in enumerate(data["relative_change"].items()):
             y = np.maximum(np.array(changes[1:]), 1e-18)
-            ax.plot(lengths, y, "o-" if "this book" in label else "s--", color=f"C{i}", label=label)
+            ax.plot(lengths, y, "o-" if "this book" in label else "s--", color=f"C{i}", label=shown(label))
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.axhline(1e3 * np.finfo(float).eps, color="grey", ls=":", label="1000 float64 ulps")

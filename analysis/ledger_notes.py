@@ -17,49 +17,49 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
     "heads-dropout": "qualitative: with attention dropout each head draws its own mask, so identical heads drift "
                      "apart; the measured spread is the evidence",
     "pe-projected": "the construction that does hold is RoPE, which rotates q and k after the projection: see the "
-                    "claim 'With RoPE the score ... depends on k only' of this chapter",
+                    "claim 'With RoPE the score ... depends on $k$ only' of this chapter",
     # norms_depth
-    "rmsnorm-notes": "the standard RMSNorm x / RMS(x), with no mean subtracted, is the formula; the Llama code the "
+    "rmsnorm-notes": "the standard RMSNorm $x/\\mathrm{RMS}(x)$, with no mean subtracted, is the formula; the Llama code the "
                      "notes quote computes it",
     "prenorm-width": "no single number: the chapter states the measured cost of running sublayers side by side, per "
                      "group size and against post-norm, with its seed error",
     # ffn_basics
-    "gelu-notes": "GELU with erf integrated from 0, x Phi(x): see the claim 'GELU with erf from 0 ... is what torch "
+    "gelu-notes": "GELU with erf integrated from 0, $x\\,\\Phi(x)$: see the claim 'GELU with erf from 0 ... is what torch "
                   "computes' of this chapter",
     "swiglu-merge-training": "qualitative: a product of matrices trains differently from the single matrix it equals; "
                              "no formula for the gap is claimed",
     # softmax_scale
-    "fit-normal-own-range": "the exact mean-field maximiser alpha*(n) = sqrt(W0(sqrt(e) n / 2) - 1/2), derived in the "
-                            "chapter, replaces the fit for every n",
-    "fit-normal-wide-range": "the exact mean-field maximiser alpha*(n) = sqrt(W0(sqrt(e) n / 2) - 1/2) replaces the "
-                             "fit for every n",
+    "fit-normal-own-range": "the exact mean-field maximiser $\\alpha^*(n) = \\sqrt{W_0(\\sqrt{e}\\, n/2) - 1/2}$, derived in the "
+                            "chapter, replaces the fit for every $n$",
+    "fit-normal-wide-range": "the exact mean-field maximiser $\\alpha^*(n) = \\sqrt{W_0(\\sqrt{e}\\, n/2) - 1/2}$ replaces the "
+                             "fit for every $n$",
     "fit-cosine-own-range": "the exact mean-field maximiser for cosine scores, computed by the chapter from the "
                             "Bessel-function moment generating function, replaces the fit",
-    "finite-argmax-normal": "on actual samples the objective has no sharp maximum: its mean levels off at h(b_n) "
-                            "(the chapter's plateau law) and the typical row peaks near three times alpha*",
-    "finite-argmax-cosine": "on actual samples the objective has no sharp maximum: its mean levels off at h(b_n) "
-                            "(the chapter's plateau law) and the typical row peaks far above alpha*",
-    "recall-best-scale-": "the scale that trains recall best lies below the mean-field alpha* at every number of "
-                          "pairs measured and rises with the budget: the chapter gives it per n with its interval; no "
+    "finite-argmax-normal": "on actual samples the objective has no sharp maximum: its mean levels off at $h(b_n)$ "
+                            "(the chapter's plateau law) and the typical row peaks near three times $\\alpha^*$",
+    "finite-argmax-cosine": "on actual samples the objective has no sharp maximum: its mean levels off at $h(b_n)$ "
+                            "(the chapter's plateau law) and the typical row peaks far above $\\alpha^*$",
+    "recall-best-scale-": "the scale that trains recall best lies below the mean-field $\\alpha^*$ at every number of "
+                          "pairs measured and rises with the budget: the chapter gives it per $n$ with its interval; no "
                           "formula for it is derived",
-    "recall-scale-growth": "the best scale does grow with n, more slowly than the log-n rule and close to, but "
+    "recall-scale-growth": "the best scale does grow with $n$, more slowly than the log-n rule and close to, but "
                            "resolved from, the mean-field growth; the measured ratio stands, with no formula for it",
     # deep_gau
     "gau-lr-depth": "GAU's boundary falls with depth as the pre-norm and DeepNorm Transformers' do (the chapter's "
                     "boundary figure); only the post-norm Transformer's falls further, to no learning rate at all",
     # gau_init
     "rms-slope": "the corrected RMS formula of the chapter, whose off-diagonal row mass does not shrink with n, "
-                 "levels off instead of falling like 1/n",
+                 "levels off instead of falling like $1/n$",
     "rms-corrected-grid": "this is the book's own corrected formula, and it misses part of the grid: the chapter "
                           "states the median, the share within 20% and the worst ratio; no better formula yet",
-    "lambda7": "the chapter's corrected prediction is a curve over lambda, not one exponent: it is drawn beside the "
-               "measured RMS and the source's lambda^7",
+    "lambda7": "the chapter's corrected prediction is a curve over $\\lambda$, not one exponent: it is drawn beside the "
+               "measured RMS and the source's $\\lambda^7$",
     "gau-branch-size": "no single number: the chapter's coordinate check gives the branch ratio per width, depth "
                        "and training step",
     # flash
-    "leak-source-as-printed-flash-1-g-1-n-c": "the linear term must be divided by the keys it sums, (g - 1) c for "
-                                              "chunk g: the claim on this book's FLASH (linear / keys summed) holds",
-    "leak-flash-pytorch-gau-causal": "the normaliser must count the keys a row sees (t for row t): the claim on "
+    "leak-source-as-printed-flash-1-g-1-n-c": "the linear term must be divided by the keys it sums, $(g - 1)\\,c$ for "
+                                              "chunk $g$: the claim on this book's FLASH (linear / keys summed) holds",
+    "leak-flash-pytorch-gau-causal": "the normaliser must count the keys a row sees ($t$ for row $t$): the claim on "
                                      "this book's GAU (rows / keys seen) holds",
     "quad-overtakes-transformer": "no crossover exists up to the largest length measured: FLASH-Quad stays slower "
                                   "than the Transformer++ with fused attention on this CPU",
@@ -79,11 +79,11 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
     "gau-converges-slower": "the direction holds (the claim 'GAU converges slower ... less 1 and less 3 SE' of this "
                             "chapter); its size here is the measured ratio, and the comments' 2.5 comes from other "
                             "tasks and scales",
-    "log-softmax-length-": "softmax with log n scaling does not transfer either: the chapter plots accuracy and loss "
+    "log-softmax-length-": "softmax with $\\log n$ scaling does not transfer either: the chapter plots accuracy and loss "
                            "against length for every normalisation, and the one that keeps the most",
-    "log-scaling-beats-softmax": "the log n factor does not make softmax GAU keep more recall at 8x here; the chapter "
+    "log-scaling-beats-softmax": "the $\\log n$ factor does not make softmax GAU keep more recall at 8× here; the chapter "
                                  "gives both curves",
-    "log-scaling-beats-softmax-text": "the log n factor lowers the cost of context beyond the training length on "
+    "log-scaling-beats-softmax-text": "the $\\log n$ factor lowers the cost of context beyond the training length on "
                                       "text in one record and not in the other; the chapter gives the cost per "
                                       "normalisation at both scales",
 }
@@ -97,8 +97,8 @@ REPLACES: dict[str, str] = {
                         "diverged: it could not tell GAU from a post-norm Transformer",
     "gau-vs-postnorm-transformer": "the same comparison at one learning rate shared by all architectures; each now "
                                    "trains at its own best learning rate of the grid",
-    "recall-best-scale-": "decides what the corpus sweep ('trains best at alpha*(L/2)') could not: there a dot-product "
-                          "scale is undone by W_q, W_k and scales differ within seed noise",
+    "recall-best-scale-": "decides what the corpus sweep ('trains best at $\\alpha^*(L/2)$') could not: there a dot-product "
+                          "scale is undone by $W_q, W_k$ and scales differ within seed noise",
     "recall-scale-growth": "new: the corpus sweep had two lengths, and no best scale it could resolve at either",
 }
 

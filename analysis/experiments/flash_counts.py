@@ -255,41 +255,41 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     cnt, out = data["counts"], []
     for key in ("gau", "flash", "transformer"):
         row = cnt[key]
-        out.append(Claim(f"count-{key}-{label}", f"{key}: forward FLOPs per token = closed form (d = {cnt['d']}, "
-                         f"n = {cnt['n']}; FlopCounterMode on the module; parameters {row['parameters']:,} = "
+        out.append(Claim(f"count-{key}-{label}", f"{key}: forward FLOPs per token = closed form ($d = {cnt['d']}$, "
+                         f"$n = {cnt['n']}$; FlopCounterMode on the module; parameters {row['parameters']:,} = "
                          f"{row['parameters_formula']:,}; {label})", "this book (analysis.theory.flash_counts)",
                          row["flops_formula"], row["flops_per_token"], 0.0, 0.0, "an exact count", unit="FLOPs/token",
                          approx_rel=0.0))
     widths = sorted(cnt["two_gau_over_transformer"], key=int)
     worst_w = max(widths, key=lambda w: cnt["two_gau_over_transformer"][w])
-    out.append(Claim(f"two-gau-params-{label}", f"Two GAU layers (e = 2d, s = 128) have the parameters of one "
-                     f"Transformer++ layer (ratio, worst over d = {widths[0]} to {widths[-1]}: d = {worst_w}; {label})",
+    out.append(Claim(f"two-gau-params-{label}", f"Two GAU layers ($e = 2d$, $s = 128$) have the parameters of one "
+                     f"Transformer++ layer (ratio, worst over $d$ = {widths[0]} to {widths[-1]}: $d = {worst_w}$; {label})",
                      SOURCE, 1.0, cnt["two_gau_over_transformer"][worst_w], 0.0, 0.0, "an exact count",
                      approx_rel=0.10, unit="ratio"))
     out.append(Claim(f"gau-quadratic-vs-mha-{label}", "GAU's quadratic part costs more than multi-head attention's "
-                     "at equal parameters (two GAU layers per Transformer layer, e = 2d, s = 128, d = 768: "
-                     f"2 x 2n(s + e) / 4nd; {label})", SOURCE + " (comments, May 30th)", 1.0,
+                     "at equal parameters (two GAU layers per Transformer layer, $e = 2d$, $s = 128$, $d = 768$: "
+                     f"$2 \\times 2n(s + e) / 4nd$; {label})", SOURCE + " (comments, May 30th)", 1.0,
                      2 * cnt["quadratic_ratio_per_layer"], 0.0, 0.0, "an exact count", kind="lower_bound",
                      approx_rel=0.0, unit="ratio"))
     lk, prefix, longest = data["leak"]["relative_change"], data["leak"]["prefix"], max(data["leak"]["lengths"])
     # a total-length normaliser rescales the prefix's rows: by prefix / n for 1/(ns), by (prefix / n)^2 for (qk/n)^2
     corrected = {"source as printed: relu^2(qk) / (n s)": (1 - prefix / longest,
-                                                           f"1 - {prefix}/n: every prefix row is rescaled by {prefix}/n"),
+                                                           f"$1 - {prefix}/n$: every prefix row is rescaled by ${prefix}/n$"),
                  "paper appendix: relu^2(qk / n)": (1 - (prefix / longest) ** 2,
-                                                    f"1 - ({prefix}/n)^2: the square takes the 1/n inside")}
+                                                    f"$1 - ({prefix}/n)^2$: the square takes the $1/n$ inside")}
     for variant, changes in lk.items():
         worst = max(changes)
         leaks = "this book" not in variant
         fix, note = corrected.get(variant, (None, ""))
-        out.append(Claim(f"leak-{_slug(variant)}-{label}", f"{variant}: appending tokens leaves the first "
-                         f"{prefix} outputs unchanged (largest relative change up to n = {longest}, float64; {label})",
+        out.append(Claim(f"leak-{_slug(variant)}-{label}", f"{shown(variant)}: appending tokens leaves the first "
+                         f"{prefix} outputs unchanged (largest relative change up to $n = {longest}$, float64; {label})",
                          SOURCE if not leaks else SOURCE + " (as printed / as published)", 0.0, worst, 0.0,
                          1e3 * EPS64, "1000 float64 ulps", kind="upper_bound", unit="relative",
                          corrected=fix, corrected_note=note))
     statements = {
-        "identity_is_glu": "A = I turns GAU into the GLU feed-forward layer (U * V) W_o",
-        "ones_is_unnormalised": "A = 1 1^T turns GAU into attention without normalisation, (U * sum_j V_j) W_o",
-        "flash_global": "FLASH's chunked global term equals full linear attention Q (K^T V) / n",
+        "identity_is_glu": "$A = I$ turns GAU into the GLU feed-forward layer $(U \\odot V)\\, W_o$",
+        "ones_is_unnormalised": "$A = \\mathbf{1}\\mathbf{1}^\\top$ turns GAU into attention without normalisation, $(U \\odot \\sum_j V_j)\\, W_o$",
+        "flash_global": "FLASH's chunked global term equals full linear attention $Q\\,(K^\\top V)/n$",
         "flash_causal": "FLASH's causal cumulative sum equals the explicit sum over earlier chunks",
     }
     for key, text in statements.items():
@@ -301,6 +301,19 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                      f"real tokens, padded to {pad['max_padded']}, float64; {label})", "this book", 0.0,
                      pad["worst_change"], 0.0, 1e3 * EPS64, "1000 float64 ulps", kind="upper_bound", unit="relative"))
     return out
+
+
+# the leak variants as the reader sees them (their names in the data and the claim keys are kept as they were)
+SHOWN = {
+    "source as printed: relu^2(qk) / (n s)": "source as printed: $\\mathrm{relu}^2(qk)/(ns)$",
+    "paper appendix: relu^2(qk / n)": "paper appendix: $\\mathrm{relu}^2(qk/n)$",
+    "source as printed: FLASH 1 / ((g-1) n / c)": "source as printed: FLASH $1/((g-1)\\,n/c)$",
+}
+
+
+def shown(variant: str) -> str:
+    """The leak variant's name with its maths in LaTeX."""
+    return SHOWN.get(variant, variant)
 
 
 def _slug(text: str) -> str:

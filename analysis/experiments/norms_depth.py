@@ -333,28 +333,28 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                      f"{label})", SOURCE, 0.0, nrm["printed_error"], 0.0, 5e-5, "half a unit in the 4th printed decimal",
                      kind="upper_bound", unit="absolute"))
     out.append(Claim(f"ln-scale-{label}", f"LayerNorm gives the same output for [1,2,3,4] and [2,4,6,8] "
-                     f"(float32 torch.nn.LayerNorm, eps = 1e-5; {label})", SOURCE, 0.0, nrm["gap_1234_2468"], 0.0,
+                     f"(float32 torch.nn.LayerNorm, $\\epsilon = 10^{{-5}}$; {label})", SOURCE, 0.0, nrm["gap_1234_2468"], 0.0,
                      1e-6, "8 float32 ulps of an O(1) output", kind="upper_bound", unit="absolute",
                      corrected=nrm["gap_1234_2468_predicted"],
-                     corrected_note="eps breaks scale invariance: (x - mu)/sqrt(sigma^2 + eps) differs by "
-                                    "~eps (1/sigma_1^2 - 1/sigma_2^2)/2, computed in float64"))
+                     corrected_note="$\\epsilon$ breaks scale invariance: $(x - \\mu)/\\sqrt{\\sigma^2 + \\epsilon}$ differs by "
+                                    "$\\approx \\epsilon\\,(1/\\sigma_1^2 - 1/\\sigma_2^2)/2$, computed in float64"))
     gaps = nrm["rms_gap_to_standard"]
-    out.append(Claim(f"rmsnorm-notes-{label}", f"The notes' RMSNorm (x - mean)/RMS(x) equals the standard x/RMS(x) "
+    out.append(Claim(f"rmsnorm-notes-{label}", f"The notes' RMSNorm $(x - \\bar x)/\\mathrm{{RMS}}(x)$ equals the standard $x/\\mathrm{{RMS}}(x)$ "
                      f"(max gap on the four example vectors; {label})", SOURCE + "; Zhang and Sennrich 2019", 0.0,
                      gaps["notes (x - mean) / RMS(x)"], 0.0, 1e-6, "8 float32 ulps", kind="upper_bound", unit="absolute"))
     code_gap = max(gaps["quoted Llama code"], gaps["torch.nn.RMSNorm"], gaps["book's RMSNorm"])
     out.append(Claim(f"rmsnorm-code-{label}", f"The Llama code the notes quote, torch.nn.RMSNorm and the book's RMSNorm "
-                     f"compute the standard x/RMS(x) ({label})", "Hugging Face transformers; PyTorch >= 2.4", 0.0,
+                     f"compute the standard $x/\\mathrm{{RMS}}(x)$ ({label})", "Hugging Face transformers; PyTorch 2.4 or later", 0.0,
                      code_gap, 0.0, 1e-6, "8 float32 ulps (the quoted code computes in float32)", kind="upper_bound",
                      unit="absolute"))
     depth = data["depth"]
     s_dn, se_dn = slope(depth, "deepnorm")
     lo, hi = min(r["depth"] for r in depth), max(r["depth"] for r in depth)
     out.append(Claim(f"deepnorm-bounded-{label}", f"DeepNorm keeps the model update after one step bounded as depth "
-                     f"grows (log-log slope of ||dF|| against N, N = {lo}..{hi}, AdamW; {label})",
+                     f"grows (log-log slope of $\\|\\Delta F\\|$ against $N$, $N = {lo} \\ldots {hi}$, AdamW; {label})",
                      "Wang et al. 2022 (DeepNet), sec. 4", 0.0, s_dn, se_dn, 3 * se_dn,
                      "3 standard errors of the fitted slope", kind="upper_bound", unit="slope", corrected=0.5,
-                     corrected_note="fitted, not derived: the update grows like sqrt(N), as if the layers' "
+                     corrected_note="fitted, not derived: the update grows like $\\sqrt{N}$, as if the layers' "
                                     "contributions added as independent terms"))
 
     (m_post, e_post), (m_dn, e_dn) = mean_update(depth, "post", hi), mean_update(depth, "deepnorm", hi)
@@ -363,7 +363,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                      f"(depth {hi}; {label})", "Wang et al. 2022 (DeepNet), fig. 3", m_post, m_dn, se, 3 * se,
                      "3 standard errors over seeds of the difference", kind="upper_bound", unit="relative RMS"))
     pen_pre, se_pre = group_penalty(data, "pre", 2)
-    out.append(Claim(f"prenorm-width-{label}", f"Pre-norm: x_(t+1) ~ x_(t-1) + 2 f(Norm(x_t)), so running pairs of "
+    out.append(Claim(f"prenorm-width-{label}", f"Pre-norm: $x_{{t+1}} \\approx x_{{t-1}} + 2 f(\\mathrm{{Norm}}(x_t))$, so running pairs of "
                      f"sublayers side by side barely changes a trained model (loss increase, {label})",
                      SOURCE + " (after Su, kexue.fm/archives/9009)", 0.0, pen_pre, se_pre, 3 * se_pre,
                      "3 standard errors over seeds", kind="upper_bound", unit="nats/byte"))

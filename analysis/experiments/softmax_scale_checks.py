@@ -110,8 +110,8 @@ def fit_errors() -> dict[str, Any]:
 
 
 def _fit_claim(key: str, statement: str, worst: dict[str, float]) -> Claim:
-    return Claim(key, f"{statement} (worst n = {worst['n']:,.0f})", SOURCE, worst["fit"], worst["exact"], 1e-10, 1e-9,
-                 "the exact alpha* is computed to 1e-10 relative; any larger gap is the fit's own")
+    return Claim(key, f"{statement} (worst $n$ = {worst['n']:,.0f})", SOURCE, worst["fit"], worst["exact"], 1e-10, 1e-9,
+                 "the exact $\\alpha^*$ is computed to 1e-10 relative; any larger gap is the fit's own")
 
 
 def cosine_density_check(dims: tuple[int, ...], samples: int, seed: int) -> dict[str, Any]:
@@ -214,36 +214,36 @@ def _claims(data: dict[str, Any]) -> list[Claim]:
     worst_ks = max(dens["rows"], key=lambda r: r["statistic"] / r["critical_1pct"])
     ratio_65536 = data["large_d"]["ratios"]["1024"][-1]
     return [
-        Claim("jacobian-identity", f"(1/2)||dp/ds||_1 = alpha (1 - sum p_i^2) ({data['jacobian']['trials']} random cases, "
+        Claim("jacobian-identity", f"$\\frac{{1}}{{2}}\\|\\partial p/\\partial s\\|_1 = \\alpha\\,(1 - \\sum_i p_i^2)$ ({data['jacobian']['trials']} random cases, "
               f"autograd; largest relative gap {data['jacobian']['max_rel_diff']:.1e})", SOURCE, 1.0,
               data["jacobian"]["max_over_bound"], 0.0, 0.0,
-              "the prediction is the float64 rounding bound 4 n eps / (1 - sum p^2) itself; no extra allowance",
-              kind="upper_bound", unit="x rounding bound"),
-        Claim("normal-closed-form", "alpha* = sqrt(W0(sqrt(e) n/2) - 1/2) maximises alpha (1 - e^{alpha^2}/n) (n = 2 to 1e12)",
+              "the prediction is the float64 rounding bound $4n\\epsilon/(1 - \\sum_i p_i^2)$ itself; no extra allowance",
+              kind="upper_bound", unit="× rounding bound"),
+        Claim("normal-closed-form", "$\\alpha^* = \\sqrt{W_0(\\sqrt{e}\\, n/2) - 1/2}$ maximises $\\alpha\\,(1 - e^{\\alpha^2}/n)$ ($n = 2$ to $10^{12}$)",
               "this book (the source solves it numerically)", 0.0, data["maximiser"]["normal_max_rel_diff"], 1e-8, 1e-7,
-              "bounded scalar search near a flat maximum resolves alpha to ~sqrt(eps) = 1.5e-8 relative", kind="upper_bound",
-              unit="relative gap"),
-        Claim("cosine-root", "The cosine alpha*(n, d) root maximises the mean-field objective (d = 3 to 4096, n = 2 to 1e12)",
+              "bounded scalar search near a flat maximum resolves $\\alpha$ to $\\sqrt{\\epsilon} = 1.5 \\times 10^{-8}$ relative",
+              kind="upper_bound", unit="relative gap"),
+        Claim("cosine-root", "The cosine root $\\alpha^*(n, d)$ maximises the mean-field objective ($d = 3$ to 4096, $n = 2$ to $10^{12}$)",
               "this book", 0.0, data["maximiser"]["cosine_max_rel_diff"], 1e-8, 1e-7,
-              "bounded scalar search near a flat maximum resolves alpha to ~sqrt(eps) = 1.5e-8 relative", kind="upper_bound",
-              unit="relative gap"),
-        _fit_claim("fit-normal-own-range", "alpha* ~ 0.84 sqrt(ln n) on the source's range n = 40 to 20,000", fits["normal_own"]),
-        _fit_claim("fit-normal-wide-range", "alpha* ~ 0.84 sqrt(ln n) for n = 2 to 1e9", fits["normal_wide"]),
-        _fit_claim("fit-cosine-own-range", "alpha*(n, d = 128) ~ 3.5 ln n on the source's range n = 40 to 20,000",
+              "bounded scalar search near a flat maximum resolves $\\alpha$ to $\\sqrt{\\epsilon} = 1.5 \\times 10^{-8}$ relative",
+              kind="upper_bound", unit="relative gap"),
+        _fit_claim("fit-normal-own-range", "$\\alpha^* \\approx 0.84\\sqrt{\\ln n}$ on the source's range $n$ = 40 to 20,000", fits["normal_own"]),
+        _fit_claim("fit-normal-wide-range", "$\\alpha^* \\approx 0.84\\sqrt{\\ln n}$ for $n = 2$ to $10^9$", fits["normal_wide"]),
+        _fit_claim("fit-cosine-own-range", "$\\alpha^*(n, d = 128) \\approx 3.5 \\ln n$ on the source's range $n$ = 40 to 20,000",
                    fits["cosine_own"]),
-        Claim("cosine-density", f"Cosines of random directions follow (1-s^2)^((d-3)/2) (KS, {dens['samples']:,} pairs, d = "
+        Claim("cosine-density", f"Cosines of random directions follow $(1-s^2)^{{(d-3)/2}}$ (KS, {dens['samples']:,} pairs, $d$ = "
               f"{', '.join(str(r['d']) for r in dens['rows'])})", SOURCE, worst_ks["critical_1pct"], worst_ks["statistic"],
               0.0, 0.0, "the KS critical value at the 1% level for this sample size", kind="upper_bound",
               unit="KS statistic (worst d)"),
-        Claim("cosine-mgf", "E[e^{alpha s}] = Gamma(d/2) (2/alpha)^{d/2-1} I_{d/2-1}(alpha) (quadrature, d = 3 to 1024)",
+        Claim("cosine-mgf", "$E[e^{\\alpha s}] = \\Gamma(d/2)\\,(2/\\alpha)^{d/2-1} I_{d/2-1}(\\alpha)$ (quadrature, $d = 3$ to 1024)",
               "this book (the source integrates numerically)", 0.0, data["mgf"]["max_rel_diff"], 1e-12, 1e-10,
               "adaptive quadrature at relative tolerance 1e-12; 100x margin", kind="upper_bound", unit="relative gap"),
-        Claim("large-d-direction", "alpha* falls like 1/sqrt(d - 3) as d grows (log-log slope in d, n = 1024, d = 1024 to 65536)",
+        Claim("large-d-direction", "$\\alpha^*$ falls like $1/\\sqrt{d - 3}$ as $d$ grows (log-log slope in $d$, $n = 1024$, $d$ = 1024 to 65536)",
               "Su 2023, reply in the comments of kexue.fm/archives/9812", -0.5, large["slope_1024_to_65536"], 1e-9, 1e-9,
-              "alpha* is computed to 1e-10; the slope is exact to ~1e-9", corrected=0.5,
-              corrected_note="alpha* grows like sqrt(d): Var[s] = 1/d, so alpha s has unit scale at alpha ~ sqrt(d)"),
-        Claim("large-d-law", "alpha*(n, d) -> sqrt(d) alpha*_normal(n) (ratio at n = 1024, d = 65536)", "this book", 1.0,
-              ratio_65536, 1e-10, 1e-9, "alpha* is computed to 1e-10 relative", unit="ratio"),
+              "$\\alpha^*$ is computed to 1e-10; the slope is exact to about 1e-9", corrected=0.5,
+              corrected_note="$\\alpha^*$ grows like $\\sqrt{d}$: $\\mathrm{Var}[s] = 1/d$, so $\\alpha s$ has unit scale at $\\alpha \\approx \\sqrt{d}$"),
+        Claim("large-d-law", "$\\alpha^*(n, d) \\to \\sqrt{d}\\, \\alpha^*_{\\mathrm{normal}}(n)$ (ratio at $n = 1024$, $d = 65536$)", "this book", 1.0,
+              ratio_65536, 1e-10, 1e-9, "$\\alpha^*$ is computed to 1e-10 relative", unit="ratio"),
     ]
 
 

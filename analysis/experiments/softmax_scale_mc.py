@@ -149,10 +149,10 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     for kind in KINDS:
         rows = [r for r in data["rows"] if r["kind"] == kind]
         r = max(rows, key=lambda x: x["n"])
-        where = f"{kind} scores{' (d = ' + str(data['d']) + ')' if kind == 'cosine' else ''}, n = {r['n']:,}"
+        where = f"{kind} scores{' ($d = ' + str(data['d']) + '$)' if kind == 'cosine' else ''}, $n$ = {r['n']:,}"
         out.append(Claim(
             key=f"finite-argmax-{kind}-{label}",
-            statement=f"The mean-field alpha* maximises the objective on actual samples (typical row), {where} ({label})",
+            statement=f"The mean-field $\\alpha^*$ maximises the objective on actual samples (typical row), {where} ({label})",
             source="Su 2023 (kexue.fm/archives/9812), mean-field step",
             predicted=r["alpha_mean_field"],
             measured=r["alpha_finite_sample"],
@@ -162,13 +162,13 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         ))
         out.append(Claim(
             key=f"finite-plateau-{kind}-{label}",
-            statement=f"For alpha >> b_n the mean objective tends to the Poisson-Dirichlet level h(b_n) = n p(b_n), {where} ({label})",
+            statement=f"For $\\alpha \\gg b_n$ the mean objective tends to the Poisson-Dirichlet level $h(b_n) = n\\,p(b_n)$, {where} ({label})",
             source="this book (extreme-value correction of the mean-field step)",
             predicted=r["plateau_predicted"],
             measured=r["plateau_measured"],
             uncertainty=r["plateau_measured_se"],
             tolerance=3 * r["plateau_measured_se"],
-            tolerance_basis="3 standard errors of the Monte Carlo mean at alpha = 4 h(b_n)",
+            tolerance_basis="3 standard errors of the Monte Carlo mean at $\\alpha = 4 h(b_n)$",
         ))
     return out
 

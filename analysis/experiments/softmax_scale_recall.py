@@ -235,8 +235,8 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         steps = data["runs"][0]["curve"][-1][0] if data["runs"][0]["curve"] else 0
         out.append(Claim(
             key=f"recall-best-scale-{p}-{label}",
-            statement=f"Cosine attention trains recall best at the mean-field alpha*(m, k) ({p} pairs, mean row "
-                      f"length m = {r['row_length']:.3g}, k = {data['head_dim']}, {steps} steps; {label})",
+            statement=f"Cosine attention trains recall best at the mean-field $\\alpha^*(m, k)$ ({p} pairs, mean row "
+                      f"length $m = {r['row_length']:.3g}$, $k = {data['head_dim']}$, {steps} steps; {label})",
             source="Su 2023 (kexue.fm/archives/9812), cosine scores",
             predicted=predicted, measured=best, uncertainty=best * r["log_se"], tolerance=tolerance,
             tolerance_basis="the 95% paired bootstrap interval of the best scale over seeds",
@@ -247,12 +247,12 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     se = g["measured"] * g["log_se"]
     out.append(Claim(
         key=f"recall-scale-growth-{label}",
-        statement=f"The best cosine scale grows from {g['from']} to {g['to']} pairs as the mean-field alpha* does "
+        statement=f"The best cosine scale grows from {g['from']} to {g['to']} pairs as the mean-field $\\alpha^*$ does "
                   f"({label})",
-        source="Su 2023 (kexue.fm/archives/9812): alpha* grows like log n",
+        source="Su 2023 (kexue.fm/archives/9812): $\\alpha^*$ grows like $\\log n$",
         predicted=g["mean_field"], measured=g["measured"], uncertainty=se, tolerance=2 * se,
         tolerance_basis="2 bootstrap standard errors of the measured ratio", unit="ratio", approx_rel=0.0,
-        alternative=g["log_n"], alternative_note="the log-n rule 3.5 ln m; QK-norm practice predicts 1",
+        alternative=g["log_n"], alternative_note="the log-n rule $3.5 \\ln m$; QK-norm practice predicts 1",
     ))
     return out
 

@@ -166,17 +166,17 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         tolerance = (best - lo) if predicted < best else (hi - best)
         out.append(Claim(
             key=f"train-best-dot-{ctx}-{label}",
-            statement=f"Dot-product attention trains best at alpha = alpha*(n = L/2) (L = {ctx}; "
-                      f"alphas within seed noise of the best: {lo:.2g} to {hi:.2g}; {label})",
-            source="Su 2023 (kexue.fm/archives/9812): 2.5/sqrt(d), decoder rule n = L/2",
+            statement=f"Dot-product attention trains best at $\\alpha = \\alpha^*(n = L/2)$ ($L = {ctx}$; "
+                      f"scales $\\alpha$ within seed noise of the best: {lo:.2g} to {hi:.2g}; {label})",
+            source="Su 2023 (kexue.fm/archives/9812): $2.5/\\sqrt{d}$, decoder rule $n = L/2$",
             predicted=predicted,
             measured=best,
             uncertainty=(hi - lo) / 2,
             tolerance=tolerance,
-            tolerance_basis="alphas whose loss is within 2 combined seed standard errors of the best, widened by the grid's sqrt(2)",
+            tolerance_basis="scales $\\alpha$ whose loss is within 2 combined seed standard errors of the best, widened by the grid's $\\sqrt{2}$",
             approx_rel=0.0,
             alternative=1.0,
-            alternative_note="the standard scale 1/sqrt(k) (alpha = 1), which needs no theory",
+            alternative_note="the standard scale $1/\\sqrt{k}$ ($\\alpha = 1$), which needs no theory",
         ))
     return out
 

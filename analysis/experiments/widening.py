@@ -440,8 +440,8 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     rounding = f"{EXACT_TOL:g} relative in float64 (about {EXACT_TOL / EPS64:.0f} ulps: rounding over a few layers)"
     broken = f"{BROKEN_TOL:g} relative in float64: anything above it is not rounding"
     out = [
-        Claim(f"bert-lossless-{label}", f"A BERT (GELU, 1/sqrt(d') attention, tied MLM head, every bias nonzero) widened "
-              f"k-fold (k = {', '.join(str(k) for k in sorted({int(r['factor']) for r in data['exactness'] if r['family'] == 'bert'}))}) "
+        Claim(f"bert-lossless-{label}", f"A BERT (GELU, $1/\\sqrt{{d'}}$ attention, tied MLM head, every bias nonzero) widened "
+              f"$k$-fold ($k$ = {', '.join(str(k) for k in sorted({int(r['factor']) for r in data['exactness'] if r['family'] == 'bert'}))}) "
               f"computes the same logits (worst relative difference, float64; {label})", SOURCE, 0.0,
               s["exact_worst"]["bert"], 0.0, EXACT_TOL, rounding, kind="upper_bound", unit="relative", approx_rel=0.0),
         Claim(f"decoder-lossless-{label}", f"GPT/T5-style decoders widen losslessly whatever the activation: pre-RMSNorm "
@@ -451,62 +451,63 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         Claim(f"rope-lossy-{label}", f"With RoPE a model cannot be widened losslessly: pairwise repetition is only "
               f"approximate (smallest relative difference of any RoPE widening here, float64; {label})", SOURCE,
               BROKEN_TOL, s["rope_best"], 0.0, 0.0, broken, kind="lower_bound", unit="relative", approx_rel=0.0,
-              corrected=0.0, corrected_note="placing small pair i at wide pair k i, which rotates at the same "
+              corrected=0.0, corrected_note="placing small pair $i$ at wide pair $ki$, which rotates at the same "
               "frequency, and holding the query's other pairs at zero is exact"),
         Claim(f"rope-pairs-approx-{label}", f"Pairwise repetition of RoPE changes the function (relative logit "
-              f"difference, Transformer++ x2, float64; {label})", SOURCE, BROKEN_TOL,
+              f"difference, Transformer++ ×2, float64; {label})", SOURCE, BROKEN_TOL,
               ex["Transformer++, RoPE pairwise repetition, x2"]["f64_rel"], 0.0, 0.0, broken, kind="lower_bound",
               unit="relative", approx_rel=0.0),
-        Claim(f"gau-lossless-{label}", f"GAU and FLASH widen losslessly (U, V, Z as copies, the q, k scale-offsets by "
-              f"sqrt(tau) with tau = sqrt(k) for relu^2/(ns) and softmax, 1 for relu^2(qk/n); worst relative "
+        Claim(f"gau-lossless-{label}", f"GAU and FLASH widen losslessly ($U, V, Z$ as copies, the $q, k$ scale-offsets by "
+              f"$\\sqrt{{\\tau}}$ with $\\tau = \\sqrt{{k}}$ for relu²/(ns) and softmax, 1 for relu²(qk/n); worst relative "
               f"difference, float64; {label})", BOOK, 0.0, s["exact_worst"]["gau"], 0.0, EXACT_TOL, rounding,
               kind="upper_bound", unit="relative", approx_rel=0.0),
-        Claim(f"global-breaks-{label}", f"Global repetition [x, x] scrambles the heads of multi-head attention (relative "
-              f"logit difference, BERT x2, float64; {label})", SOURCE, BROKEN_TOL,
+        Claim(f"global-breaks-{label}", f"Global repetition $[x, x]$ scrambles the heads of multi-head attention (relative "
+              f"logit difference, BERT ×2, float64; {label})", SOURCE, BROKEN_TOL,
               ex["BERT, global repetition, x2"]["f64_rel"], 0.0, 0.0, broken, kind="lower_bound", unit="relative",
               approx_rel=0.0),
-        Claim(f"qk-factor-{label}", f"With logits scaled by 1/sqrt(d'), q and k need the extra k^(1/4) (relative logit "
-              f"difference without it, BERT x2, float64; {label})", SOURCE, BROKEN_TOL,
+        Claim(f"qk-factor-{label}", f"With logits scaled by $1/\\sqrt{{d'}}$, $q$ and $k$ need the extra $k^{{1/4}}$ (relative logit "
+              f"difference without it, BERT ×2, float64; {label})", SOURCE, BROKEN_TOL,
               ex["BERT, without the k^(1/4) on q, k, x2"]["f64_rel"], 0.0, 0.0, broken, kind="lower_bound",
               unit="relative", approx_rel=0.0),
-        Claim(f"gelu-copies-{label}", f"GELU(x/sqrt 2) is not GELU(x)/sqrt 2: the linear-layer transform on W_1 breaks a "
-              f"GELU FFN (relative logit difference, BERT x2, float64; {label})", SOURCE, BROKEN_TOL,
+        Claim(f"gelu-copies-{label}", f"$\\mathrm{{GELU}}(x/\\sqrt{{2}}) \\neq \\mathrm{{GELU}}(x)/\\sqrt{{2}}$: the linear-layer transform on $W_1$ breaks a "
+              f"GELU FFN (relative logit difference, BERT ×2, float64; {label})", SOURCE, BROKEN_TOL,
               ex["BERT, GELU W_1 as a linear layer (w/2, b/sqrt 2), x2"]["f64_rel"], 0.0, 0.0, broken,
               kind="lower_bound", unit="relative", approx_rel=0.0),
     ]
     rows = data["table"]["rows"]
-    names = {"embedding": "Embedding: x/sqrt 2", "layernorm": "LayerNorm: gamma/sqrt 2, beta/sqrt 2",
-             "attention-qk": "Attention q, k: w 2^(1/4)/2, b 2^(1/4)/sqrt 2",
-             "attention-vo": "Attention v, o: w/2, b/sqrt 2", "ffn1": "FeedForward W_1: w/sqrt 2, b",
-             "ffn2": "FeedForward W_2: w/(2 sqrt 2), b/2", "output": "Output (MLM dense): w/sqrt 2, b",
-             "head-layernorm-text": "The MLM head's LayerNorm divides by one more sqrt 2 (text)"}
+    r2 = "\\sqrt{2}"
+    names = {"embedding": f"Embedding: ${{x}}/{r2}$", "layernorm": f"LayerNorm: $\\gamma/{r2}$, $\\beta/{r2}$",
+             "attention-qk": f"Attention $q, k$: $w \\cdot 2^{{1/4}}/2$, $b \\cdot 2^{{1/4}}/{r2}$",
+             "attention-vo": f"Attention $v, o$: $w/2$, $b/{r2}$", "ffn1": f"FeedForward $W_1$: $w/{r2}$, $b$",
+             "ffn2": f"FeedForward $W_2$: $w/(2{r2})$, $b/2$", "output": f"Output (MLM dense): $w/{r2}$, $b$",
+             "head-layernorm-text": f"The MLM head's LayerNorm divides by one more ${r2}$ (text)"}
     for row, info in rows.items():
         worst = max(info["tensors"], key=lambda t: abs(t["printed"] - t["derived"]))
         ok = abs(worst["printed"] - worst["derived"]) <= 1e-12
         out.append(Claim(
-            f"table-{row}-{label}", f"Table row '{names[row]}' is exact: factor of {worst['tensor']} (x2; with the row "
+            f"table-{row}-{label}", f"Table row \u201c{names[row]}\u201d is exact: factor of {worst['tensor']} (×2; with the row "
             f"as printed the logits differ by {info['logit_rel']:.1e} relative; {label})", SOURCE, worst["printed"],
             worst["derived"], 0.0, 1e-12, "1e-12: the factor of the widening shown exact to rounding above "
             "(least squares against the repeated small tensor, residual < 1e-15)", unit="factor", approx_rel=0.0,
             corrected=None if ok else worst["derived"],
-            corrected_note="" if ok else (f"{worst['derived']:.4f} = 1/sqrt 2: W_2's bias is lifted like its output, "
-                                          "'repeat, divide by sqrt 2'" if row == "ffn2" else
+            corrected_note="" if ok else (f"{worst['derived']:.4f} = $1/\\sqrt{{2}}$: $W_2$'s bias is lifted like its output, "
+                                          "\u2018repeat, divide by $\\sqrt{2}$\u2019" if row == "ffn2" else
                                           f"{worst['derived']:.4f}: LayerNorm ignores its input's scale, so the head's "
-                                          "LayerNorm takes the table's gamma/sqrt 2, beta/sqrt 2")))
+                                          "LayerNorm takes the table's $\\gamma/\\sqrt{2}$, $\\beta/\\sqrt{2}$")))
     eps = data["table"]["eps"]
     kept = ex["BERT, LayerNorm eps 1e-5 kept, x2"]["f64_rel"]
-    out.append(Claim(f"layernorm-eps-{label}", f"LayerNorm widens exactly with its eps unchanged (eps factor; keeping "
-                     f"eps = 1e-5 changes the logits by {kept:.1e} relative, 1e-12 by "
+    out.append(Claim(f"layernorm-eps-{label}", f"LayerNorm widens exactly with its $\\epsilon$ unchanged ($\\epsilon$ factor; keeping "
+                     f"$\\epsilon = 10^{{-5}}$ changes the logits by {kept:.1e} relative, $10^{{-12}}$ by "
                      f"{ex['BERT, LayerNorm eps 1e-12 kept, x2']['f64_rel']:.1e}; {label})", SOURCE, 1.0,
-                     eps["wide"] / eps["small"], 0.0, 1e-12, "1e-12: the eps of the widening shown exact above",
-                     unit="factor", approx_rel=0.0, corrected=0.5, corrected_note="eps/k: the wide variance is "
-                     "sigma^2/k, so eps must shrink with it"))
+                     eps["wide"] / eps["small"], 0.0, 1e-12, "1e-12: the $\\epsilon$ of the widening shown exact above",
+                     unit="factor", approx_rel=0.0, corrected=0.5, corrected_note="$\\epsilon/k$: the wide variance is "
+                     "$\\sigma^2/k$, so $\\epsilon$ must shrink with it"))
     out.append(Claim(f"fraction-ln-{label}", f"LayerNorm cannot be widened exactly by a non-integer factor with "
-                     f"copies (relative logit difference, pre-LN Transformer x3/2, float64; {label})", COMMENTS,
+                     f"copies (relative logit difference, pre-LN Transformer ×3/2, float64; {label})", COMMENTS,
                      BROKEN_TOL, ex["pre-LayerNorm Transformer, learned positions, x3/2"]["f64_rel"], 0.0, 0.0, broken,
                      kind="lower_bound", unit="relative", approx_rel=0.0))
-    out.append(Claim(f"fraction-rms-{label}", f"... but an RMSNorm model widens exactly by 3/2 and 5/4: unit i copied "
-                     f"m_i times, each copy scaled 1/sqrt(m_i), eps by d/D (worst relative difference, float64; "
+    out.append(Claim(f"fraction-rms-{label}", f"... but an RMSNorm model widens exactly by 3/2 and 5/4: unit $i$ copied "
+                     f"$m_i$ times, each copy scaled $1/\\sqrt{{m_i}}$, $\\epsilon$ by $d/D$ (worst relative difference, float64; "
                      f"{label})", BOOK, 0.0, s["exact_worst"]["fraction"], 0.0, EXACT_TOL, rounding,
                      kind="upper_bound", unit="relative", approx_rel=0.0))
     out.append(Claim(f"copies-stay-{label}", f"Identical copies receive identical gradients: trained on, the exactly "
