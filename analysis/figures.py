@@ -166,7 +166,7 @@ def _cloud(ax: Any, snap: dict[str, Any], title: str, norm: LogNorm, classes: in
     """One snapshot's per-token (loss, entropy) density under the bound H_max(L, classes), with the means; the image."""
     loss = np.linspace(0, 12, 600)
     image = ax.hist2d(snap["loss"], snap["entropy"], bins=_CLOUD_BINS, range=_CLOUD_EXTENT, norm=norm, cmap="Blues")[3]
-    ax.plot(loss, ent.entropy_upper_bound(loss, classes), "k-", lw=1.5, label=f"bound $H_{{max}}(L, {classes})$")
+    ax.plot(loss, ent.entropy_upper_bound(loss, classes), "k-", lw=1.5, label=rf"bound $H_{{\max}}(L, {classes})$")
     ax.plot([snap["val_loss"]], [snap["mean_entropy"]], "r*", ms=14, label="mean (L, H)")
     ax.set_title(f"{title}, step {snap['step']}")
     ax.set_xlabel("loss -ln q(y) (nats)")
@@ -259,12 +259,12 @@ def scale_normal(fits: dict[str, Any]) -> Figure:
     exact, fit = sc.alpha_star_normal(n), sc.source_fit_normal(n)
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, 2, figsize=(14, 4.8))
-        axes[0].semilogx(n, exact, "k-", lw=2, label="exact alpha* = sqrt(W0(sqrt(e) n/2) - 1/2)")
-        axes[0].semilogx(n, fit, "C1--", label="source's fit 0.84 sqrt(ln n)")
-        axes[0].axhspan(2, 3, color="0.9", zorder=0, label="alpha* in [2, 3]")
+        axes[0].semilogx(n, exact, "k-", lw=2, label=r"exact $\alpha^* = \sqrt{W_0(\sqrt{e}\,n/2) - 1/2}$")
+        axes[0].semilogx(n, fit, "C1--", label=r"source's fit $0.84\sqrt{\ln n}$")
+        axes[0].axhspan(2, 3, color="0.9", zorder=0, label=r"$\alpha^* \in [2, 3]$")
         axes[0].axvspan(40, 20_000, color="C0", alpha=0.08, zorder=0, label="n range of the source's fit")
         axes[0].set_xlabel("n, number of scores (log scale)")
-        axes[0].set_ylabel("alpha* (multiplier of 1/sqrt(d))")
+        axes[0].set_ylabel(r"$\alpha^*$ (multiplier of $1/\sqrt{d}$)")
         axes[0].set_title("mean-field optimum, normal scores")
         axes[0].legend(fontsize=9)
         axes[1].semilogx(n, 100 * (fit / exact - 1), "C1-")
@@ -272,7 +272,7 @@ def scale_normal(fits: dict[str, Any]) -> Figure:
         axes[1].axhline(0, color="k", lw=0.8)
         axes[1].set_xlabel("n (log scale)")
         axes[1].set_ylabel("fit error (%)")
-        axes[1].set_title("0.84 sqrt(ln n) relative to the exact alpha*")
+        axes[1].set_title(r"$0.84\sqrt{\ln n}$ relative to the exact $\alpha^*$")
         fig.tight_layout()
     return fig
 
@@ -295,15 +295,15 @@ def cosine_scores(density: dict[str, Any], large_d: dict[str, Any]) -> Figure:
         axes[0].set_xticks([-1.0, -0.5, 0.0, 0.5, 1.0])
         axes[0].set_xlabel("cosine s of two random directions")
         axes[0].set_ylabel("density")
-        axes[0].set_title("density (1 - s^2)^((d-3)/2), against samples")
+        axes[0].set_title(r"density $(1 - s^2)^{(d-3)/2}$, against samples")
         axes[0].legend(fontsize=9)
         n = np.logspace(np.log10(2), 9, 300)
         for i, d in enumerate((16, 128, 1024)):
-            axes[1].semilogx(n, sc.alpha_star_cosine(n, d), color=f"C{i}", label=f"alpha*(n, d = {d})")
+            axes[1].semilogx(n, sc.alpha_star_cosine(n, d), color=f"C{i}", label=rf"$\alpha^*(n, d = {d})$")
         axes[1].semilogx(n, sc.source_fit_cosine(n), "k--", label="source: 3.5 ln n (d = 128)")
         axes[1].axvspan(40, 20_000, color="C0", alpha=0.08, zorder=0)
         axes[1].set_xlabel("n (log scale)")
-        axes[1].set_ylabel("alpha* (multiplier of cos)")
+        axes[1].set_ylabel(r"$\alpha^*$ (multiplier of cos)")
         axes[1].set_title("mean-field optimum, cosine scores")
         axes[1].legend(fontsize=9)
         dims = np.array(large_d["dims"])
@@ -311,8 +311,8 @@ def cosine_scores(density: dict[str, Any], large_d: dict[str, Any]) -> Figure:
             axes[2].loglog(dims, np.abs(np.array(ratio) - 1), "o-", color=f"C{i}", label=f"n = {float(n_key):,.0f}")
         axes[2].loglog(dims, 20 / dims, "k:", label="slope -1")
         axes[2].set_xlabel("dimension d (log scale)")
-        axes[2].set_ylabel("|alpha* / (sqrt(d) alpha*_normal) - 1|")
-        axes[2].set_title("large-d law: alpha* ~ sqrt(d) alpha*_normal")
+        axes[2].set_ylabel(r"$|\alpha^* / (\sqrt{d}\,\alpha^*_\mathrm{normal}) - 1|$")
+        axes[2].set_title(r"large-$d$ law: $\alpha^* \approx \sqrt{d}\,\alpha^*_\mathrm{normal}$")
         axes[2].legend(fontsize=9)
         fig.tight_layout()
     return fig
@@ -336,8 +336,8 @@ def finite_sample_curves(mc: dict[str, Any], ns: Sequence[int]) -> Figure:
             ax.axvline(1.0, color="k", lw=1)
             ax.set_xscale("log")
             ax.xaxis.set_minor_formatter(plt.NullFormatter())
-            ax.set_xlabel("alpha / mean-field alpha* (log scale)")
-            ax.set_ylabel("alpha (1 - sum p^2)")
+            ax.set_xlabel(r"$\alpha$ / mean-field $\alpha^*$ (log scale)")
+            ax.set_ylabel(r"$\alpha\,(1 - \sum p_i^2)$")
             title = "normal scores" if kind == "normal" else f"cosine scores, d = {mc['d']}"
             ax.set_title(f"{title}: objective on actual samples")
             ax.legend(fontsize=8, ncol=2)
@@ -362,35 +362,35 @@ def scale_rules(mc: dict[str, Any], decoder: dict[str, Any]) -> Figure:
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, 3, figsize=(17, 4.8))
         ax = axes[0]
-        ax.semilogx(n, sc.alpha_star_normal(n), "k-", lw=2, label="mean-field alpha*")
-        ax.semilogx(n, sc.source_fit_normal(n), "C1--", label="0.84 sqrt(ln n)")
+        ax.semilogx(n, sc.alpha_star_normal(n), "k-", lw=2, label=r"mean-field $\alpha^*$")
+        ax.semilogx(n, sc.source_fit_normal(n), "C1--", label=r"$0.84\sqrt{\ln n}$")
         ax.semilogx(n, sc.entropy_invariant_scale(n), "C2-.", label="entropy-invariant log_512 n")
         s_fit = float(sc.alpha_star_normal(512)) / np.log(512)
         ax.semilogx(n, s_fit * np.log(n), "C4:", label=f"Scalable-Softmax s ln n (s = {s_fit:.2f})")
-        ax.axhline(1.0, color="0.5", lw=1, label="standard 1/sqrt(d) (alpha = 1)")
+        ax.axhline(1.0, color="0.5", lw=1, label=r"standard $1/\sqrt{d}$ ($\alpha = 1$)")
         _finite_sample_points(ax, mc, "normal")
         ax.set_xlabel("n (log scale)")
-        ax.set_ylabel("alpha (multiplier of 1/sqrt(d))")
+        ax.set_ylabel(r"$\alpha$ (multiplier of $1/\sqrt{d}$)")
         ax.set_title("dot-product scores")
         ax.legend(fontsize=8)
         ax = axes[1]
-        ax.semilogx(n, sc.alpha_star_cosine(n, d), "k-", lw=2, label=f"mean-field alpha* (d = {d})")
+        ax.semilogx(n, sc.alpha_star_cosine(n, d), "k-", lw=2, label=rf"mean-field $\alpha^*$ ($d = {d}$)")
         ax.semilogx(n, sc.source_fit_cosine(n), "C1--", label="3.5 ln n")
         ax.axhspan(10, 30, color="0.9", zorder=0, label="temperatures used with QK-norm (10-30)")
         _finite_sample_points(ax, mc, "cosine")
         ax.set_xlabel("n (log scale)")
-        ax.set_ylabel("alpha (multiplier of cos)")
+        ax.set_ylabel(r"$\alpha$ (multiplier of cos)")
         ax.set_title("cosine scores")
         ax.legend(fontsize=8)
         ax = axes[2]
         for i, row in enumerate(decoder["rows"]):
             t = np.array(row["t"])
             ax.semilogx(t / row["length"], 100 * np.array(row["kept"]), color=f"C{i}",
-                        label=f"L = {row['length']:,}: alpha = {row['alpha_fixed']:.2f}")
+                        label=rf"$L$ = {row['length']:,}: $\alpha$ = {row['alpha_fixed']:.2f}")
         ax.axhline(90, color="0.5", ls=":")
         ax.set_xlabel("position t / L (log scale)")
         ax.set_ylabel("mean-field objective kept (%)")
-        ax.set_title("decoder rule: one alpha*(L/2) for every position")
+        ax.set_title(r"decoder rule: one $\alpha^*(L/2)$ for every position")
         ax.legend(fontsize=9)
         fig.tight_layout()
     return fig
@@ -421,14 +421,14 @@ def training_sweep(runs: Sequence[tuple[str, dict[str, Any]]]) -> Figure:
                 first = [np.mean([r["softmax_gradient"][0][1] for r in dot if r["value"] == v]) for v in values]
                 row_axes[2].plot(values, final, "o-", color=f"C{i}", label=f"L = {ctx}, end of training")
                 row_axes[2].plot(values, first, "x:", color=f"C{i}", label=f"L = {ctx}, initialisation")
-            for ax, name in zip(row_axes, ("dot-product: alpha (x 1/sqrt(k))", "cosine: scale", "dot-product: alpha")):
+            for ax, name in zip(row_axes, (r"dot-product: $\alpha$ ($\times 1/\sqrt{k}$)", "cosine: scale", r"dot-product: $\alpha$")):
                 ax.set_xscale("log")
                 ax.xaxis.set_minor_formatter(plt.NullFormatter())
                 ax.set_xlabel(f"{name} (log scale)")
             row_axes[0].set_ylabel("validation loss (nats/byte)")
-            row_axes[0].set_title(f"{label}: dot-product (dashed: alpha*(L/2))")
-            row_axes[1].set_title(f"{label}: cosine (dashed: alpha*(L/2, k))")
-            row_axes[2].set_ylabel("mean alpha (1 - sum p^2) over rows")
+            row_axes[0].set_title(rf"{label}: dot-product (dashed: $\alpha^*(L/2)$)")
+            row_axes[1].set_title(rf"{label}: cosine (dashed: $\alpha^*(L/2, k)$)")
+            row_axes[2].set_ylabel(r"mean $\alpha\,(1 - \sum p_i^2)$ over rows")
             row_axes[2].set_title(f"{label}: the softmax gradient")
             for ax in row_axes:
                 ax.legend(fontsize=8)
@@ -462,7 +462,7 @@ def gau_rms_grid(data: dict[str, Any]) -> Figure:
                 ax.set_xlabel("n, sequence length (log scale)")
                 ax.set_ylabel("RMS of GAU(x) (log scale)")
                 ax.set_title(f"d = {d}, e = {e}, {init} init")
-                ax.legend(fontsize=8, title="solid: corrected; dotted: s nu^6/n", title_fontsize=8)
+                ax.legend(fontsize=8, title=r"solid: corrected; dotted: $s\nu^6/n$", title_fontsize=8)
         fig.tight_layout()
     return fig
 
@@ -481,10 +481,10 @@ def gau_lambda(data: dict[str, Any]) -> Figure:
         axes[0].plot(lam, [r["pred_corrected"] for r in sweep["rows"]], "k-", label="corrected prediction")
         i1 = int(np.argmin(np.abs(lam - 1)))
         ref = sweep["rows"][i1]["rms"]
-        axes[0].plot(lam, ref * (lam / lam[i1]) ** 7, "C3:", label="lambda^7 through lambda = 1")
+        axes[0].plot(lam, ref * (lam / lam[i1]) ** 7, "C3:", label=r"$\lambda^7$ through $\lambda = 1$")
         axes[0].set_xscale("log")
         axes[0].set_yscale("log")
-        axes[0].set_xlabel("lambda, scale of every weight (log scale)")
+        axes[0].set_xlabel(r"$\lambda$, scale of every weight (log scale)")
         axes[0].set_ylabel("RMS of GAU(x) (log scale)")
         axes[0].set_title(f"d = {sweep['d']}, e = {sweep['e']}, s = {sweep['s']}, n = {sweep['n']}, LeCun")
         axes[0].legend()
@@ -493,9 +493,9 @@ def gau_lambda(data: dict[str, Any]) -> Figure:
         axes[1].semilogx(mid, measured, "o", label="measured")
         axes[1].semilogx(mid, predicted, "k-", label="corrected prediction")
         axes[1].axhline(7, color="C3", ls=":", label="source: 7")
-        axes[1].set_xlabel("lambda (log scale)")
-        axes[1].set_ylabel("local exponent d ln RMS / d ln lambda")
-        axes[1].set_title("the lambda^7 law, measured locally")
+        axes[1].set_xlabel(r"$\lambda$ (log scale)")
+        axes[1].set_ylabel(r"local exponent $d \ln \mathrm{RMS} / d \ln \lambda$")
+        axes[1].set_title(r"the $\lambda^7$ law, measured locally")
         axes[1].legend()
         fig.tight_layout()
     return fig
@@ -550,7 +550,7 @@ def deep_gau(data: dict[str, Any]) -> Figure:
         ax.legend(fontsize=8)
         ax = axes[2]
         ax.set_xlabel("sublayer position / number of sublayers")
-        ax.set_ylabel("||x_(l+1) - x_l|| / ||x_l|| at init")
+        ax.set_ylabel(r"$\Vert x_{l+1} - x_l\Vert / \Vert x_l\Vert$ at init")
         ax.set_title(f"update size per sublayer, depth {depths[-1]}")
         ax.legend(fontsize=8)
         fig.tight_layout()
@@ -578,7 +578,7 @@ def recall_scale(data: dict[str, Any]) -> Figure:
         ax.set_xscale("log", base=2)
         ax.set_xlabel("cosine scale s: logits s cos(q, k) (log scale)")
         ax.set_ylabel("held-out loss at the queries (nats)")
-        ax.set_title("after a fixed budget; dotted: mean-field alpha*")
+        ax.set_title(r"after a fixed budget; dotted: mean-field $\alpha^*$")
         ax.legend(fontsize=9)
         ax = axes[1]
         m = np.array([s["rows"][p]["row_length"] for p in pairs])
@@ -588,9 +588,9 @@ def recall_scale(data: dict[str, Any]) -> Figure:
         ax.errorbar(m, best, yerr=[best - lo, hi - best], fmt="ko", capsize=4, ms=8, label="trains best (95% interval)")
         grid = np.geomspace(m.min() / 1.5, m.max() * 1.5, 100)
         k = data["head_dim"]
-        ax.plot(grid, sc.alpha_star_cosine(grid, k), "C0-", label=f"mean-field alpha*(m, k = {k})")
+        ax.plot(grid, sc.alpha_star_cosine(grid, k), "C0-", label=rf"mean-field $\alpha^*(m, k = {k})$")
         ax.plot(grid, sc.source_fit_cosine(grid), "C1--", label="log-n rule 3.5 ln m")
-        ax.plot(grid, np.full_like(grid, math.sqrt(k)), "C2-.", label=f"QK-norm practice sqrt(k) = {math.sqrt(k):.3g}")
+        ax.plot(grid, np.full_like(grid, math.sqrt(k)), "C2-.", label=rf"QK-norm practice $\sqrt{{k}}$ = {math.sqrt(k):.3g}")
         ax.errorbar(m, [s["rows"][p]["finite_sample"] for p in pairs],
                     yerr=[2 * s["rows"][p]["finite_sample_se"] for p in pairs], fmt="C3s", capsize=3,
                     label="finite-sample maximiser")
@@ -614,7 +614,7 @@ def recall_scale(data: dict[str, Any]) -> Figure:
         ax.set_yscale("log", base=2)
         ax.set_xlabel("optimiser steps (training budget)")
         ax.set_ylabel("best cosine scale (log scale)")
-        ax.set_title("the best scale against the budget; dotted: alpha*")
+        ax.set_title(r"the best scale against the budget; dotted: $\alpha^*$")
         ax.legend(fontsize=9)
         fig.tight_layout()
     return fig
@@ -675,7 +675,7 @@ def qk_saturation(data: dict[str, Any], law: dict[int, float]) -> Figure:
         ax.set_title("the shape: normal only as d grows")
         ax.legend(fontsize=9)
         ax = axes[1, 0]
-        for i, (name, lab) in enumerate((("scaled", "q.k / sqrt(d)"), ("unscaled", "q.k"))):
+        for i, (name, lab) in enumerate((("scaled", r"$q \cdot k / \sqrt{d}$"), ("unscaled", r"$q \cdot k$"))):
             ax.errorbar(rd, [r[name]["entropy_mean"] for r in sat], yerr=[2 * r[name]["entropy_se"] for r in sat],
                         fmt="o", color=f"C{i}", label=f"softmax of {lab}")
         fine = np.geomspace(rd[0], rd[-1], 200)
@@ -698,7 +698,7 @@ def qk_saturation(data: dict[str, Any], law: dict[int, float]) -> Figure:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("d (log scale)")
-        ax.set_ylabel("||diag(p) - p p^T||_F (log scale)")
+        ax.set_ylabel(r"$\Vert \mathrm{diag}(p) - p p^\top \Vert_F$ (log scale)")
         ax.set_title("softmax Jacobian norm")
         ax.legend(fontsize=8)
         fig.tight_layout()
@@ -719,7 +719,7 @@ def head_symmetry(runs: dict[str, Any]) -> Figure:
         ax.set_yscale("log")
         ax.set_ylim(floor / 3, 10)
         ax.set_xlabel("AdamW step (log scale; step 0 drawn at 0.5)")
-        ax.set_ylabel("max_h ||theta_h - theta_0|| / ||theta_0|| (log; 0 drawn at 1e-10)")
+        ax.set_ylabel(r"$\max_h \Vert\theta_h - \theta_0\Vert / \Vert\theta_0\Vert$ (log; 0 drawn at 1e-10)")
         ax.set_title("do identically initialised heads stay identical?")
         ax.legend(fontsize=9)
         fig.tight_layout()
@@ -737,12 +737,12 @@ def positions_figure(pos: dict[str, Any]) -> Figure:
         ax.plot(pos["dot_curve_k"], pos["dot_curve"], "C0-")
         ax.set_xlabel("offset k = q - p (tokens)")
         ax.set_ylabel("PE(p) . PE(p + k)")
-        ax.set_title(f"sum_i cos(k w_i), d = {pos['d']}: same for +k and -k")
+        ax.set_title(rf"$\sum_i \cos(k\,w_i)$, $d$ = {pos['d']}: same for $+k$ and $-k$")
         ax = axes[1]
         p = np.maximum(np.array(pos["pe32_pos"], dtype=float), 0.5)
         ax.loglog(p, np.maximum(pos["pe32_err_by_pos"], 1e-12), "C1-", label="float32 PE vs float64 PE")
         ax.loglog(p, p * 6e-8, "k:", label="p x eps32 / 2 (angle rounding)")
-        ax.axhline(max(pos["m_err64"]), color="C0", ls="--", label="max |PE(p+k) - M_k PE(p)|, float64")
+        ax.axhline(max(pos["m_err64"]), color="C0", ls="--", label=r"max $|PE(p+k) - M_k\,PE(p)|$, float64")
         ax.set_xlabel("position p (log scale)")
         ax.set_ylabel("max absolute error (log scale)")
         ax.set_title("rounding: exact in float64, drifts in float32")
@@ -750,7 +750,7 @@ def positions_figure(pos: dict[str, Any]) -> Figure:
         ax = axes[2]
         proj = [r for r in pos["projected"] if r["k"] > 0]
         ax.semilogy([r["k"] for r in proj], [r["std"] / abs(r["mean"]) for r in proj], "o-", color="C3",
-                    label="sinusoidal PE through random W_q, W_k")
+                    label=r"sinusoidal PE through random $W_q, W_k$")
         ax.axhline(pos["rope_spread"], color="C2", ls="--", label="RoPE (worst k)")
         ax.set_xlabel("offset k (tokens)")
         ax.set_ylabel("std over p / |mean| of the score (log)")
@@ -780,7 +780,7 @@ def depth_updates(rows: list[dict[str, Any]]) -> Figure:
             ax.legend()
         axes[0].set_ylabel("RMS(F(theta_1) - F(theta_0)) / RMS(F(theta_0))")
         axes[0].set_title("model update after one AdamW step")
-        axes[1].set_ylabel("mean ||x_(l+1) - x_l|| / ||x_l|| (log)")
+        axes[1].set_ylabel(r"mean $\Vert x_{l+1} - x_l\Vert / \Vert x_l\Vert$ (log)")
         axes[1].set_title("sublayer update size at initialisation")
         fig.tight_layout()
     return fig
@@ -801,9 +801,9 @@ def residual_streams(rows: list[dict[str, Any]]) -> Figure:
             err = loss.std(0, ddof=1) / np.sqrt(len(sel)) if len(sel) > 1 else np.zeros(len(groups))
             axes[1].errorbar(groups, loss.mean(0), yerr=2 * err, fmt="-o", color=f"C{i}", label=f"{res}-norm, trained")
         l_cos = np.arange(1, len(rows[0]["init"]["cosines"]) + 1)
-        axes[0].plot(l_cos, 1 / np.sqrt(1 + 1 / l_cos), "k--", lw=1, label="1/sqrt(1 + 1/l): independent equal branches")
+        axes[0].plot(l_cos, 1 / np.sqrt(1 + 1 / l_cos), "k--", lw=1, label=r"$1/\sqrt{1 + 1/l}$: independent equal branches")
         axes[0].set_xlabel("sublayer l")
-        axes[0].set_ylabel("mean cos(x_l, x_(l+1)) over tokens")
+        axes[0].set_ylabel(r"mean $\cos(x_l, x_{l+1})$ over tokens")
         axes[0].set_title("how much each sublayer turns the residual stream")
         axes[0].legend(fontsize=8)
         axes[1].set_xscale("log", base=2)
