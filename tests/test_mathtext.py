@@ -54,3 +54,16 @@ def test_recorded_claims_write_maths_as_latex():
     notes = {**NO_CORRECTED_NUMBER, **REPLACES}
     problems += [f"ledger note {key}: {ascii_math(text)}" for key, text in notes.items() if ascii_math(text)]
     assert problems == []
+
+
+def test_verdict_line_renders_the_claims_maths():
+    from markdown_it import MarkdownIt
+
+    from analysis.chapter import verdict_line
+    from analysis.verify import Claim
+
+    claim = Claim("k", "$\\alpha^*$ maximises it", "s", 1.0, 2.0, 0.0, 0.1, "basis", approx_rel=0.0,
+                  corrected=2.0, corrected_note="$2\\alpha^*$ instead")
+    rendered = MarkdownIt("commonmark", {"html": True}).render(verdict_line(claim, "doc", 1))
+    assert "\\(\\alpha^*\\)</span> maximises it" in rendered and "\\(2\\alpha^*\\)</span> instead" in rendered
+    assert "$" not in rendered

@@ -19,7 +19,7 @@ def build(tmp_path):
     claims_dir = tmp_path / "build" / "claims"
     claims_dir.mkdir(parents=True)
     ch = ChapterClaims("chap", "The chapter")
-    ch.claims.append(Claim("c1-smoke", "first statement", "src", 1.0, 1.0, 0.0, 0.0, "exact"))
+    ch.claims.append(Claim("c1-smoke", "first statement on $x^2 < y$", "src", 1.0, 1.0, 0.0, 0.0, "exact"))
     ch.claims.append(Claim("c2-smoke", "second statement", "src", 1.0, 3.0, 0.0, 0.1, "3 sigma"))
     ch.claims.append(Claim("c2-recorded-cpu", "second statement", "src", 1.0, 5.0, 0.0, 0.1, "3 sigma",
                            corrected=5.0, corrected_note="the fix"))
@@ -47,6 +47,10 @@ def test_ledger_page_is_generated_from_chapter_claims(tmp_path):
     assert [r["verdict"] for r in rows] == ["holds", "fails", "fails"]
     assert rows[2]["scale"] == "cpu (recorded)" and rows[2]["corrected_verdict"] == "holds"
     assert json.loads((out / "claims.json").read_text())[1]["measured"] == 3.0
+    # maths: MathJax's inline form on the page (and MathJax loaded), the LaTeX as written in the downloads
+    assert '<span class="math notranslate nohighlight">\\(x^2 &lt; y\\)</span>' in html and "$x^2" not in html
+    assert "mathjax" in html.split("<body", 1)[0].lower()
+    assert rows[0]["statement"] == "first statement on $x^2 < y$"
 
 
 def test_findings_show_each_chapter_at_its_strongest_evidence(tmp_path):
@@ -79,7 +83,7 @@ def test_reproduce_table_lists_every_experiment_with_its_live_time(tmp_path):
 def test_headline_gives_what_holds_instead_when_no_number_does():
     from analysis.sphinx_ledger import Entry, headline
 
-    claim = Claim("lambda7-recorded-cpu", "output scales like lambda^7", "s", 7.0, 9.6, 0.0, 0.1, "basis",
+    claim = Claim("lambda7-recorded-cpu", "output scales like $\\lambda^7$", "s", 7.0, 9.6, 0.0, 0.1, "basis",
                   approx_rel=0.0)
     text = headline([Entry("gau_init", "gau_init", "GAU", 1, claim)], "ledger.html")
     assert "1 of 1 fail" in text and "instead: the chapter&#x27;s corrected prediction is a curve" in text
