@@ -25,7 +25,7 @@ from analysis.verify import Claim
 
 NAME = "attention-basics"
 DATA_VERSION = 1  # raised when the layout of run()\'s data changes
-SOURCE = "DL——Transformer notes (source 003)"
+SOURCE = "DL——Transformer study notes"
 VARIANTS = ("identical", "identical + attention dropout", "identical + 1e-6 perturbation", "independent init")
 
 

@@ -24,7 +24,7 @@ from analysis.verify import Claim
 
 NAME = "ffn-basics"
 DATA_VERSION = 1  # raised when the layout of run()\'s data changes
-SOURCE = "DL——Transformer notes (source 003)"
+SOURCE = "DL——Transformer study notes"
 EPS64 = float(np.finfo(np.float64).eps)
 EPS32 = float(np.finfo(np.float32).eps)
 

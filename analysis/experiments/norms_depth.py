@@ -27,7 +27,7 @@ from analysis.verify import Claim
 
 NAME = "norms-depth"
 DATA_VERSION = 1  # raised when the layout of run()\'s data changes
-SOURCE = "DL——Transformer notes (source 003)"
+SOURCE = "DL——Transformer study notes"
 RESIDUALS = ("post", "pre", "deepnorm")
 EPS64 = float(np.finfo(np.float64).eps)
 

@@ -1,4 +1,4 @@
-"""A BERT-style encoder with its masked-LM head, the model that source 002 (kexue.fm/archives/8444) widens.
+"""A BERT-style encoder with its masked-LM head, the model that Su 2021 (kexue.fm/archives/8444) widens.
 
 Index legend: b - batch, n - positions, d - width, h - heads, k - head width d' = d / h.
 

@@ -1,4 +1,4 @@
-"""Closed forms behind the Transformer notes (source 003): attention scale, heads, positions, norms, FFNs.
+"""Closed forms behind the DL——Transformer study notes: attention scale, heads, positions, norms, FFNs.
 
 Every function is float64 numpy and validates its inputs. The equations, by section:
 
