@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.mathtext import math_markdown
+from analysis.mathtext import math_markdown, math_spans
 from analysis.scale import Scale, current_scale
 from analysis.verify import CLAIMS_DIR_ENV, ChapterClaims, Claim
 
@@ -151,6 +151,13 @@ class Chapter:
         )
 
 
+class RenderedClaims(ChapterClaims):
+    """A chapter's claims, whose HTML table renders the claims' inline LaTeX with MathJax."""
+
+    def _repr_html_(self) -> str:
+        return math_spans(super()._repr_html_())
+
+
 def verdict_line(claim: Claim, doc: str | None = None, number: int | None = None) -> str:
     """A Markdown bullet: the claim, its verdict in bold, the alternative when inconclusive, the corrected verdict;
     with ``doc`` and ``number``, a link to the claim in the ledger (``ledger.html#<doc>-<key>``)."""
@@ -191,7 +198,7 @@ def open_chapter(doc: str, title: str, *experiments: str, directory: str | None 
     from analysis.experiments import get_experiment
 
     scale = current_scale()
-    chapter = Chapter(doc, title, scale, ChapterClaims(doc, title))
+    chapter = Chapter(doc, title, scale, RenderedClaims(doc, title))
     timings: dict[str, float] = {}
     notes: list[str] = []
     for name in experiments:

@@ -39,10 +39,15 @@ def _pieces(text: str) -> list[tuple[bool, str]]:
     return out
 
 
+def math_spans(escaped: str) -> str:
+    """HTML already escaped (``$`` signs left as they are, as :func:`html.escape` leaves them) with each ``$tex$``
+    turned into ``<span class="math">\\(tex\\)</span>`` for MathJax; for tables whose cells were escaped elsewhere."""
+    return "".join(f"{SPAN_OPEN}\\({piece}\\)</span>" if is_math else piece for is_math, piece in _pieces(escaped))
+
+
 def math_html(text: str) -> str:
     """HTML of ``text``: the prose escaped, each ``$tex$`` as ``<span class="math">\\(tex\\)</span>`` for MathJax."""
-    return "".join(f"{SPAN_OPEN}\\({html.escape(piece)}\\)</span>" if is_math else html.escape(piece)
-                   for is_math, piece in _pieces(text))
+    return math_spans(html.escape(text))
 
 
 def _markdown_tex(tex: str) -> str:

@@ -67,3 +67,14 @@ def test_verdict_line_renders_the_claims_maths():
     rendered = MarkdownIt("commonmark", {"html": True}).render(verdict_line(claim, "doc", 1))
     assert "\\(\\alpha^*\\)</span> maximises it" in rendered and "\\(2\\alpha^*\\)</span> instead" in rendered
     assert "$" not in rendered
+
+
+def test_chapter_claims_table_renders_maths():
+    from analysis.chapter import RenderedClaims
+    from analysis.verify import Claim
+
+    claims = RenderedClaims("doc", "Title")
+    claims.record(Claim("k", "with $1/\\sqrt{d}$ and a < b", "src $x$", 1.0, 1.0, 0.0, 0.1, "basis $n^2$"))
+    page = claims._repr_html_()
+    assert '<span class="math notranslate nohighlight">\\(1/\\sqrt{d}\\)</span> and a &lt; b' in page
+    assert "$" not in page
