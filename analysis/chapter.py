@@ -151,11 +151,23 @@ class Chapter:
         )
 
 
+# the chapter's table of claims fits the text column: fixed column widths, long words and numbers wrap, and a
+# formula wider than its cell (MathJax 3 does not break inline maths) scrolls inside the cell
+CHAPTER_TABLE_CSS = (
+    "<style>div.chapter-claims table.claims-table{table-layout:fixed;width:100%}"
+    "div.chapter-claims table.claims-table td{overflow-wrap:break-word;overflow-x:auto}"
+    + "".join(f"div.chapter-claims table.claims-table th:nth-child({i}){{width:{w}%}}"
+              for i, w in enumerate((33, 12, 13, 14, 10, 18), 1))
+    + "</style>"
+)
+
+
 class RenderedClaims(ChapterClaims):
-    """A chapter's claims, whose HTML table renders the claims' inline LaTeX with MathJax."""
+    """A chapter's claims, whose HTML table fits the text column and renders the claims' inline LaTeX with
+    MathJax."""
 
     def _repr_html_(self) -> str:
-        return math_spans(super()._repr_html_())
+        return f'{CHAPTER_TABLE_CSS}<div class="chapter-claims">{math_spans(super()._repr_html_())}</div>'
 
 
 def verdict_line(claim: Claim, doc: str | None = None, number: int | None = None) -> str:
