@@ -97,9 +97,10 @@ def problems(site: Path) -> list[str]:
         out.append("reproduce: the table of experiments is missing")
     intro = book / "intro.html"
     if intro.is_file():
-        if "each at its strongest evidence" not in intro.read_text(encoding="utf-8"):
+        intro_page = intro.read_text(encoding="utf-8")
+        if "each at its strongest evidence" not in intro_page:
             out.append("intro: the findings at a glance are missing")
-        out += math_problems("intro", intro.read_text(encoding="utf-8"))
+        out += math_problems("intro", intro_page)
     for page in sorted(book.glob("*.html")):
         if page.stem not in ("ledger", "intro", "reproduce"):
             out += chapter_problems(page.stem, page.read_text(encoding="utf-8"))

@@ -13,10 +13,12 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from analysis.results import load_record, results_dir
+from analysis.verify import Claim
 
 SCHEMA = "analysis.verdicts/1"
 # Claims are deterministic functions of the recorded data: the only freedom left is
@@ -27,21 +29,25 @@ MEASURED_RTOL = 1e-9
 MEASURED_ATOL = 1e-12
 
 
-def recorded_verdicts(directory: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-    """The table of every record's claims: {"experiment.scale": {claim key: {verdict, corrected_verdict, measured}}}."""
+def recorded_claims(directory: str | os.PathLike[str] | None = None) -> Iterator[tuple[str, list[Claim]]]:
+    """Per committed record, in file order: ("experiment.scale", the experiment's claims on its recorded data, with
+    the label ``recorded-<scale>`` a chapter uses)."""
     from analysis.experiments import EXPERIMENTS
 
     folder = Path(directory) if directory is not None else results_dir()
-    table: dict[str, Any] = {}
     for path in sorted(folder.glob("*.json")):
         record = load_record(path)
         if record.experiment not in EXPERIMENTS:
             raise ValueError(f"{path}: experiment {record.experiment!r} is not registered")
-        claims = EXPERIMENTS[record.experiment].claims(record.data, f"recorded-{record.scale}")
-        table[f"{record.experiment}.{record.scale}"] = {
-            c.key: {"verdict": c.verdict, "corrected_verdict": c.corrected_verdict, "measured": c.measured}
-            for c in claims
-        }
+        yield (f"{record.experiment}.{record.scale}",
+               EXPERIMENTS[record.experiment].claims(record.data, f"recorded-{record.scale}"))
+
+
+def recorded_verdicts(directory: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """The table of every record's claims: {"experiment.scale": {claim key: {verdict, corrected_verdict, measured}}}."""
+    table = {name: {c.key: {"verdict": c.verdict, "corrected_verdict": c.corrected_verdict, "measured": c.measured}
+                    for c in claims}
+             for name, claims in recorded_claims(directory)}
     return {"schema": SCHEMA, "measured_rtol": MEASURED_RTOL, "measured_atol": MEASURED_ATOL, "records": table}
 
 

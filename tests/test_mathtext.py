@@ -1,9 +1,8 @@
 import pytest
 
-from analysis.experiments import EXPERIMENTS
 from analysis.ledger_notes import NO_CORRECTED_NUMBER, REPLACES
 from analysis.mathtext import ascii_math, math_html, math_markdown, math_plain
-from analysis.results import load_record, results_dir
+from analysis.verdict_table import recorded_claims
 
 TEXT_FIELDS = ("statement", "source", "tolerance_basis", "unit", "corrected_note", "alternative_note")
 
@@ -40,17 +39,10 @@ def test_ascii_math_is_found_outside_dollars(text, found):
     assert ascii_math(text) == found
 
 
-def recorded_claims():
-    for path in sorted(results_dir().glob("*.json")):
-        record = load_record(path)
-        yield from ((f"{record.experiment}.{record.scale}", c)
-                    for c in EXPERIMENTS[record.experiment].claims(record.data, f"recorded-{record.scale}"))
-
-
 def test_recorded_claims_write_maths_as_latex():
     """Every text of every recorded claim, and every ledger note, writes its maths between $ signs."""
     problems = [f"{name} {c.key} {field}: {ascii_math(getattr(c, field))}"
-                for name, c in recorded_claims() for field in TEXT_FIELDS if ascii_math(getattr(c, field))]
+                for name, claims in recorded_claims() for c in claims for field in TEXT_FIELDS if ascii_math(getattr(c, field))]
     notes = {**NO_CORRECTED_NUMBER, **REPLACES}
     problems += [f"ledger note {key}: {ascii_math(text)}" for key, text in notes.items() if ascii_math(text)]
     assert problems == []
