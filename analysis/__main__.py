@@ -288,6 +288,39 @@ def cmd_plan(args: argparse.Namespace) -> None:
     print(plan_table(estimates))
 
 
+def cmd_campaign(args: argparse.Namespace) -> None:
+    """Run the missing trials of a scale in priority order within a budget (or, with --status, say what is left)."""
+    from analysis.core.campaign import campaign_plans, never_fits, parse_budget, report_lines, run_campaign, status_lines
+
+    for name in args.only or []:
+        _experiment_or_usage(name)
+    try:
+        budget = parse_budget(args.budget) if args.budget is not None else None
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    if args.address and args.executor != "ray":
+        raise UsageError("--address applies only to --executor ray")
+    if args.executor == "inline" and args.workers not in (None, 1):
+        raise UsageError("--executor inline runs one trial at a time: use --executor local or ray for --workers")
+    if args.status:
+        plans = campaign_plans(args.scale, args.only, args.out, args.refresh_stale)
+        print("\n".join(status_lines(plans, args.scale)))
+        if budget is not None:
+            for line in never_fits(plans, budget):
+                print(f"never fits a budget of {args.budget}: {line}")
+        return
+    if args.executor == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise UsageError("--executor ray needs Ray: pip install -e .[ray]") from None
+    report, _ = run_campaign(args.scale, budget, args.only, args.executor, args.workers, args.threads, args.address,
+                             args.out, args.refresh_stale, progress=not args.quiet)
+    print("\n".join(report_lines(report, args.scale, args.only, args.out)))
+    if report.failed:
+        raise RuntimeError(f"{len(report.failed)} trial(s) failed; the finished ones are stored")
+
+
 # --- parser ----------------------------------------------------------------------------
 
 
@@ -401,6 +434,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="RoPE: place each pair at its frequency (exact, default), or repeat pairs (approximate)")
     p.add_argument("--json", action="store_true", help="print a JSON object")
     p.set_defaults(func=cmd_widen)
+
+    p = sub.add_parser("campaign", help="run the missing trials of a scale in priority order within a time budget")
+    p.add_argument("--scale", choices=SCALES, required=True)
+    p.add_argument("--budget", metavar="TIME", help="start no trial expected to end after this (90s, 9m, 1.5h)")
+    p.add_argument("--only", nargs="+", metavar="EXP", help="these experiments only")
+    p.add_argument("--executor", choices=("inline", "local", "ray"), default="inline",
+                   help="inline (this process), local (worker processes, one per GPU on CUDA) or ray")
+    p.add_argument("--workers", type=_bounded_int("--workers", 1, 4096), help="trials side by side")
+    p.add_argument("--threads", type=_bounded_int("--threads", 1, 1024),
+                   help="torch threads per trial (default: the cores shared out among the workers)")
+    p.add_argument("--address", help="an existing Ray cluster's address (with --executor ray)")
+    p.add_argument("--refresh-stale", action="store_true", help="also re-run trials stored by older code")
+    p.add_argument("--status", action="store_true", help="print what is done and left, with expected times; run nothing")
+    p.add_argument("--out", metavar="DIR", help="results folder (default: the repository's results/)")
+    p.add_argument("--quiet", action="store_true", help="no line per finished trial")
+    p.set_defaults(func=cmd_campaign)
 
     p = sub.add_parser("list", help="list the experiments and whether their records are current or stale")
     p.set_defaults(func=cmd_list)

@@ -69,11 +69,13 @@ def _seed(name: str, scale: str) -> int | None:
 
 def _run_live(name: str, scale: str) -> tuple[dict[str, Any], float]:
     """Run experiment ``name`` at ``scale``: its data and the seconds it took."""
+    from analysis.core.runner import run_in_process
+    from analysis.core.trials import Experiment
     from analysis.experiments import config_for, get_experiment
 
-    module = get_experiment(name)
+    exp = Experiment(get_experiment(name))
     start = time.perf_counter()
-    return module.run(config_for(module, scale)), time.perf_counter() - start
+    return run_in_process(exp, scale, config_for(exp.module, scale)), time.perf_counter() - start
 
 
 def _recorded_run(name: str, scale: str, directory: str | None) -> RunSet | None:

@@ -82,14 +82,15 @@ def truncated_step(config: Any, ctx: int, params: int) -> str:
 
 def plan_experiment(name: str, scale: str, execute: bool = True) -> Estimate:
     """The cost estimate of experiment ``name`` at ``scale``; with ``execute``, each model is built and stepped once."""
+    from analysis.core.trials import Experiment
     from analysis.experiments import config_for, get_experiment
 
-    module = get_experiment(name)
-    cfg = config_for(module, scale)
+    exp = Experiment(get_experiment(name))
+    cfg = config_for(exp.module, scale)
     est = Estimate(name, scale)
     peak = 0.0
     stepped: dict[Any, str] = {}
-    for w in module.plan(cfg):
+    for w in exp.plan(cfg):
         if w.model is None:
             est.flops += w.count * w.flops
             peak = max(peak, w.memory_bytes)

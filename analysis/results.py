@@ -107,7 +107,8 @@ class Record:
     config: dict[str, Any]
     data: dict[str, Any]
     provenance: dict[str, Any]
-    fingerprint: dict[str, Any] | None = None  # config and code fingerprints (analysis.fingerprint); None before them
+    fingerprint: dict[str, Any] | None = None  # config and code fingerprints (analysis.core.fingerprint); None before them
+    trials: dict[str, Any] | None = None  # {"total": m, "done": k}: assembled from trial files (analysis.core.trials)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document of this record."""
@@ -120,6 +121,7 @@ class Record:
             "provenance": to_jsonable(self.provenance),
             "data": to_jsonable(self.data),
             **({} if self.fingerprint is None else {"fingerprint": to_jsonable(self.fingerprint)}),
+            **({} if self.trials is None else {"trials": to_jsonable(self.trials)}),
         }
 
     def describe(self) -> str:
@@ -141,11 +143,28 @@ def record_path(experiment: str, scale: str, directory: str | os.PathLike[str] |
     return Path(directory if directory is not None else results_dir()) / f"{experiment}.{scale}.json"
 
 
+def from_jsonable(value: Any) -> Any:
+    """The inverse of :func:`to_jsonable` for numbers: the strings "nan", "inf" and "-inf" become floats again."""
+    if isinstance(value, dict):
+        return {k: from_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_jsonable(v) for v in value]
+    if isinstance(value, str) and value in ("nan", "inf", "-inf"):
+        return float(value)
+    return value
+
+
 def save_record(record: Record, directory: str | os.PathLike[str] | None = None) -> Path:
     """Write ``record`` atomically to its path and return the path."""
     path = record_path(record.experiment, record.scale, directory)
+    write_json_atomic(path, record.to_dict())
+    return path
+
+
+def write_json_atomic(path: Path, doc: dict[str, Any]) -> None:
+    """Write ``doc`` as JSON to ``path`` through a temporary file, fsync and rename: never half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(record.to_dict(), indent=1, allow_nan=False)
+    text = json.dumps(doc, indent=1, allow_nan=False)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as f:
@@ -158,7 +177,6 @@ def save_record(record: Record, directory: str | os.PathLike[str] | None = None)
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    return path
 
 
 def load_record(path: str | os.PathLike[str]) -> Record:
@@ -195,7 +213,11 @@ def load_record(path: str | os.PathLike[str]) -> Record:
     fp = doc.get("fingerprint")
     if fp is not None and not (isinstance(fp, dict) and {"config", "code"} <= set(fp)):
         raise ResultsFileError(f"{p}: malformed results record: 'fingerprint' lacks config or code")
-    return Record(doc["experiment"], doc["scale"], doc["seed"], doc["config"], doc["data"], doc["provenance"], fp)
+    trials = doc.get("trials")
+    if trials is not None and not (isinstance(trials, dict) and {"total", "done"} <= set(trials)):
+        raise ResultsFileError(f"{p}: malformed results record: 'trials' lacks total or done")
+    return Record(doc["experiment"], doc["scale"], doc["seed"], doc["config"], doc["data"], doc["provenance"], fp,
+                  trials)
 
 
 def find_record(experiment: str, scale: str, directory: str | os.PathLike[str] | None = None) -> Record | None:

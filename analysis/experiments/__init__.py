@@ -1,4 +1,6 @@
-"""The registry of experiments; each module follows the protocol of :mod:`analysis.experiments.base`.
+"""The registry of experiments, found by discovery: every module of this package but ``base`` is one, named by its
+module name with ``-`` for ``_``; each follows the protocol of :mod:`analysis.core.trials` and
+:mod:`analysis.experiments.base`.
 
 ``EXPERIMENTS`` maps each experiment's command-line name to its module.
 :func:`run_and_record` runs one at a scale and saves its record with provenance
@@ -9,23 +11,23 @@ code and config would produce.
 from __future__ import annotations
 
 import importlib
-import time
+import pkgutil
 from collections.abc import Iterator, Mapping
 from types import ModuleType
 from typing import Any
 
-from analysis.experiments.base import config_dict, config_for, conformance_problems
-from analysis.fingerprint import (
+from analysis.core.fingerprint import (
     code_fingerprint,
     config_differences,
     config_fingerprint,
 )
-from analysis.results import Record, find_record, provenance, save_record
+from analysis.core.trials import protocol_problems
+from analysis.experiments.base import config_dict, config_for
+from analysis.results import Record, find_record
 from analysis.scale import validate_scale
 
-NAMES = ("entropy-bound", "entropy-lm", "softmax-scale-checks", "softmax-scale-mc", "softmax-scale-train", "gau-init",
-         "coord-check", "deep-gau", "attention-basics", "norms-depth", "ffn-basics", "flash-counts", "flash-bench", "widening",
-         "softmax-scale-recall", "gau-quality", "gau-length")
+NAMES = tuple(sorted(m.name.replace("_", "-") for m in pkgutil.iter_modules(__path__)
+                    if m.name != "base" and not m.name.startswith("_")))
 
 
 class _Registry(Mapping[str, ModuleType]):
@@ -36,7 +38,7 @@ class _Registry(Mapping[str, ModuleType]):
         if name not in NAMES:
             raise KeyError(name)
         module = importlib.import_module(f"{__name__}.{name.replace('-', '_')}")
-        problems = conformance_problems(module) + ([] if module.NAME == name else [f"NAME is {module.NAME!r}"])
+        problems = protocol_problems(module) + ([] if module.NAME == name else [f"NAME is {module.NAME!r}"])
         if problems:
             raise TypeError(f"{module.__name__} does not follow the experiment protocol: {'; '.join(problems)}")
         return module
@@ -65,15 +67,35 @@ def fingerprint(module: ModuleType, cfg: Any) -> dict[str, Any]:
 
 
 def run_and_record(name: str, scale: str, directory: str | None = None, progress: bool = True,
-                   **overrides: Any) -> tuple[Record, str]:
-    """Run experiment ``name`` at ``scale`` and save its record; returns (record, path)."""
-    module = get_experiment(name)
-    cfg = config_for(module, validate_scale(scale), **overrides)
-    start = time.perf_counter()
-    data = module.run(cfg, progress=progress)
-    record = Record(name, scale, cfg.seed, config_dict(cfg), data, provenance(time.perf_counter() - start),
-                    fingerprint(module, cfg))
-    return record, str(save_record(record, directory))
+                   executor: str = "inline", workers: int | None = None, **overrides: Any) -> tuple[Record, str]:
+    """Run every trial of experiment ``name`` at ``scale`` (all of them, stored or not), store each, and save the
+    record assembled from them; returns (record, path)."""
+    from analysis.core.runner import QueueItem, default_threads, make_executor, run_queue
+    from analysis.core.trials import Experiment, assemble_record
+
+    exp = Experiment(get_experiment(name))
+    cfg = config_for(exp.module, validate_scale(scale), **overrides)
+    items = [QueueItem(exp, scale, cfg, t, exp.trial_id(cfg, t)) for t in exp.trials(cfg)]
+    pool = make_executor(executor, workers)
+
+    def on_finish(item: QueueItem, tf: Any, k: int, n: int) -> None:
+        if progress:
+            print(f"{name}: {k}/{n} trials done ({item.trial.key}, {tf.wall_time_s:.1f} s)", flush=True)
+
+    try:
+        report = run_queue(items, pool, default_threads(pool.workers), directory, on_finish=on_finish)
+    finally:
+        pool.close()
+    if report.failed:
+        item, err = report.failed[0]
+        raise RuntimeError(f"{name}: trial {item.trial.key} failed: {err}") from err
+    if report.left:
+        raise RuntimeError(f"{name}: stopped with {len(report.left)} trials left; run again to continue")
+    record, _ = assemble_record(exp, scale, cfg, directory)
+    assert record is not None
+    from analysis.results import record_path
+
+    return record, str(record_path(name, scale, directory))
 
 
 def staleness(record: Record) -> list[str]:

@@ -14,20 +14,18 @@ initialisation the per-sublayer update size ||x_{l+1} - x_l|| / ||x_l||.
 from __future__ import annotations
 
 import math
-import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
+from analysis.core.trial import Trial
 from analysis.experiments.base import Workload, compare, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig, update_sizes
 from analysis.train import (
     TrainConfig,
     fixed_windows,
-    pick_device,
     token_stats,
     train_lm,
 )
@@ -53,7 +51,6 @@ class Config:
     seeds: tuple[int, ...]
     eval_windows: int
     margin: float = 0.1  # nats/byte below the unigram entropy a run must reach to count as trained, with one seed
-    workers: int = 1  # processes training runs side by side (each with one thread)
     corpus_file: str | None = None
     seed: int = 0
 
@@ -62,15 +59,13 @@ class Config:
             raise ValueError(f"lrs must be positive and increasing; got {self.lrs!r}")
         if len(self.warmups) != 2 or self.warmups[0] != 0 or not 0 < self.warmups[1] <= self.steps:
             raise ValueError(f"warmups must be (0, w) with 0 < w <= steps; got {self.warmups!r}")
-        if not isinstance(self.workers, int) or self.workers < 1:
-            raise ValueError(f"workers must be a positive integer; got {self.workers!r}")
 
 
 CONFIGS: dict[str, Config] = {
     "smoke": Config(d=32, s=16, depths=(1, 2), ctx=32, batch=4, steps=6, lrs=(1e-3, 1e-2), warmups=(0, 3), seeds=(0,),
                     eval_windows=4),
     "cpu": Config(d=32, s=16, depths=(2, 6, 24), ctx=64, batch=8, steps=120, lrs=(1e-3, 10**-2.5, 1e-2, 10**-1.5),
-                  warmups=(0, 24), seeds=(0, 1), eval_windows=32, workers=2),  # 11 minutes on 2 cores
+                  warmups=(0, 24), seeds=(0, 1), eval_windows=32),  # 11 minutes on 2 cores, 2 trials at a time
     "gpu": Config(d=384, s=128, depths=(6, 12, 24, 48), ctx=256, batch=32, steps=2000,
                   lrs=tuple(float(10 ** (k / 4)) * 1e-4 for k in range(0, 11)), warmups=(0, 200), seeds=(0, 1, 2),
                   eval_windows=128),
@@ -91,12 +86,20 @@ def unigram_entropy(tokens: np.ndarray) -> float:
     return float(-(p * np.log(p)).sum())
 
 
-def _train(job: tuple[Config, int, str, str, int, float, int]) -> dict[str, Any]:
-    """One run: (config, depth, block, residual, warmup, lr, seed) -> its record."""
-    cfg, depth, block, residual, warmup, lr, seed = job
-    device = pick_device()
+def trials(cfg: Config) -> list[Trial]:
+    """Every (depth, architecture, warmup, learning rate, seed); a seed gives the same initialisation at every
+    learning rate and warmup (run_seed(cfg, seed))."""
+    return [Trial(f"d{depth}.{block}-{residual}.w{warmup}.lr{lr:.4g}.seed{seed}", run_seed(cfg, seed),
+                  {"depth": depth, "block": block, "residual": residual, "warmup": warmup, "lr": lr, "seed": seed})
+            for depth in cfg.depths for block, residual in ARCHS for warmup in cfg.warmups for lr in cfg.lrs
+            for seed in cfg.seeds]
+
+
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+    """One stack trained at one learning rate and warmup: its losses, divergence and update sizes at init."""
+    p = trial.params
+    depth, block, residual, warmup, lr, seed = (p[k] for k in ("depth", "block", "residual", "warmup", "lr", "seed"))
     corpus = corpus_of(cfg)
-    torch.manual_seed(run_seed(cfg, seed))  # the same initialisation at every learning rate and warmup
     model = LanguageModel(model_config(cfg, block, residual, depth)).to(device)
     with torch.no_grad():
         probe = fixed_windows(corpus.val, cfg.ctx, 4)[0].to(device)
@@ -114,26 +117,15 @@ def _train(job: tuple[Config, int, str, str, int, float, int]) -> dict[str, Any]
             "val_loss": val, "val_se": val_se}
 
 
-def _init_worker() -> None:
-    torch.set_num_threads(1)
-
-
-def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
-    """Every (depth, architecture, warmup, learning rate, seed); plain data, in that order whatever the workers."""
+def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+    """The runs in trial order, the unigram entropy of the corpus, and the threshold a run must beat to count as
+    trained (the unigram entropy less 3x the seed spread, or less ``margin`` with one seed)."""
     corpus = corpus_of(cfg)
-    jobs = [(cfg, depth, block, residual, warmup, lr, seed) for depth in cfg.depths for block, residual in ARCHS
-            for warmup in cfg.warmups for lr in cfg.lrs for seed in cfg.seeds]
-    if cfg.workers > 1:
-        with ProcessPoolExecutor(cfg.workers, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_init_worker) as pool:
-            runs = list(pool.map(_train, jobs))
-    else:
-        runs = [_train(job) for job in jobs]
     unigram = unigram_entropy(corpus.train)
-    spread = seed_spread(runs)
+    spread = seed_spread(results)
     margin = 3 * spread if math.isfinite(spread) else cfg.margin
-    return {"device_type": pick_device().type, "corpus": corpus.summary(), "unigram_entropy": unigram,
-            "seed_spread": spread, "threshold": unigram - margin, "runs": runs}
+    return {"device_type": device_type, "corpus": corpus.summary(), "unigram_entropy": unigram,
+            "seed_spread": spread, "threshold": unigram - margin, "runs": results}
 
 
 def seed_spread(runs: list[dict[str, Any]]) -> float:
@@ -267,9 +259,9 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     return out
 
 
-def plan(cfg: Config) -> list[Workload]:
-    """Every stack trained: per depth and architecture, one run per warmup, learning rate and seed."""
-    evals = -(-cfg.eval_windows // cfg.batch)
-    count = len(cfg.warmups) * len(cfg.lrs) * len(cfg.seeds)
-    return [Workload(f"{arch_label(b, r)}, depth {depth}", model_config(cfg, b, r, depth), cfg.batch, cfg.ctx,
-                     cfg.steps, evals, count) for depth in cfg.depths for b, r in ARCHS]
+def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:
+    """The stack a trial trains and its validation batches."""
+    p = trial.params
+    return [Workload(f"{arch_label(p['block'], p['residual'])}, depth {p['depth']}",
+                     model_config(cfg, p["block"], p["residual"], p["depth"]), cfg.batch, cfg.ctx, cfg.steps,
+                     -(-cfg.eval_windows // cfg.batch))]

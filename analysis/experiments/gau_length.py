@@ -18,14 +18,13 @@ Seeds are paired: a seed gives every normalisation the same initial draw and the
 from __future__ import annotations
 
 import math
-import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
+from analysis.core.trial import Trial
 from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
 from analysis.length import (
     SpacedLookupTask,
@@ -35,11 +34,11 @@ from analysis.length import (
 )
 from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.recall import IGNORE, recall_metrics
-from analysis.train import TrainConfig, fixed_windows, pick_device, train_lm
+from analysis.train import TrainConfig, fixed_windows, train_lm
 from analysis.verify import Claim
 
 NAME = "gau-length"
-DATA_VERSION = 1  # raised when the layout of run()'s data changes
+DATA_VERSION = 1  # raised when the layout of the assembled data changes
 NORMS = ("relu2_ns", "relu2_n2", "softmax", "softmax_log512")
 NORM_LABELS = {"relu2_ns": "relu²/(ns)", "relu2_n2": "relu²(qk/n)", "softmax": "softmax",
                "softmax_log512": "softmax · log₅₁₂ n"}
@@ -72,7 +71,6 @@ class Config:
     text_lr: float
     eval_windows: int
     batch: int
-    workers: int = 1
     norms: tuple[str, ...] = NORMS
     corpus_file: str | None = None
     seed: int = 0
@@ -88,8 +86,6 @@ class Config:
             raise ValueError(f"long ({self.long}) must be a multiple of ctx ({self.ctx})")
         if not set(self.norms) <= set(NORMS) or not self.norms:
             raise ValueError(f"norms must be among {', '.join(NORMS)}; got {self.norms!r}")
-        if self.workers < 1:
-            raise ValueError(f"workers must be at least 1; got {self.workers}")
 
 
 CONFIGS: dict[str, Config] = {
@@ -99,7 +95,7 @@ CONFIGS: dict[str, Config] = {
     # 1200 recall steps: relu^2 GAU needs about 700 at 1e-2 to leave the plateau (softmax about 250)
     "cpu": Config(d=64, layers=2, s=32, seeds=(0, 1, 2), pairs=8, keys=64, values=16, queries=8, span=64,
                   spans=(16, 32, 64, 128, 256, 512), recall_steps=1200, recall_lr=1e-2, eval_sequences=512, ctx=64,
-                  long=512, text_steps=600, text_lr=3e-3, eval_windows=32, batch=32, workers=2),
+                  long=512, text_steps=600, text_lr=3e-3, eval_windows=32, batch=32),
     # sized from step times measured on an H100 (a step of these small models is bound by kernel launches, about
     # 4 ms per GAU layer); relu^2 did not leave its plateau in 1200 steps at length 256, so length 128, 2000 steps
     "gpu": Config(d=256, layers=2, s=64, seeds=(0, 1), pairs=16, keys=256, values=16, queries=16, span=128,
@@ -138,10 +134,8 @@ def _evaluate(model: LanguageModel, x: torch.Tensor, y: torch.Tensor, device: to
             "entropy": [float(np.concatenate([r[i]["entropy"] for r in rows]).mean()) for i in layers]}
 
 
-def _recall(cfg: Config, norm: str, seed: int) -> dict[str, Any]:
-    device = pick_device()
+def _recall(cfg: Config, norm: str, seed: int, device: torch.device) -> dict[str, Any]:
     task = task_of(cfg, cfg.span)
-    torch.manual_seed(run_seed(cfg, seed))
     model = LanguageModel(model_config(cfg, norm, task.vocab))
     log = train_lm(model, task.source(), TrainConfig(steps=cfg.recall_steps, batch=cfg.batch, lr=cfg.recall_lr,
                                                      warmup=max(1, cfg.recall_steps // 10), seed=run_seed(cfg, seed)),
@@ -156,10 +150,8 @@ def _recall(cfg: Config, norm: str, seed: int) -> dict[str, Any]:
             "final_train_loss": log.train_loss[-1] if log.train_loss else math.nan}
 
 
-def _text(cfg: Config, norm: str, seed: int) -> dict[str, Any]:
-    device = pick_device()
+def _text(cfg: Config, norm: str, seed: int, device: torch.device) -> dict[str, Any]:
     corpus = corpus_of(cfg)
-    torch.manual_seed(run_seed(cfg, seed))
     model = LanguageModel(model_config(cfg, norm, 256))
     log = train_lm(model, corpus.train, TrainConfig(steps=cfg.text_steps, batch=cfg.batch, lr=cfg.text_lr,
                                                     warmup=max(1, cfg.text_steps // 20), seed=run_seed(cfg, seed)),
@@ -176,30 +168,24 @@ def _text(cfg: Config, norm: str, seed: int) -> dict[str, Any]:
             "mass": [np.round(r["mass"].reshape(-1, n).mean(0), 5).tolist() for r in rows]}
 
 
-def _job(job: tuple[Config, str, str, int]) -> dict[str, Any]:
-    cfg, task, norm, seed = job
-    return _recall(cfg, norm, seed) if task == "recall" else _text(cfg, norm, seed)
+def trials(cfg: Config) -> list[Trial]:
+    """Every (task, normalisation, seed), seeded with run_seed(cfg, seed): a seed gives every normalisation the same
+    initial draw and batches."""
+    return [Trial(f"{task}.{norm}.seed{seed}", run_seed(cfg, seed), {"task": task, "norm": norm, "seed": seed})
+            for task in ("recall", "text") for norm in cfg.norms for seed in cfg.seeds]
 
 
-def _init_worker() -> None:
-    torch.set_num_threads(1)
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+    """One model trained and evaluated: recall (accuracy and attention per span and layout) or text (loss per
+    position with full and truncated context, attention per position)."""
+    p = trial.params
+    return (_recall if p["task"] == "recall" else _text)(cfg, p["norm"], p["seed"], device)
 
 
-def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
-    """Every (task, normalisation, seed); plain data in that order whatever the workers."""
-    jobs = [(cfg, task, norm, seed) for task in ("recall", "text") for norm in cfg.norms for seed in cfg.seeds]
-    if cfg.workers > 1:
-        with ProcessPoolExecutor(cfg.workers, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_init_worker) as pool:
-            runs = list(pool.map(_job, jobs))
-    else:
-        runs = []
-        for i, job in enumerate(jobs):
-            runs.append(_job(job))
-            if progress:
-                print(f"gau-length: {i + 1}/{len(jobs)} runs done ({job[1]}, {job[2]}, seed {job[3]})", flush=True)
-    return {"device_type": pick_device().type, "corpus": corpus_of(cfg).summary(), "chance": 1 / cfg.values,
-            "train_span": cfg.span, "spans": list(cfg.spans), "ctx": cfg.ctx, "long": cfg.long, "runs": runs}
+def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+    """The runs in trial order, with what the chapter needs of the setting."""
+    return {"device_type": device_type, "corpus": corpus_of(cfg).summary(), "chance": 1 / cfg.values,
+            "train_span": cfg.span, "spans": list(cfg.spans), "ctx": cfg.ctx, "long": cfg.long, "runs": results}
 
 
 def _runs(data: dict[str, Any], task: str, norm: str) -> list[dict[str, Any]]:
@@ -346,13 +332,13 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     return out
 
 
-def plan(cfg: Config) -> list[Workload]:
-    """Per normalisation and seed, a recall model and a text model, with their evaluations."""
-    count = len(cfg.seeds)
-    recall_evals = 2 * sum(-(-cfg.eval_sequences // cfg.batch) * s for s in cfg.spans) // cfg.span
-    text_evals = -(-cfg.eval_windows * (cfg.long // cfg.ctx + cfg.long - cfg.ctx + 1) // cfg.batch)  # full + truncated
-    return [w for norm in cfg.norms for w in (
-        Workload(f"recall, {NORM_LABELS[norm]}", model_config(cfg, norm, task_of(cfg, cfg.span).vocab), cfg.batch,
-                 cfg.span, cfg.recall_steps, recall_evals, count),
-        Workload(f"text, {NORM_LABELS[norm]}", model_config(cfg, norm, 256), cfg.batch, cfg.ctx, cfg.text_steps,
-                 text_evals, count))]
+def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:
+    """The model a trial trains and its evaluations."""
+    norm = trial.params["norm"]
+    if trial.params["task"] == "recall":
+        evals = 2 * sum(-(-cfg.eval_sequences // cfg.batch) * s for s in cfg.spans) // cfg.span
+        return [Workload(f"recall, {NORM_LABELS[norm]}", model_config(cfg, norm, task_of(cfg, cfg.span).vocab),
+                         cfg.batch, cfg.span, cfg.recall_steps, evals)]
+    evals = -(-cfg.eval_windows * (cfg.long // cfg.ctx + cfg.long - cfg.ctx + 1) // cfg.batch)  # full + truncated
+    return [Workload(f"text, {NORM_LABELS[norm]}", model_config(cfg, norm, 256), cfg.batch, cfg.ctx, cfg.text_steps,
+                     evals)]

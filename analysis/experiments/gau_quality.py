@@ -6,27 +6,26 @@ hold a Transformer layer's 12 d^2), and FLASH (the same post-norm stack, quadrat
 ``chunk`` and linear attention across them). Each is trained with the same seeds (same initial draw of shared
 shapes aside, the same batches) on
 
-* the byte corpus: validation loss along training, against steps and against the measured training time (the runs
-  share one process per worker, one thread each, so their times are comparable ratios);
+* the byte corpus: validation loss along training, against steps and against the measured training time (every trial
+  runs with the same thread count, so their times are comparable ratios);
 * single-token recall (:class:`analysis.recall.LookupTask`) with a growing number of pairs: held-out accuracy.
 """
 
 from __future__ import annotations
 
 import math
-import multiprocessing
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
+from analysis.core.trial import Trial
 from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.recall import LookupTask, recall_metrics
-from analysis.train import TrainConfig, pick_device, token_stats, train_lm
+from analysis.train import TrainConfig, token_stats, train_lm
 from analysis.verify import Claim
 
 NAME = "gau-quality"
@@ -61,7 +60,6 @@ class Config:
     recall_steps: int
     recall_lr: float
     eval_sequences: int
-    workers: int = 1
     corpus_file: str | None = None
     seed: int = 0
 
@@ -72,8 +70,6 @@ class Config:
             raise ValueError(f"evals must be in [1, steps]; got {self.evals}")
         if max(self.pairs) > self.keys:
             raise ValueError(f"pairs ({max(self.pairs)}) must not exceed keys ({self.keys})")
-        if self.workers < 1:
-            raise ValueError(f"workers must be at least 1; got {self.workers}")
 
 
 CONFIGS: dict[str, Config] = {
@@ -82,7 +78,7 @@ CONFIGS: dict[str, Config] = {
                     recall_steps=8, recall_lr=1e-2, eval_sequences=32),
     "cpu": Config(d=96, layers=2, heads=4, s=32, chunk=16, seeds=(0, 1, 2), ctx=64, steps=600, batch=32, lr=3e-3,
                   evals=24, eval_windows=128, lr_check=1e-2, pairs=(4, 16, 64), keys=64, values=16, queries=4,
-                  recall_d=64, recall_steps=800, recall_lr=1e-2, eval_sequences=512, workers=2),
+                  recall_d=64, recall_steps=800, recall_lr=1e-2, eval_sequences=512),
     "gpu": Config(d=512, layers=8, heads=8, s=128, chunk=128, seeds=(0, 1, 2), ctx=1024, steps=4000, batch=32, lr=1e-3,
                   evals=40, eval_windows=256, lr_check=3e-3, pairs=(16, 64, 256, 1024), keys=1024, values=16,
                   queries=16, recall_d=256, recall_steps=2000, recall_lr=3e-3, eval_sequences=1024),
@@ -102,11 +98,9 @@ def model_config(cfg: Config, arch: str, vocab: int = 256, ctx: int | None = Non
                        residual="pre" if arch == "flash-quad-pre" else "post", s=cfg.s, chunk=cfg.chunk, ctx=ctx)
 
 
-def _text(cfg: Config, arch: str, seed: int, lr: float) -> dict[str, Any]:
+def _text(cfg: Config, arch: str, seed: int, lr: float, device: torch.device) -> dict[str, Any]:
     """Train on the corpus; validation loss at ``evals`` points with the training seconds spent to reach each."""
-    device = pick_device()
     corpus = corpus_of(cfg)
-    torch.manual_seed(run_seed(cfg, seed))
     model = LanguageModel(model_config(cfg, arch))
     every = max(1, cfg.steps // cfg.evals)
     curve: list[tuple[int, float, float]] = []  # (step, seconds of training, validation loss)
@@ -135,11 +129,9 @@ def _text(cfg: Config, arch: str, seed: int, lr: float) -> dict[str, Any]:
             "seconds_per_step": clock["train"] / (log.diverged_at or cfg.steps)}
 
 
-def _recall(cfg: Config, arch: str, seed: int, pairs: int) -> dict[str, Any]:
+def _recall(cfg: Config, arch: str, seed: int, pairs: int, device: torch.device) -> dict[str, Any]:
     """Train on LookupTask with ``pairs`` bindings; held-out query accuracy and loss."""
-    device = pick_device()
     task = LookupTask(pairs, keys=cfg.keys, values=cfg.values, queries=cfg.queries)
-    torch.manual_seed(run_seed(cfg, seed))
     model = LanguageModel(model_config(cfg, arch, task.vocab, task.length, cfg.recall_d))
     log = train_lm(model, task.source(), TrainConfig(steps=cfg.recall_steps, batch=cfg.batch, lr=cfg.recall_lr,
                                                      warmup=max(1, cfg.recall_steps // 10), seed=run_seed(cfg, seed)),
@@ -151,29 +143,31 @@ def _recall(cfg: Config, arch: str, seed: int, pairs: int) -> dict[str, Any]:
             "parameters": model.num_parameters(), "diverged_at": log.diverged_at}
 
 
-def _job(job: tuple[Any, ...]) -> dict[str, Any]:
-    cfg, task, arch, seed, extra = job
-    return _text(cfg, arch, seed, extra) if task == "text" else _recall(cfg, arch, seed, extra)
-
-
-def _init_worker() -> None:
-    torch.set_num_threads(1)
-
-
-def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
+def trials(cfg: Config) -> list[Trial]:
     """Every (architecture, seed) on text at lr, one seed at lr_check, and every (architecture, seed, pairs) on
-    recall; plain data in that order whatever the workers."""
-    jobs: list[tuple[Any, ...]] = [(cfg, "text", a, seed, cfg.lr) for a in ARCHS for seed in cfg.seeds]
-    jobs += [(cfg, "text", a, cfg.seeds[0], cfg.lr_check) for a in ARCHS]
-    jobs += [(cfg, "recall", a, seed, p) for p in cfg.pairs for a in ARCHS for seed in cfg.seeds]
-    if cfg.workers > 1:
-        with ProcessPoolExecutor(cfg.workers, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_init_worker) as pool:
-            runs = list(pool.map(_job, jobs))
-    else:
-        runs = [_job(job) for job in jobs]
-    return {"device_type": pick_device().type, "corpus": corpus_of(cfg).summary(), "lr": cfg.lr,
-            "lr_check": cfg.lr_check, "pairs": list(cfg.pairs), "chance": 1 / cfg.values, "runs": runs}
+    recall; seeded with run_seed(cfg, seed), so that a seed gives every architecture the same batches."""
+    def trial(task: str, arch: str, seed: int, extra: float) -> Trial:
+        tag = f"lr{extra:.4g}" if task == "text" else f"pairs{extra}"
+        return Trial(f"{task}.{arch}.{tag}.seed{seed}", run_seed(cfg, seed),
+                     {"task": task, "arch": arch, "seed": seed, ("lr" if task == "text" else "pairs"): extra})
+
+    out = [trial("text", a, seed, cfg.lr) for a in ARCHS for seed in cfg.seeds]
+    out += [trial("text", a, cfg.seeds[0], cfg.lr_check) for a in ARCHS]
+    return out + [trial("recall", a, seed, p) for p in cfg.pairs for a in ARCHS for seed in cfg.seeds]
+
+
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+    """One model trained: on text (validation curve against steps and seconds) or on recall (held-out accuracy)."""
+    p = trial.params
+    if p["task"] == "text":
+        return _text(cfg, p["arch"], p["seed"], p["lr"], device)
+    return _recall(cfg, p["arch"], p["seed"], p["pairs"], device)
+
+
+def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+    """The runs in trial order, with the learning rates, pairs and chance level."""
+    return {"device_type": device_type, "corpus": corpus_of(cfg).summary(), "lr": cfg.lr,
+            "lr_check": cfg.lr_check, "pairs": list(cfg.pairs), "chance": 1 / cfg.values, "runs": results}
 
 
 def _text_runs(data: dict[str, Any], arch: str, lr: float | None = None) -> list[dict[str, Any]]:
@@ -318,16 +312,14 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     ]
 
 
-def plan(cfg: Config) -> list[Workload]:
-    """Per architecture: text runs (seeds, plus the lr check) and recall runs per number of pairs."""
-    evals = (cfg.evals + 2) * -(-cfg.eval_windows // cfg.batch)
-    out = []
-    for a in ARCHS:
-        out.append(Workload(f"text, {ARCH_LABELS[a]}", model_config(cfg, a), cfg.batch, cfg.ctx, cfg.steps, evals,
-                            len(cfg.seeds) + 1))
-        for p in cfg.pairs:
-            task = LookupTask(p, keys=cfg.keys, values=cfg.values, queries=cfg.queries)
-            out.append(Workload(f"recall {p} pairs, {ARCH_LABELS[a]}",
-                                model_config(cfg, a, task.vocab, task.length, cfg.recall_d), cfg.batch, task.length,
-                                cfg.recall_steps, -(-cfg.eval_sequences // cfg.batch), len(cfg.seeds)))
-    return out
+def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:
+    """The model a trial trains and its evaluations."""
+    p = trial.params
+    arch = p["arch"]
+    if p["task"] == "text":
+        evals = (cfg.evals + 2) * -(-cfg.eval_windows // cfg.batch)
+        return [Workload(f"text, {ARCH_LABELS[arch]}", model_config(cfg, arch), cfg.batch, cfg.ctx, cfg.steps, evals)]
+    task = LookupTask(p["pairs"], keys=cfg.keys, values=cfg.values, queries=cfg.queries)
+    return [Workload(f"recall {p['pairs']} pairs, {ARCH_LABELS[arch]}",
+                     model_config(cfg, arch, task.vocab, task.length, cfg.recall_d), cfg.batch, task.length,
+                     cfg.recall_steps, -(-cfg.eval_sequences // cfg.batch))]

@@ -1,0 +1,235 @@
+"""Campaigns: the missing trials of a scale, run in priority order within a time budget, resumable at any point.
+
+Order. Experiments go by their module's ``PRIORITY`` (lower first; 50 when it has none), then by the estimated
+seconds of their missing trials (cheapest first, so that a short lease completes whole records), then by name;
+within an experiment, trials go in the order of ``trials(cfg)``.
+
+Estimates. A trial's expected seconds are its counted FLOPs (its ``trial_plan``, one training step counted on the
+meta device by :func:`analysis.cost.step_cost`) divided by a throughput: the throughput measured on this device by
+the experiment's stored trials (their summed seconds over their summed FLOPs), else an assumption stated here
+(:data:`ASSUMED_FLOPS`), with a floor on a GPU for the kernel launches of small models (:data:`GPU_LAYER_STEP_S`).
+A trial whose plan counts no FLOPs takes the mean seconds of the experiment's stored trials on this device, else
+:data:`UNKNOWN_TRIAL_S`.
+
+A campaign starts no trial that it expects not to finish within the budget, stops between trials on SIGINT or
+SIGTERM, and, killed outright, loses only the trials in flight: run again, it continues where it was. When every
+trial of an experiment is stored, its record is assembled (:func:`analysis.core.trials.assemble_record`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from analysis.core.runner import (
+    QueueItem,
+    QueueReport,
+    default_threads,
+    make_executor,
+    pick_device,
+    run_queue,
+)
+from analysis.core.trials import Experiment, TrialFile, TrialStatus, assemble_record, trial_status
+from analysis.results import device_name
+from analysis.scale import validate_scale
+
+DEFAULT_PRIORITY = 50
+# Throughputs assumed before a trial of the experiment has been timed on the device (FLOP/s of training work):
+# a GPU at 25% of the H100's dense bf16 peak; a CPU core at 10 GFLOP/s (2 cores measured 15 to 30 GFLOP/s on
+# the recorded cpu trials of this book, so the assumption errs long).
+ASSUMED_FLOPS = {"cuda": 0.25 * 989e12, "cpu": 10e9}
+GPU_LAYER_STEP_S = 4e-3  # measured on an H100: a step of a small model costs about 4 ms per layer in kernel launches
+UNKNOWN_TRIAL_S = 60.0
+
+
+def parse_budget(text: str) -> float:
+    """Seconds of a budget written as 90, 90s, 9m or 1.5h."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", str(text))
+    if not m or float(m.group(1)) <= 0:
+        raise ValueError(f"budget must be a positive number of seconds, or end in s, m or h (e.g. 9m); got {text!r}")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+@lru_cache(maxsize=None)
+def _step_cost(model: Any, batch: int, ctx: int) -> tuple[int, float, float, float]:
+    from analysis.cost import step_cost
+
+    return step_cost(model, batch, ctx)
+
+
+def workload_flops(workloads: Sequence[Any]) -> tuple[float, int]:
+    """(FLOPs, layer-steps) of a list of workloads: training steps, evaluation batches and counted work."""
+    flops, layer_steps = 0.0, 0
+    for w in workloads:
+        if w.model is None:
+            flops += w.count * w.flops
+            continue
+        _, fwd, fwd_bwd, _ = _step_cost(w.model, w.batch, w.ctx)
+        flops += w.count * (w.steps * fwd_bwd + w.eval_batches * fwd)
+        layer_steps += w.count * (w.steps + w.eval_batches) * int(getattr(w.model, "layers", 1))
+    return flops, layer_steps
+
+
+@dataclass
+class Estimator:
+    """Expected seconds of the trials of one experiment at one scale on this device."""
+
+    exp: Experiment
+    cfg: Any
+    device_type: str
+    measured_flops: float = 0.0
+    measured_s: float = 0.0
+    measured_n: int = 0
+
+    @classmethod
+    def from_status(cls, exp: Experiment, cfg: Any, status: TrialStatus, device: str, device_type: str
+                    ) -> Estimator:
+        """Calibrated on the stored trials of ``status`` that ran on ``device``."""
+        est = cls(exp, cfg, device_type)
+        by_key = {t.key: t for t in status.trials}
+        for tf in status.stored.values():
+            if tf.provenance.get("device") == device and tf.key in by_key:
+                est.measured_flops += workload_flops(exp.trial_plan(cfg, by_key[tf.key]))[0]
+                est.measured_s += tf.wall_time_s
+                est.measured_n += 1
+        return est
+
+    @property
+    def measured(self) -> bool:
+        """Whether a stored trial timed on this device calibrates the estimate."""
+        return self.measured_n > 0
+
+    def seconds(self, trial: Any) -> float:
+        """Expected seconds of ``trial``."""
+        flops, layer_steps = workload_flops(self.exp.trial_plan(self.cfg, trial))
+        if flops > 0 and self.measured and self.measured_flops > 0:
+            return flops * self.measured_s / self.measured_flops
+        if flops <= 0:
+            return self.measured_s / self.measured_n if self.measured else UNKNOWN_TRIAL_S
+        seconds = flops / ASSUMED_FLOPS["cuda" if self.device_type == "cuda" else "cpu"]
+        if self.device_type == "cuda":
+            seconds = max(seconds, layer_steps * GPU_LAYER_STEP_S)
+        return seconds
+
+
+@dataclass
+class ExperimentPlan:
+    """One experiment in a campaign: its config, trial status and the expected seconds of each missing trial."""
+
+    exp: Experiment
+    cfg: Any
+    status: TrialStatus
+    estimates: dict[str, float] = field(default_factory=dict)  # trial key -> seconds
+    measured: bool = False
+
+    @property
+    def priority(self) -> int:
+        """The module's PRIORITY (lower first)."""
+        return int(getattr(self.exp.module, "PRIORITY", DEFAULT_PRIORITY))
+
+    @property
+    def missing_s(self) -> float:
+        """Expected seconds of the missing trials."""
+        return sum(self.estimates[t.key] for t in self.status.missing)
+
+
+def campaign_plans(scale: str, only: Sequence[str] | None = None, directory: str | os.PathLike[str] | None = None,
+                   refresh_stale: bool = False) -> list[ExperimentPlan]:
+    """Every (or each named) experiment at ``scale`` with its trial status and estimates, in campaign order."""
+    from analysis.experiments import EXPERIMENTS, config_for, get_experiment
+
+    scale = validate_scale(scale)
+    names = list(only) if only else sorted(EXPERIMENTS)
+    device = pick_device()
+    here = device_name()
+    plans = []
+    for name in names:
+        exp = Experiment(get_experiment(name))
+        cfg = config_for(exp.module, scale)
+        status = trial_status(exp, scale, cfg, directory)
+        if refresh_stale:
+            stale = {exp.trial_id(cfg, t) for t in status.stale}
+            status = TrialStatus(status.experiment, scale, status.trials, status.ids,
+                                 {i: f for i, f in status.stored.items() if i not in stale}, status.code)
+        est = Estimator.from_status(exp, cfg, status, here, device.type)
+        plans.append(ExperimentPlan(exp, cfg, status, {t.key: est.seconds(t) for t in status.missing}, est.measured))
+    plans.sort(key=lambda p: (p.priority, p.missing_s, p.exp.name))
+    return plans
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+def status_lines(plans: Sequence[ExperimentPlan], scale: str) -> list[str]:
+    """One line per experiment: trials done of all, and the expected time of what is left."""
+    lines = [f"campaign at {scale} scale on {device_name()}, in the order it runs:"]
+    for p in plans:
+        left = len(p.status.missing)
+        basis = "measured here" if p.measured else "from plan"
+        lines.append(f"  {p.exp.name}: {p.status.describe()}" +
+                     (f"; {left} left, about {_minutes(p.missing_s)} ({basis})" if left else "; complete"))
+    total = sum(p.missing_s for p in plans)
+    left = sum(len(p.status.missing) for p in plans)
+    lines.append(f"left: {left} trials, about {_minutes(total)}")
+    return lines
+
+
+def run_campaign(scale: str, budget_s: float | None = None, only: Sequence[str] | None = None,
+                 executor: str = "inline", workers: int | None = None, threads: int | None = None,
+                 address: str | None = None, directory: str | os.PathLike[str] | None = None,
+                 refresh_stale: bool = False, progress: bool = True) -> tuple[QueueReport, list[ExperimentPlan]]:
+    """Run the missing trials of ``scale`` within ``budget_s``; assemble every record that became complete."""
+    plans = campaign_plans(scale, only, directory, refresh_stale)
+    items = [QueueItem(p.exp, scale, p.cfg, t, p.exp.trial_id(p.cfg, t), p.estimates[t.key])
+             for p in plans for t in p.status.missing]
+    n_workers = workers or 1
+    pool = make_executor(executor, workers, address, threads or default_threads(n_workers))
+    n_threads = threads or default_threads(pool.workers)
+
+    def on_finish(item: QueueItem, tf: TrialFile, k: int, n: int) -> None:
+        if progress:
+            print(f"[{k}/{n}] {item.exp.name} {item.trial.key}: {tf.wall_time_s:.1f} s "
+                  f"(expected {item.estimate_s:.1f} s)", flush=True)
+
+    try:
+        report = run_queue(items, pool, n_threads, directory, budget_s, on_finish)
+    finally:
+        pool.close()
+    ran = {item.exp.name for item, _ in report.finished}
+    for p in plans:
+        if p.exp.name in ran or (p.status.complete and not _record_exists(p, directory)):
+            record, _ = assemble_record(p.exp, scale, p.cfg, directory)
+            if record is not None and progress:
+                print(f"{p.exp.name}: all {p.status.total} trials stored; record assembled", flush=True)
+    return report, plans
+
+
+def _record_exists(plan: ExperimentPlan, directory: str | os.PathLike[str] | None) -> bool:
+    from analysis.results import record_path
+
+    return record_path(plan.exp.name, plan.status.scale, directory).exists()
+
+
+def report_lines(report: QueueReport, scale: str, only: Sequence[str] | None,
+                 directory: str | os.PathLike[str] | None = None) -> list[str]:
+    """What a campaign run did, why it stopped, and what is left (with expected times)."""
+    lines = [f"ran {len(report.finished)} trials in {_minutes(report.wall_time_s)}"]
+    for item, err in report.failed:
+        lines.append(f"FAILED: {item.exp.name} {item.trial.key}: {type(err).__name__}: {err}")
+    if report.stopped == "budget":
+        lines.append(f"stopped: the next trials are expected to outrun the budget ({len(report.left)} left)")
+    elif report.stopped == "signal":
+        lines.append(f"stopped on a signal between trials ({len(report.left)} left)")
+    return lines + status_lines(campaign_plans(scale, only, directory), scale)
+
+
+def never_fits(plans: Sequence[ExperimentPlan], budget_s: float) -> list[str]:
+    """Missing trials expected to take longer than a whole budget: a campaign of that budget never starts them."""
+    return [f"{p.exp.name} {t.key} ({_minutes(p.estimates[t.key])})" for p in plans for t in p.status.missing
+            if p.estimates[t.key] > budget_s and math.isfinite(p.estimates[t.key])]

@@ -1,0 +1,347 @@
+"""The one runner of trials: device, seeding, threads, progress, and the executors that run trials side by side.
+
+Every trial runs through :func:`execute`, whichever executor calls it: it sets the thread count, picks the device,
+seeds ``random``, numpy and torch with the trial's seed, runs the trial, and returns its plain data with the
+provenance of where it ran. So a trial gives the same result bit for bit whichever executor runs it, on the same
+device type with the same thread count (``tests/test_runner.py``).
+
+Executors (:func:`make_executor`):
+
+* ``inline``: in this process, one trial after another;
+* ``local``: worker processes (spawned) on this machine; with CUDA, one process per GPU, each seeing only its own;
+* ``ray``: tasks on a Ray cluster (``pip install -e .[ray]``), started by ``ray.init()`` on this machine or joined
+  with ``address``.
+
+:func:`run_queue` feeds trials to an executor in order and writes each finished trial's file at once, from this
+process, atomically; a kill loses only the trials in flight. With a deadline it starts no trial that it expects not
+to finish in time, and SIGINT or SIGTERM make it stop between trials.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import random
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from analysis.core.fingerprint import config_fingerprint
+from analysis.core.trials import Experiment, Trial, TrialFile, save_trial
+from analysis.results import from_jsonable, provenance, to_jsonable
+
+EXECUTORS = ("inline", "local", "ray")
+
+
+def pick_device() -> torch.device:
+    """CUDA when available, else the CPU: the device every trial runs on."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's ``random``, numpy's global generator and torch (CPU and CUDA) with ``seed``."""
+    if not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0; got {seed!r}")
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def cpu_cores() -> int:
+    """The CPU cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def default_threads(workers: int) -> int:
+    """Threads per trial: the cores shared out among the workers, at least one."""
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1; got {workers}")
+    return max(1, cpu_cores() // workers)
+
+
+@dataclass(frozen=True)
+class TrialTask:
+    """What a worker needs to run one trial: the experiment's name and config, the trial, its threads."""
+
+    experiment: str
+    scale: str
+    config: Any
+    trial: Trial
+    trial_id: str
+    threads: int
+    executor: str = "inline"
+
+
+@contextmanager
+def _threads(n: int) -> Iterator[None]:
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def execute(task: TrialTask) -> TrialFile:
+    """Run one trial as every executor does: threads, device, seed, then the experiment's ``run_trial``."""
+    from analysis.experiments import get_experiment
+
+    exp = Experiment(get_experiment(task.experiment))
+    with _threads(task.threads):
+        device = pick_device()
+        seed_everything(task.trial.seed)
+        start = time.perf_counter()
+        result = to_jsonable(exp.run_trial(task.config, task.trial, device))
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        wall = time.perf_counter() - start
+    prov = {**provenance(wall), "threads": task.threads, "executor": task.executor, "device_type": device.type}
+    fingerprint = {"config": config_fingerprint(exp.config_dict(task.config)), "code": exp.code,
+                   "data_version": int(exp.module.DATA_VERSION)}
+    return TrialFile(task.experiment, task.scale, task.trial.key, task.trial_id, task.trial.seed,
+                     to_jsonable(dict(task.trial.params)), result, prov, fingerprint)
+
+
+def run_in_process(exp: Experiment, scale: str, cfg: Any, threads: int | None = None) -> dict[str, Any]:
+    """Every trial of ``cfg`` run here, one after another, and assembled; nothing is stored (a chapter's live run)."""
+    results, device = [], "cpu"
+    for trial in exp.trials(cfg):
+        tf = execute(TrialTask(exp.name, scale, cfg, trial, exp.trial_id(cfg, trial), threads or default_threads(1)))
+        results.append(from_jsonable(tf.result))
+        device = str(tf.provenance["device_type"])
+    return exp.assemble(cfg, results, device)
+
+
+class Executor(Protocol):
+    """Runs trial tasks and hands back futures of their trial files."""
+
+    name: str
+    workers: int
+
+    def submit(self, task: TrialTask) -> Future[TrialFile]: ...
+
+    def close(self) -> None: ...
+
+
+class InlineExecutor:
+    """Runs each trial in this process when it is submitted."""
+
+    name = "inline"
+
+    def __init__(self) -> None:
+        self.workers = 1
+
+    def submit(self, task: TrialTask) -> Future[TrialFile]:
+        """Run ``task`` now; the future holds its file or its exception."""
+        future: Future[TrialFile] = Future()
+        try:
+            future.set_result(execute(task))
+        except BaseException as err:  # noqa: BLE001 - handed to the caller through the future
+            if isinstance(err, KeyboardInterrupt):
+                raise
+            future.set_exception(err)
+        return future
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+_GPU_SLOTS: Any = None
+
+
+def _init_local_worker(slots: Any) -> None:
+    """A spawned worker: with GPUs, take one index from the queue and see only that GPU."""
+    if slots is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(slots.get())
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+
+
+class LocalExecutor:
+    """Worker processes on this machine (spawned): CPU workers, or one process per GPU."""
+
+    name = "local"
+
+    def __init__(self, workers: int | None = None) -> None:
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        self.workers = workers if workers is not None else (gpus or max(1, cpu_cores()))
+        if self.workers < 1:
+            raise ValueError(f"workers must be at least 1; got {self.workers}")
+        if gpus and self.workers > gpus:
+            raise ValueError(f"workers must be at most the {gpus} GPUs here (one process per GPU); got {self.workers}")
+        ctx = multiprocessing.get_context("spawn")
+        slots = None
+        if gpus:
+            slots = ctx.Queue()
+            for i in range(self.workers):
+                slots.put(i)
+        self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init_local_worker,
+                                         initargs=(slots,))
+
+    def submit(self, task: TrialTask) -> Future[TrialFile]:
+        """Queue ``task`` on a worker process."""
+        return self._pool.submit(execute, task)
+
+    def close(self) -> None:
+        """Stop the workers (after the trials they run)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+class RayExecutor:
+    """Ray tasks: on a cluster started here by ``ray.init()``, or an existing one at ``address``."""
+
+    name = "ray"
+
+    def __init__(self, workers: int | None = None, address: str | None = None, threads: int = 1) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise ValueError("the ray executor needs Ray: pip install -e .[ray]") from None
+        self._ray = ray
+        if not ray.is_initialized():
+            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                      "configure_logging": False}
+            if address:
+                ray.init(address=address, **kwargs)
+            else:
+                ray.init(num_cpus=(workers or cpu_cores()) * threads, **kwargs)
+        gpus = int(ray.cluster_resources().get("GPU", 0))
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        self.workers = workers or (gpus or max(1, cpus // threads))
+        self._remote = ray.remote(execute).options(num_cpus=threads, num_gpus=1 if gpus else 0, max_retries=0)
+
+    def submit(self, task: TrialTask) -> Future[TrialFile]:
+        """Queue ``task`` as a Ray task."""
+        return self._remote.remote(task).future()
+
+    def close(self) -> None:
+        """Leave the cluster (a cluster started here stops)."""
+        self._ray.shutdown()
+
+
+def make_executor(name: str, workers: int | None = None, address: str | None = None, threads: int = 1) -> Executor:
+    """An executor by name: inline, local or ray."""
+    if name not in EXECUTORS:
+        raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}; got {name!r}")
+    if workers is not None and workers < 1:
+        raise ValueError(f"workers must be at least 1; got {workers}")
+    if address and name != "ray":
+        raise ValueError("address applies only to the ray executor")
+    if name == "inline":
+        if workers not in (None, 1):
+            raise ValueError("the inline executor runs one trial at a time: workers must be 1")
+        return InlineExecutor()
+    if name == "local":
+        return LocalExecutor(workers)
+    return RayExecutor(workers, address, threads)
+
+
+@dataclass(frozen=True)
+class QueueItem:
+    """A trial to run, with its experiment, scale, config and expected seconds."""
+
+    exp: Experiment
+    scale: str
+    config: Any
+    trial: Trial
+    trial_id: str
+    estimate_s: float = 0.0
+
+
+@dataclass
+class QueueReport:
+    """What a queue run did: trials finished (with their files), left (not started) and failed."""
+
+    finished: list[tuple[QueueItem, TrialFile]] = field(default_factory=list)
+    left: list[QueueItem] = field(default_factory=list)
+    failed: list[tuple[QueueItem, BaseException]] = field(default_factory=list)
+    stopped: str = ""  # why it stopped early: "budget", "signal", "failure"; "" when it ran everything
+    wall_time_s: float = 0.0
+
+
+class _StopFlag:
+    """Set by SIGINT or SIGTERM while a queue runs (main thread only): start no more trials."""
+
+    def __init__(self) -> None:
+        self.reason = ""
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+        def handler(signum: int, frame: Any) -> None:
+            self.reason = "signal"
+            print(f"received {signal.Signals(signum).name}: finishing the trials in flight, starting no more",
+                  file=sys.stderr, flush=True)
+
+        for s in previous:
+            signal.signal(s, handler)
+        try:
+            yield
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
+
+
+def run_queue(items: Sequence[QueueItem], executor: Executor, threads: int,
+              directory: str | os.PathLike[str] | None = None, budget_s: float | None = None,
+              on_finish: Callable[[QueueItem, TrialFile, int, int], None] | None = None) -> QueueReport:
+    """Run ``items`` in order on ``executor``, saving each finished trial's file at once.
+
+    With ``budget_s``, a trial is started only if ``elapsed + estimate_s <= budget_s``; the rest are left.
+    A failed trial stops the queue after the trials in flight (their files are saved) and is reported.
+    """
+    if budget_s is not None and not (budget_s > 0 and math.isfinite(budget_s)):
+        raise ValueError(f"budget_s must be positive and finite; got {budget_s!r}")
+    report = QueueReport()
+    pending = list(items)
+    inflight: dict[Future[TrialFile], QueueItem] = {}
+    stop = _StopFlag()
+    start = time.perf_counter()
+    total = len(pending)
+    with stop.installed():
+        while pending or inflight:
+            while pending and len(inflight) < executor.workers and not stop.reason and not report.failed:
+                elapsed = time.perf_counter() - start
+                fits = [i for i in pending if budget_s is None or elapsed + i.estimate_s <= budget_s]
+                if not fits:
+                    stop.reason = stop.reason or "budget"
+                    break
+                item = fits[0]
+                pending.remove(item)
+                task = TrialTask(item.exp.name, item.scale, item.config, item.trial, item.trial_id, threads,
+                                 executor.name)
+                inflight[executor.submit(task)] = item
+            if not inflight:
+                break
+            done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
+            for future in done:
+                item = inflight.pop(future)
+                try:
+                    tf = future.result()
+                except Exception as err:  # noqa: BLE001 - reported, and the queue stops
+                    report.failed.append((item, err))
+                    continue
+                save_trial(tf, directory)
+                report.finished.append((item, tf))
+                if on_finish is not None:
+                    on_finish(item, tf, len(report.finished), total)
+    report.left = pending
+    report.stopped = "failure" if report.failed else stop.reason if pending else ""
+    report.wall_time_s = time.perf_counter() - start
+    return report

@@ -1,0 +1,313 @@
+"""An experiment as a list of independent trials, each stored as its own file, and its record assembled from them.
+
+A trial is one unit of work that needs nothing from any other (a seed x a grid point). An experiment module
+(:mod:`analysis.experiments.base` lists the rest of its protocol) declares
+
+* ``trials(cfg) -> list[Trial]``: its trials, in the order its record lists them;
+* ``run_trial(cfg, trial, device) -> dict``: one trial's plain data, every random draw derived from ``trial.seed``
+  (the runner has already seeded torch, numpy and random with it);
+* ``assemble(cfg, results, device_type) -> dict``: the record's data from the trials' results, in the order of
+  ``trials(cfg)``, and the type of device they ran on ("cpu", "cuda");
+* ``trial_plan(cfg, trial) -> list[Workload]``: the work of one trial; ``plan(cfg)`` is their concatenation.
+
+A module without ``trials`` is one trial (key ``all``) that calls its ``run(cfg)``: :class:`Experiment` adapts it.
+
+Each finished trial is written at once, atomically, to ``results/trials/<experiment>.<scale>/<key>.<id>.json``,
+where ``id`` hashes the experiment, its config, its data version and the trial (:func:`trial_id`). A run killed at
+any moment loses only the trials in flight; a trial made on another machine is taken in by copying its file. The
+record ``results/<experiment>.<scale>.json`` is assembled from the trial files once all of them are there
+(:func:`assemble_record`); until then the experiment is partial, "k of m trials".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from analysis.core.fingerprint import code_fingerprint, config_fingerprint
+from analysis.core.trial import Trial
+from analysis.results import (
+    PROVENANCE_KEYS,
+    Record,
+    ResultsFileError,
+    from_jsonable,
+    results_dir,
+    save_record,
+    to_jsonable,
+    write_json_atomic,
+)
+from analysis.scale import validate_scale
+
+TRIAL_SCHEMA = "analysis.trial/1"
+
+
+def trial_id(experiment: str, config: Mapping[str, Any], data_version: int, trial: Trial) -> str:
+    """SHA-256 (first 16 hex digits) of the experiment, its config, data version and the trial's key, seed, params."""
+    doc = {"experiment": experiment, "config": to_jsonable(dict(config)), "data_version": data_version,
+           "key": trial.key, "seed": trial.seed, "params": to_jsonable(dict(trial.params))}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """An experiment module seen through the trial protocol (a module without ``trials`` is one trial)."""
+
+    module: ModuleType
+
+    @property
+    def name(self) -> str:
+        """The experiment's command-line name."""
+        return str(self.module.NAME)
+
+    @property
+    def split(self) -> bool:
+        """Whether the module declares its own trials (else it is one trial, ``all``)."""
+        return hasattr(self.module, "trials")
+
+    @cached_property
+    def code(self) -> str:
+        """The code fingerprint of the module and everything of the package it imports."""
+        return code_fingerprint(self.module.__name__)
+
+    def trials(self, cfg: Any) -> list[Trial]:
+        """The trials of ``cfg``; their keys are unique."""
+        if not self.split:
+            return [Trial("all", int(cfg.seed))]
+        out = list(self.module.trials(cfg))
+        keys = [t.key for t in out]
+        if len(set(keys)) != len(keys) or not out:
+            raise ValueError(f"{self.name}: trials(cfg) must give at least one trial and distinct keys")
+        return out
+
+    def run_trial(self, cfg: Any, trial: Trial, device: Any) -> dict[str, Any]:
+        """One trial's plain data."""
+        if not self.split:
+            return dict(self.module.run(cfg))
+        return dict(self.module.run_trial(cfg, trial, device))
+
+    def assemble(self, cfg: Any, results: Sequence[Mapping[str, Any]], device_type: str) -> dict[str, Any]:
+        """The record's data from the results of ``trials(cfg)``, in that order, run on ``device_type``."""
+        if not self.split:
+            (only,) = results
+            return dict(only)
+        return dict(self.module.assemble(cfg, list(results), device_type))
+
+    def trial_plan(self, cfg: Any, trial: Trial) -> list[Any]:
+        """The workloads of one trial (all of ``plan(cfg)`` for a one-trial experiment)."""
+        return list(self.module.plan(cfg) if not self.split else self.module.trial_plan(cfg, trial))
+
+    def plan(self, cfg: Any) -> list[Any]:
+        """Every trial's workloads, in trial order."""
+        return [w for t in self.trials(cfg) for w in self.trial_plan(cfg, t)]
+
+    def config_dict(self, cfg: Any) -> dict[str, Any]:
+        """Plain data of a config dataclass."""
+        return dataclasses.asdict(cfg)
+
+    def trial_id(self, cfg: Any, trial: Trial) -> str:
+        """:func:`trial_id` of one trial under ``cfg``."""
+        return trial_id(self.name, self.config_dict(cfg), int(self.module.DATA_VERSION), trial)
+
+
+ONE_TRIAL = ("run", "plan")  # a module that is one trial
+SPLIT = ("trials", "run_trial", "assemble", "trial_plan")  # a module split into trials
+
+
+def protocol_problems(module: ModuleType) -> list[str]:
+    """What ``module`` lacks of the experiment protocol (empty when it conforms)."""
+    from analysis.scale import SCALES
+
+    problems = [f"no {a}" for a in ("NAME", "Config", "CONFIGS", "DATA_VERSION", "claims") if not hasattr(module, a)]
+    wanted = SPLIT if hasattr(module, "trials") else ONE_TRIAL
+    problems += [f"no {a}" for a in wanted if not callable(getattr(module, a, None))]
+    if problems:
+        return problems
+    if not (module.__doc__ or "").strip():
+        problems.append("no module docstring")
+    if not dataclasses.is_dataclass(module.Config):
+        problems.append("Config is not a dataclass")
+    elif "seed" not in {f.name for f in dataclasses.fields(module.Config)}:
+        problems.append("Config has no seed field")
+    if set(module.CONFIGS) != set(SCALES):
+        problems.append(f"CONFIGS has scales {sorted(module.CONFIGS)}, not {sorted(SCALES)}")
+    elif not all(isinstance(c, module.Config) for c in module.CONFIGS.values()):
+        problems.append("a CONFIGS entry is not a Config")
+    if not isinstance(module.DATA_VERSION, int) or module.DATA_VERSION < 1:
+        problems.append("DATA_VERSION must be a positive integer")
+    return problems
+
+
+@dataclass(frozen=True)
+class TrialFile:
+    """A finished trial as stored: what ran, its result, where and how long, and what code produced it."""
+
+    experiment: str
+    scale: str
+    key: str
+    id: str
+    seed: int
+    params: dict[str, Any]
+    result: dict[str, Any]
+    provenance: dict[str, Any]
+    fingerprint: dict[str, Any]  # config, code, data_version
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document of this trial."""
+        return {"schema": TRIAL_SCHEMA, **to_jsonable(dataclasses.asdict(self))}
+
+    @property
+    def wall_time_s(self) -> float:
+        """Seconds the trial ran."""
+        return float(self.provenance.get("wall_time_s", 0.0))
+
+
+def trials_dir(experiment: str, scale: str, directory: str | os.PathLike[str] | None = None) -> Path:
+    """results/trials/<experiment>.<scale>/"""
+    validate_scale(scale)
+    if not experiment or "/" in experiment or experiment.startswith("."):
+        raise ValueError(f"experiment must be a plain name; got {experiment!r}")
+    return Path(directory if directory is not None else results_dir()) / "trials" / f"{experiment}.{scale}"
+
+
+def trial_path(t: TrialFile, directory: str | os.PathLike[str] | None = None) -> Path:
+    """results/trials/<experiment>.<scale>/<key>.<id>.json"""
+    return trials_dir(t.experiment, t.scale, directory) / f"{t.key}.{t.id}.json"
+
+
+def save_trial(t: TrialFile, directory: str | os.PathLike[str] | None = None) -> Path:
+    """Write a finished trial atomically and return its path."""
+    path = trial_path(t, directory)
+    write_json_atomic(path, t.to_dict())
+    return path
+
+
+def load_trial(path: str | os.PathLike[str]) -> TrialFile:
+    """Read and validate a trial file; any problem raises ResultsFileError naming the file."""
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ResultsFileError(f"{p}: not a readable trial file ({err})") from None
+    if not isinstance(doc, dict) or doc.get("schema") != TRIAL_SCHEMA:
+        raise ResultsFileError(f"{p}: not a trial file (expected schema {TRIAL_SCHEMA!r})")
+    kinds = {"experiment": str, "scale": str, "key": str, "id": str, "seed": int, "params": dict, "result": dict,
+             "provenance": dict, "fingerprint": dict}
+    bad = [k for k, kind in kinds.items() if not isinstance(doc.get(k), kind)]
+    if bad:
+        raise ResultsFileError(f"{p}: malformed trial file: {', '.join(bad)} missing or of the wrong type")
+    return TrialFile(**{k: doc[k] for k in kinds})
+
+
+def stored_trials(experiment: str, scale: str, directory: str | os.PathLike[str] | None = None
+                  ) -> dict[str, TrialFile]:
+    """The trial files of an experiment at a scale, by trial id."""
+    folder = trials_dir(experiment, scale, directory)
+    out: dict[str, TrialFile] = {}
+    if folder.is_dir():
+        for path in sorted(folder.glob("*.json")):
+            t = load_trial(path)
+            out[t.id] = t
+    return out
+
+
+@dataclass(frozen=True)
+class TrialStatus:
+    """Which trials of a config are stored (and whether by today's code) and which are missing."""
+
+    experiment: str
+    scale: str
+    trials: list[Trial]
+    ids: list[str]
+    stored: dict[str, TrialFile]
+    code: str
+
+    @property
+    def total(self) -> int:
+        """How many trials the config has."""
+        return len(self.trials)
+
+    @property
+    def done(self) -> list[Trial]:
+        """Trials with a stored result."""
+        return [t for t, i in zip(self.trials, self.ids) if i in self.stored]
+
+    @property
+    def missing(self) -> list[Trial]:
+        """Trials without a stored result."""
+        return [t for t, i in zip(self.trials, self.ids) if i not in self.stored]
+
+    @property
+    def stale(self) -> list[Trial]:
+        """Stored trials made by other code than today's."""
+        return [t for t, i in zip(self.trials, self.ids) if i in self.stored and self.stored[i].fingerprint.get("code")
+                != self.code]
+
+    @property
+    def complete(self) -> bool:
+        """Whether every trial is stored."""
+        return not self.missing
+
+    def describe(self) -> str:
+        """'k of m trials' (with how many are stale)."""
+        stale = len(self.stale)
+        return f"{len(self.done)} of {self.total} trials" + (f" ({stale} made by older code)" if stale else "")
+
+
+def trial_status(exp: Experiment, scale: str, cfg: Any, directory: str | os.PathLike[str] | None = None
+                 ) -> TrialStatus:
+    """The status of every trial of ``cfg``."""
+    trials = exp.trials(cfg)
+    return TrialStatus(exp.name, scale, trials, [exp.trial_id(cfg, t) for t in trials],
+                       stored_trials(exp.name, scale, directory), exp.code)
+
+
+def _joined(values: Sequence[Any]) -> Any:
+    unique = list(dict.fromkeys(v for v in values))
+    return unique[0] if len(unique) == 1 else ", ".join(str(v) for v in unique)
+
+
+def combined_provenance(files: Sequence[TrialFile]) -> dict[str, Any]:
+    """One provenance for a record from its trials': each field's value when all agree, else the distinct values
+    joined; the latest date; the summed wall time; dirty when any trial was."""
+    p = [f.provenance for f in files]
+    out = {k: _joined([q.get(k) for q in p]) for k in PROVENANCE_KEYS if k not in ("date", "git_dirty", "wall_time_s")}
+    out["git_dirty"] = any(bool(q.get("git_dirty")) for q in p)
+    out["date"] = max(str(q.get("date", "")) for q in p)
+    out["wall_time_s"] = round(sum(float(q.get("wall_time_s", 0.0)) for q in p), 2)
+    for extra in ("threads", "executor", "device_type"):
+        if any(extra in q for q in p):
+            out[extra] = _joined([q.get(extra) for q in p])
+    return out
+
+
+def device_type(files: Sequence[TrialFile]) -> str:
+    """The device type the trials ran on ("cpu", "cuda"; the distinct ones joined when they differ)."""
+    return str(_joined([f.provenance.get("device_type", "cpu") for f in files]))
+
+
+def assemble_record(exp: Experiment, scale: str, cfg: Any, directory: str | os.PathLike[str] | None = None,
+                    write: bool = True) -> tuple[Record | None, TrialStatus]:
+    """The record of ``cfg`` assembled from its trial files (None while any is missing), written to
+    results/<experiment>.<scale>.json when ``write``."""
+    status = trial_status(exp, scale, cfg, directory)
+    if not status.complete:
+        return None, status
+    files = [status.stored[i] for i in status.ids]
+    data = exp.assemble(cfg, [from_jsonable(f.result) for f in files], device_type(files))
+    codes = {f.fingerprint.get("code") for f in files}
+    fingerprint = {"config": config_fingerprint(exp.config_dict(cfg)),
+                   "code": codes.pop() if len(codes) == 1 else "mixed",
+                   "data_version": int(exp.module.DATA_VERSION)}
+    record = Record(exp.name, scale, int(cfg.seed), exp.config_dict(cfg), data, combined_provenance(files),
+                    fingerprint, trials={"total": status.total, "done": len(files)})
+    if write:
+        save_record(record, directory)
+    return record, status
