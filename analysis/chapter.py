@@ -106,6 +106,7 @@ class Chapter:
     claims: ChapterClaims
     runs: dict[str, list[RunSet]] = field(default_factory=dict)
     keys: dict[str, set[str]] = field(default_factory=dict)  # per experiment, the keys of the claims it made
+    directory: str | None = None  # the results folder (None: the repository's results/)
 
     def best(self, name: str) -> RunSet:
         """The strongest evidence for experiment ``name``: the last of its runs (gpu record, cpu record, live)."""
@@ -142,13 +143,20 @@ class Chapter:
 
         if self.has_gpu(name):
             return Markdown(f"The GPU-scale run of `{name}` is included.")
+        from analysis.core.trials import Experiment, trial_status
+        from analysis.experiments import config_for, get_experiment
         from analysis.plan import plan_experiment
 
+        exp = Experiment(get_experiment(name))
+        status = trial_status(exp, "gpu", config_for(exp.module, "gpu"), self.directory)
+        partial = (f" Its gpu campaign is partial: {status.describe()} stored, so no record is shown."
+                   if status.done else "")
         est = plan_experiment(name, "gpu", execute=False)
         return Markdown(
-            f"**No GPU-scale run of `{name}` has been recorded yet.** One H100 would take an estimated "
+            f"**No GPU-scale run of `{name}` has been recorded yet.**{partial} One H100 would take an estimated "
             f"{est.h100_minutes:.2g} minutes at {100 * est.utilisation:.0f}% utilisation ({est.flops:.2g} FLOPs, "
-            f"peak memory about {est.peak_memory_gb:.2g} GB): `python -m analysis run {name} --scale gpu`. "
+            f"peak memory about {est.peak_memory_gb:.2g} GB): `python -m analysis campaign --scale gpu --only {name}`"
+            f" runs its {status.total} trials, resumable, in leases as short as `--budget 9m`. "
             "Estimated, not measured: no GPU number appears in this book that was not measured on a GPU."
         )
 
@@ -212,7 +220,7 @@ def open_chapter(doc: str, title: str, *experiments: str, directory: str | None 
     from analysis.experiments import get_experiment
 
     scale = current_scale()
-    chapter = Chapter(doc, title, scale, RenderedClaims(doc, title))
+    chapter = Chapter(doc, title, scale, RenderedClaims(doc, title), directory=directory)
     timings: dict[str, float] = {}
     notes: list[str] = []
     for name in experiments:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Creates .venv (Python >= 3.11) and installs the pinned requirements and the
-# analysis package into it. Idempotent: reinstalls only when requirements.txt
-# or pyproject.toml changed since the last install.
+# analysis package into it; with ANALYSIS_EXTRAS=ray, also the pinned Ray
+# executor (requirements-ray.txt). Idempotent: reinstalls only when a
+# requirements file or pyproject.toml changed since the last install.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -29,4 +30,14 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   pip_install -r requirements.txt
   pip_install --no-deps -e .
   echo "$want" > "$stamp"
+fi
+
+if [[ " ${ANALYSIS_EXTRAS:-} " == *" ray "* ]]; then
+  ray_stamp=$venv/.installed-ray
+  ray_want=$(sha256sum requirements-ray.txt | cut -c1-64)
+  if [ "$(cat "$ray_stamp" 2>/dev/null)" != "$ray_want" ]; then
+    echo "setup: installing the Ray executor into $venv"
+    "$venv/bin/python" -m pip install --quiet -r requirements-ray.txt 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+    echo "$ray_want" > "$ray_stamp"
+  fi
 fi

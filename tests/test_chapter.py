@@ -3,12 +3,12 @@
 import dataclasses
 
 from analysis.chapter import open_chapter, runs_for
-from analysis.experiments import EXPERIMENTS, config_for, fingerprint
+from analysis.experiments import EXPERIMENTS, config_for, fingerprint, run_experiment
 from analysis.results import Record, provenance, save_record
 
 
 def _record(name, scale, cfg, fp):
-    return Record(name, scale, 0, dataclasses.asdict(cfg), EXPERIMENTS[name].run(EXPERIMENTS[name].CONFIGS["smoke"]),
+    return Record(name, scale, 0, dataclasses.asdict(cfg), run_experiment(name, EXPERIMENTS[name].CONFIGS["smoke"]),
                   provenance(1.0), fp)
 
 
@@ -24,7 +24,8 @@ def test_open_chapter_shows_live_then_records_and_marks_stale(tmp_path, capsys):
     assert any(k.endswith("-smoke") for k in keys) and any(k.endswith("-recorded-cpu") for k in keys)
     assert "ffn-basics: this build: smoke scale" in capsys.readouterr().out
     status = ch.gpu_status("ffn-basics").data
-    assert "No GPU-scale run" in status and "H100" in status and "python -m analysis run ffn-basics --scale gpu" in status
+    assert "No GPU-scale run" in status and "H100" in status and "python -m analysis campaign --scale gpu --only ffn-basics" in status
+    assert "partial" not in status
 
     gpu = config_for(module, "gpu")
     stale = _record("ffn-basics", "gpu", gpu, {**fingerprint(module, gpu), "code": "0" * 16})
@@ -32,3 +33,18 @@ def test_open_chapter_shows_live_then_records_and_marks_stale(tmp_path, capsys):
     runs = runs_for("ffn-basics", "smoke", {}, 0.0, str(tmp_path))
     assert runs[-1].key == "recorded-gpu" and runs[-1].label == "recorded, gpu scale (stale)"
     assert "STALE: the experiment's code has changed since" in runs[-1].note
+
+
+def test_gpu_status_says_when_a_campaign_is_partial(tmp_path):
+    from analysis.chapter import Chapter, RenderedClaims
+    from analysis.core.trials import Experiment, TrialFile, save_trial
+
+    exp = Experiment(EXPERIMENTS["gau-length"])
+    cfg = config_for(exp.module, "gpu")
+    trials = exp.trials(cfg)
+    t = trials[0]
+    save_trial(TrialFile(exp.name, "gpu", t.key, exp.trial_id(cfg, t), t.seed, dict(t.params), {"x": 1},
+                         provenance(1.0), {"config": "c", "code": exp.code, "data_version": 1}), tmp_path)
+    ch = Chapter("d", "t", "smoke", RenderedClaims("d", "t"), runs={"gau-length": []}, directory=str(tmp_path))
+    status = ch.gpu_status("gau-length").data
+    assert f"partial: 1 of {len(trials)} trials stored, so no record is shown" in status

@@ -1,8 +1,9 @@
-"""Code fingerprints follow computations, not prose; config fingerprints follow values."""
+"""Code fingerprints follow computations, not prose, and are the same under every Python version; config
+fingerprints follow values."""
 
 import pytest
 
-from analysis import fingerprint as fp
+from analysis.core import fingerprint as fp
 
 
 def test_code_fingerprint_covers_imports_and_ignores_docstrings(monkeypatch):
@@ -11,8 +12,8 @@ def test_code_fingerprint_covers_imports_and_ignores_docstrings(monkeypatch):
     real = fp._parsed.__wrapped__
 
     def patched(name):
-        dump, imports = real(name)
-        return (dump + "changed" if name == "analysis.models.gau" else dump), imports
+        tokens, imports = real(name)
+        return (tokens + "changed" if name == "analysis.models.gau" else tokens), imports
 
     fp._parsed.cache_clear()
     monkeypatch.setattr(fp, "_parsed", patched)
@@ -20,13 +21,23 @@ def test_code_fingerprint_covers_imports_and_ignores_docstrings(monkeypatch):
     assert fp.code_fingerprint("analysis.experiments.ffn_basics") == fp.code_fingerprint("analysis.experiments.ffn_basics")
 
 
-def test_docstrings_do_not_count():
-    import ast
+def test_docstrings_comments_and_layout_do_not_count():
+    a = fp.source_tokens('def f():\n    """one"""\n    return 1\n')
+    b = fp.source_tokens('def f():\n    """two"""\n\n    return 1  # a comment\n')
+    c = fp.source_tokens("def f():\n    return 2\n")
+    d = fp.source_tokens("def f( ):\n    return 1\n\n\n")
+    assert a == b == d != c
+    # a string that is an expression, not a statement, counts
+    assert fp.source_tokens('x = "one"\n') != fp.source_tokens('x = "two"\n')
 
-    a = ast.dump(fp._strip_docstrings(ast.parse('def f():\n    """one"""\n    return 1\n')))
-    b = ast.dump(fp._strip_docstrings(ast.parse('def f():\n    """two"""\n    return 1  # a comment\n')))
-    c = ast.dump(fp._strip_docstrings(ast.parse('def f():\n    return 2\n')))
-    assert a == b != c
+
+def test_tokens_are_pinned():
+    """The token text of a snippet with f-strings, as Python 3.11 gives it. Python 3.12 tokenizes f-strings into
+    parts, which are joined back: the same text must come out there, or fingerprints differ between versions."""
+    src = 'def f(a, w):\n    """doc"""\n    return f"{a!r:>{w}}" + f\'{a}\'  # note\n'
+    assert fp.source_tokens(src) == "\n".join([
+        "NAME def", "NAME f", "OP (", "NAME a", "OP ,", "NAME w", "OP )", "OP :", "NEWLINE", "INDENT",
+        "NAME return", 'STRING f"{a!r:>{w}}"', "OP +", "STRING f'{a}'", "NEWLINE", "DEDENT"])
 
 
 def test_config_fingerprint_and_differences():
@@ -39,8 +50,19 @@ def test_config_fingerprint_and_differences():
 
 def test_from_package_import_resolves_the_package_and_the_module():
     """``from analysis import widening`` names the package (its __init__) and analysis.widening."""
-    from analysis.fingerprint import PACKAGE_ROOT, _module_path, code_fingerprint
+    assert fp._module_path("analysis") == fp.PACKAGE_ROOT / "__init__.py"
+    assert fp._module_path("analysis.widening") == fp.PACKAGE_ROOT / "widening.py"
+    assert len(fp.code_fingerprint("analysis.experiments.widening")) == 16
 
-    assert _module_path("analysis") == PACKAGE_ROOT / "__init__.py"
-    assert _module_path("analysis.widening") == PACKAGE_ROOT / "widening.py"
-    assert len(code_fingerprint("analysis.experiments.widening")) == 16
+
+def test_split_experiments_do_not_depend_on_the_trial_machinery():
+    """An experiment split into trials imports analysis.core.trial only: editing how trials are run or stored
+    does not make its records stale."""
+    seen, todo = set(), ["analysis.experiments.gau_length"]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(fp._parsed(name)[1])
+    assert "analysis.core.trial" in seen
+    assert not {"analysis.core.trials", "analysis.core.runner", "analysis.core.campaign", "analysis.results"} & seen

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from analysis.data import stdlib_corpus
-from analysis.experiments import gau_length, gau_quality
+from analysis.experiments import gau_length, gau_quality, run_experiment
 from analysis.length import (
     FILLER,
     SpacedLookupTask,
@@ -98,7 +98,7 @@ def test_equal_parameters_within_six_percent() -> None:
 
 
 def test_length_recall_claims_need_a_learnt_task() -> None:
-    data = gau_length.run(gau_length.CONFIGS["smoke"])
+    data = run_experiment("gau-length", gau_length.CONFIGS["smoke"])
     chance = copy.deepcopy(data)
     for r in chance["runs"]:
         for e in r.get("evals", {}).values():

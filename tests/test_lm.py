@@ -128,10 +128,10 @@ def test_bad_config(kw, message):
 
 
 def test_deep_gau_experiment_smoke():
-    from analysis.experiments import deep_gau
+    from analysis.experiments import deep_gau, run_experiment
 
     cfg = deep_gau.CONFIGS["smoke"]
-    data = deep_gau.run(cfg)
+    data = run_experiment("deep-gau", cfg)
     assert len(data["runs"]) == (len(cfg.depths) * len(deep_gau.ARCHS) * len(cfg.warmups) * len(cfg.lrs)
                                  * len(cfg.seeds))
     gau = [r for r in data["runs"] if r["block"] == "gau"]

@@ -2,6 +2,7 @@
 
 import pytest
 
+from analysis.core.trials import Experiment
 from analysis.experiments import EXPERIMENTS
 from analysis.models.lm import ModelConfig
 from analysis.experiments.base import Workload
@@ -12,7 +13,7 @@ from analysis.plan import plan_experiment, plan_table, step_cost
 def test_gpu_plan_builds_steps_and_costs(name):
     est = plan_experiment(name, "gpu", execute=True)
     assert est.flops > 0 and est.h100_minutes > 0 and est.peak_memory_gb > 0
-    models = [w for w in EXPERIMENTS[name].plan(EXPERIMENTS[name].CONFIGS["gpu"]) if w.model is not None]
+    models = [w for w in Experiment(EXPERIMENTS[name]).plan(EXPERIMENTS[name].CONFIGS["gpu"]) if w.model is not None]
     assert len(est.stepped) == len({w.model for w in models})
     smoke = plan_experiment(name, "smoke", execute=False)
     assert smoke.flops < est.flops  # the gpu scale is the bigger one

@@ -5,14 +5,15 @@ import json
 
 import pytest
 
-from analysis.experiments import EXPERIMENTS, config_for, fingerprint, staleness
-from analysis.experiments.base import conformance_problems, mean_se, run_seed
+from analysis.core.trials import protocol_problems
+from analysis.experiments import EXPERIMENTS, config_for, fingerprint, run_experiment, staleness
+from analysis.experiments.base import mean_se, run_seed
 from analysis.results import Record, provenance, to_jsonable
 
 
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))
 def test_conforms(name):
-    assert conformance_problems(EXPERIMENTS[name]) == []
+    assert protocol_problems(EXPERIMENTS[name]) == []
 
 
 # the cheap experiments whose smoke data depend on random draws; the rest are covered by the verdict
@@ -24,8 +25,8 @@ SEEDED = ("attention-basics", "entropy-bound", "ffn-basics", "softmax-scale-chec
 @pytest.mark.parametrize("name", SEEDED)
 def test_run_uses_its_seed(name):
     module = EXPERIMENTS[name]
-    a = json.dumps(to_jsonable(module.run(config_for(module, "smoke", seed=0))), sort_keys=True)
-    b = json.dumps(to_jsonable(module.run(config_for(module, "smoke", seed=1))), sort_keys=True)
+    a = json.dumps(to_jsonable(run_experiment(name, config_for(module, "smoke", seed=0))), sort_keys=True)
+    b = json.dumps(to_jsonable(run_experiment(name, config_for(module, "smoke", seed=1))), sort_keys=True)
     assert a != b, f"{name}: seed 1 gives the data of seed 0"
 
 

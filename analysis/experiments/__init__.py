@@ -66,6 +66,14 @@ def fingerprint(module: ModuleType, cfg: Any) -> dict[str, Any]:
             "data_version": module.DATA_VERSION}
 
 
+def run_experiment(name: str, cfg: Any, scale: str = "smoke") -> dict[str, Any]:
+    """The data of experiment ``name`` under ``cfg``: every trial run in this process, assembled, nothing stored."""
+    from analysis.core.runner import run_in_process
+    from analysis.core.trials import Experiment
+
+    return run_in_process(Experiment(get_experiment(name)), validate_scale(scale), cfg)
+
+
 def run_and_record(name: str, scale: str, directory: str | None = None, progress: bool = True,
                    executor: str = "inline", workers: int | None = None, **overrides: Any) -> tuple[Record, str]:
     """Run every trial of experiment ``name`` at ``scale`` (all of them, stored or not), store each, and save the
@@ -87,8 +95,7 @@ def run_and_record(name: str, scale: str, directory: str | None = None, progress
     finally:
         pool.close()
     if report.failed:
-        item, err = report.failed[0]
-        raise RuntimeError(f"{name}: trial {item.trial.key} failed: {err}") from err
+        raise report.failed[0][1]  # the trial's own error (a bad corpus file is the user's, and says so)
     if report.left:
         raise RuntimeError(f"{name}: stopped with {len(report.left)} trials left; run again to continue")
     record, _ = assemble_record(exp, scale, cfg, directory)

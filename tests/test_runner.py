@@ -1,0 +1,128 @@
+"""The runner: the same trial gives the same bits on every executor; a killed campaign resumes to the same record;
+a budget stops a campaign between trials."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from analysis.core.campaign import parse_budget, run_campaign
+from analysis.core.runner import QueueItem, TrialTask, execute, make_executor, run_queue, seed_everything
+from analysis.core.trials import Experiment, TrialFile, save_trial
+from analysis.experiments import EXPERIMENTS, config_for
+from analysis.results import load_record
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _campaign(out, *args, timeout=300):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "analysis", "campaign", "--scale", "smoke", "--out", str(out), *args],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def _data(out, name):
+    return load_record(Path(out) / f"{name}.smoke.json").data
+
+
+@pytest.fixture(scope="module")
+def inline_deep_gau(tmp_path_factory):
+    out = tmp_path_factory.mktemp("inline")
+    done = _campaign(out, "--only", "deep-gau", "--threads", "1")
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def test_local_processes_give_the_inline_bits(inline_deep_gau, tmp_path):
+    done = _campaign(tmp_path, "--only", "deep-gau", "--executor", "local", "--workers", "2", "--threads", "1")
+    assert done.returncode == 0, done.stderr
+    assert _data(tmp_path, "deep-gau") == _data(inline_deep_gau, "deep-gau")
+    executors = {json.loads(p.read_text())["provenance"]["executor"] for p in tmp_path.glob("trials/*/*.json")}
+    assert executors == {"local"}
+
+
+def test_ray_gives_the_inline_bits(inline_deep_gau, tmp_path):
+    pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e .[ray])")
+    done = _campaign(tmp_path, "--only", "deep-gau", "--executor", "ray", "--workers", "2", "--threads", "1",
+                     timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert _data(tmp_path, "deep-gau") == _data(inline_deep_gau, "deep-gau")
+
+
+def test_sigkill_loses_only_the_trials_in_flight_and_a_rerun_completes_the_same_record(inline_deep_gau, tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "analysis", "campaign", "--scale", "smoke", "--out", str(tmp_path),
+                             "--only", "deep-gau", "--threads", "1"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    folder = tmp_path / "trials" / "deep-gau.smoke"
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(folder.glob("*.json"))) < 4 and proc.poll() is None:
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    stored = list(folder.glob("*.json"))
+    total = len(Experiment(EXPERIMENTS["deep-gau"]).trials(EXPERIMENTS["deep-gau"].CONFIGS["smoke"]))
+    assert 4 <= len(stored) < total, "the kill came after the campaign had finished: nothing was interrupted"
+    assert not (tmp_path / "deep-gau.smoke.json").exists()
+    for p in stored:  # every file that exists is whole
+        json.loads(p.read_text())
+    status = _campaign(tmp_path, "--only", "deep-gau", "--status")
+    assert f"deep-gau: {len(stored)} of {total} trials" in status.stdout
+    done = _campaign(tmp_path, "--only", "deep-gau", "--threads", "1")
+    assert done.returncode == 0, done.stderr
+    assert f"ran {total - len(stored)} trials" in done.stdout
+    assert _data(tmp_path, "deep-gau") == _data(inline_deep_gau, "deep-gau")
+
+
+def test_a_budget_starts_no_trial_expected_to_outrun_it(tmp_path):
+    """Calibrated on one stored trial that took 10⁶ s, the rest are expected to take far longer than the budget: a budget of
+    9 minutes starts none of them, says so, and says what is left."""
+    exp = Experiment(EXPERIMENTS["gau-length"])
+    cfg = config_for(exp.module, "smoke")
+    first = exp.trials(cfg)[0]
+    tf = execute(TrialTask(exp.name, "smoke", cfg, first, exp.trial_id(cfg, first), 1))
+    save_trial(TrialFile(**{**tf.__dict__, "provenance": {**tf.provenance, "wall_time_s": 1e6}}), tmp_path)
+    report, plans = run_campaign("smoke", parse_budget("9m"), ["gau-length"], directory=tmp_path, progress=False)
+    assert report.finished == [] and report.stopped == "budget" and len(report.left) == len(exp.trials(cfg)) - 1
+    assert plans[0].measured and min(plans[0].estimates.values()) > 100
+    out = _campaign(tmp_path, "--only", "gau-length", "--budget", "9m")
+    assert out.returncode == 0 and "stopped: the next trials are expected to outrun the budget" in out.stdout
+    assert "gau-length: 1 of 16 trials" in out.stdout and "measured here" in out.stdout
+
+
+def test_run_queue_skips_what_does_not_fit_and_keeps_order(tmp_path):
+    exp = Experiment(EXPERIMENTS["gau-length"])
+    cfg = config_for(exp.module, "smoke")
+    t = exp.trials(cfg)[:3]
+    items = [QueueItem(exp, "smoke", cfg, t[0], exp.trial_id(cfg, t[0]), 1.0),
+             QueueItem(exp, "smoke", cfg, t[1], exp.trial_id(cfg, t[1]), 1e6),
+             QueueItem(exp, "smoke", cfg, t[2], exp.trial_id(cfg, t[2]), 1.0)]
+    report = run_queue(items, make_executor("inline"), 1, tmp_path, budget_s=600)
+    assert [i.trial.key for i, _ in report.finished] == [t[0].key, t[2].key]
+    assert [i.trial.key for i in report.left] == [t[1].key] and report.stopped == "budget"
+    assert len(list(tmp_path.glob("trials/*/*.json"))) == 2
+
+
+def test_inputs_are_checked():
+    with pytest.raises(ValueError, match="budget must be"):
+        parse_budget("soon")
+    assert parse_budget("9m") == 540 and parse_budget("1.5h") == 5400 and parse_budget("90") == 90
+    with pytest.raises(ValueError, match="executor must be one of"):
+        make_executor("cluster")
+    with pytest.raises(ValueError, match="workers must be 1"):
+        make_executor("inline", 2)
+    with pytest.raises(ValueError, match="seed must be"):
+        seed_everything(-1)
+
+
+def test_cli_refuses_bad_campaigns_with_one_line(tmp_path):
+    for args, message in ((["--budget", "soon"], "budget must be"), (["--only", "nope"], "experiment must be one of"),
+                          (["--workers", "2"], "--executor inline runs one trial at a time"),
+                          (["--address", "x:1"], "--address applies only to --executor ray")):
+        out = _campaign(tmp_path, *args)
+        assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
