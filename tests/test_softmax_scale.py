@@ -7,6 +7,7 @@ import torch
 
 from analysis.experiments import softmax_scale_checks as checks
 from analysis.experiments import softmax_scale_mc as mc
+from analysis.experiments import run_experiment
 from analysis.experiments import softmax_scale_train as train
 from analysis.theory import softmax_scale as sc
 
@@ -113,7 +114,7 @@ def test_finite_sample_experiment_smoke():
 
 
 def test_training_sweep_smoke():
-    data = train.run(train.CONFIGS["smoke"])
+    data = run_experiment("softmax-scale-train", train.CONFIGS["smoke"])
     cfg = train.CONFIGS["smoke"]
     assert len(data["runs"]) == len(cfg.lengths) * len(train.variants(cfg)) * len(cfg.seeds)
     for r in data["runs"]:

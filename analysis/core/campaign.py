@@ -82,9 +82,11 @@ class Estimator:
     exp: Experiment
     cfg: Any
     device_type: str
-    measured_flops: float = 0.0
-    measured_s: float = 0.0
-    measured_n: int = 0
+    measured_flops: float = 0.0  # of the stored trials whose plan counts FLOPs
+    measured_s: float = 0.0  # their seconds
+    measured_n: int = 0  # how many stored trials were timed on this device
+    uncounted_s: float = 0.0  # seconds of the stored trials whose plan counts no FLOPs
+    uncounted_n: int = 0
 
     @classmethod
     def from_status(cls, exp: Experiment, cfg: Any, status: TrialStatus, device: str, device_type: str
@@ -94,8 +96,13 @@ class Estimator:
         by_key = {t.key: t for t in status.trials}
         for tf in status.stored.values():
             if tf.provenance.get("device") == device and tf.key in by_key:
-                est.measured_flops += workload_flops(exp.trial_plan(cfg, by_key[tf.key]))[0]
-                est.measured_s += tf.wall_time_s
+                flops = workload_flops(exp.trial_plan(cfg, by_key[tf.key]))[0]
+                if flops > 0:
+                    est.measured_flops += flops
+                    est.measured_s += tf.wall_time_s
+                else:
+                    est.uncounted_s += tf.wall_time_s
+                    est.uncounted_n += 1
                 est.measured_n += 1
         return est
 
@@ -107,10 +114,10 @@ class Estimator:
     def seconds(self, trial: Any) -> float:
         """Expected seconds of ``trial``."""
         flops, layer_steps = workload_flops(self.exp.trial_plan(self.cfg, trial))
-        if flops > 0 and self.measured and self.measured_flops > 0:
+        if flops > 0 and self.measured_flops > 0:
             return flops * self.measured_s / self.measured_flops
         if flops <= 0:
-            return self.measured_s / self.measured_n if self.measured else UNKNOWN_TRIAL_S
+            return self.uncounted_s / self.uncounted_n if self.uncounted_n else UNKNOWN_TRIAL_S
         seconds = flops / ASSUMED_FLOPS["cuda" if self.device_type == "cuda" else "cpu"]
         if self.device_type == "cuda":
             seconds = max(seconds, layer_steps * GPU_LAYER_STEP_S)

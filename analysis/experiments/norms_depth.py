@@ -19,10 +19,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from analysis.core.trial import Trial
 from analysis.experiments.base import Workload, compare, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig, update_sizes
 from analysis.theory import transformer_basics as tb
-from analysis.train import TrainConfig, fixed_windows, pick_device, random_windows, train_lm
+from analysis.train import TrainConfig, fixed_windows, random_windows, train_lm
 from analysis.verify import Claim
 
 NAME = "norms-depth"
@@ -177,32 +178,29 @@ def _final(model: LanguageModel, idx: torch.Tensor) -> tuple[torch.Tensor, list[
     return model.final_norm(hidden[-1]), hidden
 
 
-def depth_sweep(cfg: Config, corpus_train: np.ndarray, probe: torch.Tensor, device: torch.device) -> list[dict[str, Any]]:
-    """Per depth, residual and seed: mean sublayer update ||x_(l+1) - x_l|| / ||x_l|| at init and after one AdamW
-    step, and the model update RMS(F(theta_1) - F(theta_0)) / RMS(F(theta_0)) of the normalised output F."""
-    rows = []
-    for depth in cfg.depths:
-        for residual in RESIDUALS:
-            for seed in cfg.depth_seeds:
-                torch.manual_seed(run_seed(cfg, seed))
-                model = LanguageModel(ModelConfig(d=cfg.depth_d, layers=depth, block="transformer", residual=residual,
-                                                  heads=4, ctx=cfg.ctx, init="xavier")).to(device)
-                model.eval()
-                with torch.no_grad():
-                    f0, h0 = _final(model, probe)
-                x, y = random_windows(corpus_train, cfg.ctx, cfg.batch, torch.Generator().manual_seed(run_seed(cfg, seed)))
-                opt = torch.optim.AdamW(model.parameters(), lr=cfg.step_lr, betas=(0.9, 0.98), weight_decay=0.0)
-                logits = model(x.to(device))
-                assert isinstance(logits, torch.Tensor)
-                F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.to(device).reshape(-1)).backward()
-                opt.step()
-                with torch.no_grad():
-                    f1, h1 = _final(model, probe)
-                rows.append({"depth": depth, "residual": residual, "seed": seed,
-                             "update_init": float(np.mean(update_sizes(h0))),
-                             "update_step": float(np.mean(update_sizes(h1))),
-                             "model_update": float((f1 - f0).pow(2).mean().sqrt() / f0.pow(2).mean().sqrt())})
-    return rows
+def depth_row(cfg: Config, depth: int, residual: str, seed: int, device: torch.device) -> dict[str, Any]:
+    """At one depth, residual and seed (torch seeded by the runner): mean sublayer update ||x_(l+1) - x_l|| / ||x_l||
+    at init and after one AdamW step, and the model update RMS(F(theta_1) - F(theta_0)) / RMS(F(theta_0)) of the
+    normalised output F."""
+    corpus = corpus_of(cfg)
+    probe = fixed_windows(corpus.val, cfg.ctx, 4)[0].to(device)
+    model = LanguageModel(ModelConfig(d=cfg.depth_d, layers=depth, block="transformer", residual=residual,
+                                      heads=4, ctx=cfg.ctx, init="xavier")).to(device)
+    model.eval()
+    with torch.no_grad():
+        f0, h0 = _final(model, probe)
+    x, y = random_windows(corpus.train, cfg.ctx, cfg.batch, torch.Generator().manual_seed(run_seed(cfg, seed)))
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.step_lr, betas=(0.9, 0.98), weight_decay=0.0)
+    logits = model(x.to(device))
+    assert isinstance(logits, torch.Tensor)
+    F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.to(device).reshape(-1)).backward()
+    opt.step()
+    with torch.no_grad():
+        f1, h1 = _final(model, probe)
+    return {"depth": depth, "residual": residual, "seed": seed,
+            "update_init": float(np.mean(update_sizes(h0))),
+            "update_step": float(np.mean(update_sizes(h1))),
+            "model_update": float((f1 - f0).pow(2).mean().sqrt() / f0.pow(2).mean().sqrt())}
 
 
 def mean_update(rows: list[dict[str, Any]], residual: str, depth: int, key: str = "model_update") -> tuple[float, float]:
@@ -243,40 +241,59 @@ def _loss(model: LanguageModel, x: torch.Tensor, y: torch.Tensor, group: int) ->
     return total / y.numel()
 
 
-def trained(cfg: Config, corpus: Any, device: torch.device, progress: bool) -> list[dict[str, Any]]:
-    """Train pre- and post-norm Transformers; at init and after training record the stream cosines and the loss
-    with sublayers run in groups of each size in ``cfg.groups``."""
+def trained_row(cfg: Config, residual: str, seed: int, device: torch.device) -> dict[str, Any]:
+    """Train a pre- or post-norm Transformer (torch seeded by the runner); at init and after training, the stream
+    cosines and norms, and the loss with sublayers run in groups of each size in ``cfg.groups``."""
+    corpus = corpus_of(cfg)
     x, y, _ = fixed_windows(corpus.val, cfg.ctx, cfg.eval_windows)
     x, y = x.to(device), y.to(device)
-    rows = []
-    for residual in ("pre", "post"):
-        for seed in cfg.seeds:
-            torch.manual_seed(run_seed(cfg, seed))
-            model = LanguageModel(ModelConfig(d=cfg.d, layers=cfg.layers, block="transformer", residual=residual,
-                                              heads=4, ctx=cfg.ctx, init="xavier")).to(device)
-            stages: dict[str, Any] = {}
-            for stage in ("init", "trained"):
-                if stage == "trained":
-                    train_lm(model, corpus.train, TrainConfig(steps=cfg.steps, batch=cfg.batch, lr=cfg.lr,
-                                                              warmup=cfg.steps // 10, seed=run_seed(cfg, seed)),
-                             cfg.ctx, device, progress=progress)
-                model.eval()
-                with torch.no_grad():
-                    _, hidden = model(x[:16], return_hidden=True)  # type: ignore[misc]
-                stages[stage] = {"cosines": _stream_cosines(hidden), "norms": [float(h.norm(dim=-1).mean()) for h in hidden],
-                                 "loss": {str(g): _loss(model, x, y, g) for g in cfg.groups}}
-            rows.append({"residual": residual, "seed": seed, **stages})
-    return rows
+    model = LanguageModel(ModelConfig(d=cfg.d, layers=cfg.layers, block="transformer", residual=residual,
+                                      heads=4, ctx=cfg.ctx, init="xavier")).to(device)
+    stages: dict[str, Any] = {}
+    for stage in ("init", "trained"):
+        if stage == "trained":
+            train_lm(model, corpus.train, TrainConfig(steps=cfg.steps, batch=cfg.batch, lr=cfg.lr,
+                                                      warmup=cfg.steps // 10, seed=run_seed(cfg, seed)),
+                     cfg.ctx, device, progress=False)
+        model.eval()
+        with torch.no_grad():
+            _, hidden = model(x[:16], return_hidden=True)  # type: ignore[misc]
+        stages[stage] = {"cosines": _stream_cosines(hidden), "norms": [float(h.norm(dim=-1).mean()) for h in hidden],
+                         "loss": {str(g): _loss(model, x, y, g) for g in cfg.groups}}
+    return {"residual": residual, "seed": seed, **stages}
 
 
-def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
-    """Every measurement of the chapter; plain data."""
-    device = pick_device()
-    corpus = corpus_of(cfg)
-    probe = fixed_windows(corpus.val, cfg.ctx, 4)[0].to(device)
-    return {"device_type": device.type, "decoding": decoding(cfg), "norms": norm_examples(),
-            "depth": depth_sweep(cfg, corpus.train, probe, device), "trained": trained(cfg, corpus, device, progress),
-            "layers": cfg.layers}
+def trials(cfg: Config) -> list[Trial]:
+    """The decoding gaps, the norm examples, one model per depth, residual and seed (one AdamW step), and one
+    trained model per residual and seed; models seeded with run_seed(cfg, seed)."""
+    out = [Trial("decoding", cfg.seed, {"part": "decoding"}), Trial("norms", cfg.seed, {"part": "norms"})]
+    out += [Trial(f"depth.{depth}.{residual}.seed{seed}", run_seed(cfg, seed),
+                  {"part": "depth", "depth": depth, "residual": residual, "seed": seed})
+            for depth in cfg.depths for residual in RESIDUALS for seed in cfg.depth_seeds]
+    return out + [Trial(f"trained.{residual}.seed{seed}", run_seed(cfg, seed),
+                        {"part": "trained", "residual": residual, "seed": seed})
+                  for residual in ("pre", "post") for seed in cfg.seeds]
+
+
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+    """One part of the chapter's measurements."""
+    p = trial.params
+    if p["part"] == "decoding":
+        return {"rows": decoding(cfg)}
+    if p["part"] == "norms":
+        return norm_examples()
+    if p["part"] == "depth":
+        return depth_row(cfg, p["depth"], p["residual"], p["seed"], device)
+    return trained_row(cfg, p["residual"], p["seed"], device)
+
+
+def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+    """Every measurement of the chapter, in the record's layout."""
+    parts: dict[str, list[dict[str, Any]]] = {}
+    for trial, result in zip(trials(cfg), results):
+        parts.setdefault(trial.params["part"], []).append(result)
+    return {"device_type": device_type, "decoding": parts["decoding"][0]["rows"], "norms": parts["norms"][0],
+            "depth": parts["depth"], "trained": parts["trained"], "layers": cfg.layers}
 
 
 # --- claims ---------------------------------------------------------------------------------------------
@@ -375,14 +392,18 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     return out
 
 
-def plan(cfg: Config) -> list[Workload]:
-    """One AdamW step per depth, residual and seed; then the trained pre- and post-norm models."""
-    sweep = [Workload(f"{residual}-norm depth {depth}",
-                      ModelConfig(d=cfg.depth_d, layers=depth, block="transformer", residual=residual, heads=4,
-                                  ctx=cfg.ctx, init="xavier"), cfg.batch, cfg.ctx, 1, 2, len(cfg.depth_seeds))
-             for depth in cfg.depths for residual in RESIDUALS]
-    evals = -(-cfg.eval_windows // cfg.batch) * len(cfg.groups) * 2
-    trained = [Workload(f"trained {residual}-norm", ModelConfig(d=cfg.d, layers=cfg.layers, block="transformer",
-                                                                residual=residual, heads=4, ctx=cfg.ctx, init="xavier"),
-                        cfg.batch, cfg.ctx, cfg.steps, evals, len(cfg.seeds)) for residual in ("pre", "post")]
-    return sweep + trained
+def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:
+    """One AdamW step (and two probes) of a depth trial, or the training and grouped evaluations of a trained one;
+    the decoding gaps and the norm examples are too small to count."""
+    p = trial.params
+    if p["part"] == "depth":
+        return [Workload(f"{p['residual']}-norm depth {p['depth']}",
+                         ModelConfig(d=cfg.depth_d, layers=p["depth"], block="transformer", residual=p["residual"],
+                                     heads=4, ctx=cfg.ctx, init="xavier"), cfg.batch, cfg.ctx, 1, 2)]
+    if p["part"] == "trained":
+        evals = -(-cfg.eval_windows // cfg.batch) * len(cfg.groups) * 2
+        return [Workload(f"trained {p['residual']}-norm", ModelConfig(d=cfg.d, layers=cfg.layers, block="transformer",
+                                                                     residual=p["residual"], heads=4, ctx=cfg.ctx,
+                                                                     init="xavier"),
+                         cfg.batch, cfg.ctx, cfg.steps, evals)]
+    return []

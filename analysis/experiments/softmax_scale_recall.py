@@ -24,16 +24,17 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
+from analysis.core.trial import Trial
 from analysis.experiments.base import Workload, run_seed
 from analysis.experiments.softmax_scale_mc import finite_sample_alpha
 from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.recall import LookupTask, recall_metrics
 from analysis.theory import softmax_scale as sc
-from analysis.train import TrainConfig, pick_device, train_lm
+from analysis.train import TrainConfig, train_lm
 from analysis.verify import Claim
 
 NAME = "softmax-scale-recall"
-DATA_VERSION = 1  # raised when the layout of run()'s data changes
+DATA_VERSION = 1  # raised when the layout of the assembled data changes
 
 
 @dataclass(frozen=True)
@@ -101,8 +102,7 @@ def model_config(cfg: Config, task: LookupTask, scale: float) -> ModelConfig:
 
 def run_one(cfg: Config, task: LookupTask, scale: float, seed: int, held_out: tuple[torch.Tensor, torch.Tensor],
             device: torch.device) -> dict[str, Any]:
-    """Train one model; its held-out query loss and accuracy along training."""
-    torch.manual_seed(run_seed(cfg, seed))  # the same initialisation and batches at every scale: a paired sweep
+    """Train one model (torch seeded by the runner); its held-out query loss and accuracy along training."""
     model = LanguageModel(model_config(cfg, task, scale))
     x, y = (t.to(device) for t in held_out)
     every = max(1, cfg.steps // cfg.checkpoints)
@@ -133,17 +133,37 @@ def predictions(cfg: Config, task: LookupTask) -> dict[str, float]:
             "finite_sample_se": fs["se"], "log_n": float(sc.source_fit_cosine(m)), "qk_norm": math.sqrt(k)}
 
 
-def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
-    """The whole sweep; plain data with the predictions for each number of pairs."""
-    device = pick_device()
-    runs, preds = [], {}
+def trials(cfg: Config) -> list[Trial]:
+    """Per number of pairs: its predictions, then one model per scale and seed, seeded with run_seed(cfg, seed) so
+    that every scale gets the same initialisation and batches (a paired sweep)."""
+    out = []
     for pairs in cfg.pairs:
-        task = task_of(cfg, pairs)
-        inputs, targets = task.batch(cfg.eval_sequences, seed=cfg.seed + 2**31)  # training batches draw other seeds
-        held_out = (torch.from_numpy(inputs), torch.from_numpy(targets))
-        preds[str(pairs)] = predictions(cfg, task)
-        runs += [run_one(cfg, task, s, seed, held_out, device) for s in cfg.scales for seed in cfg.seeds]
-    return {"device_type": device.type, "head_dim": cfg.head_dim, "chance_loss": math.log(cfg.values),
+        out.append(Trial(f"predict.pairs{pairs}", cfg.seed, {"kind": "predict", "pairs": pairs}))
+        out += [Trial(f"train.pairs{pairs}.s{scale:.4g}.seed{seed}", run_seed(cfg, seed),
+                      {"kind": "train", "pairs": pairs, "scale": scale, "seed": seed})
+                for scale in cfg.scales for seed in cfg.seeds]
+    return out
+
+
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+    """The predictions for one number of pairs, or one model trained on the held-out-evaluated task."""
+    p = trial.params
+    task = task_of(cfg, p["pairs"])
+    if p["kind"] == "predict":
+        return predictions(cfg, task)
+    inputs, targets = task.batch(cfg.eval_sequences, seed=cfg.seed + 2**31)  # training batches draw other seeds
+    return run_one(cfg, task, p["scale"], p["seed"], (torch.from_numpy(inputs), torch.from_numpy(targets)), device)
+
+
+def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+    """The runs in trial order, with the predictions for each number of pairs."""
+    runs, preds = [], {}
+    for trial, result in zip(trials(cfg), results):
+        if trial.params["kind"] == "predict":
+            preds[str(trial.params["pairs"])] = result
+        else:
+            runs.append(result)
+    return {"device_type": device_type, "head_dim": cfg.head_dim, "chance_loss": math.log(cfg.values),
             "runs": runs, "predictions": preds}
 
 
@@ -257,12 +277,12 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     return out
 
 
-def plan(cfg: Config) -> list[Workload]:
-    """One model per number of pairs, scale and seed; the FLOPs do not depend on the scale."""
-    out = []
-    for pairs in cfg.pairs:
-        task = task_of(cfg, pairs)
-        evals = cfg.checkpoints + 1
-        out.append(Workload(f"{pairs} pairs", model_config(cfg, task, 1.0), cfg.batch, task.length, cfg.steps,
-                            evals * -(-cfg.eval_sequences // cfg.batch), len(cfg.scales) * len(cfg.seeds)))
-    return out
+def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:
+    """A trained model with its held-out evaluations (the FLOPs do not depend on the scale); a prediction is
+    sampling work too small to count."""
+    p = trial.params
+    if p["kind"] == "predict":
+        return []
+    task = task_of(cfg, p["pairs"])
+    return [Workload(f"{p['pairs']} pairs", model_config(cfg, task, 1.0), cfg.batch, task.length, cfg.steps,
+                     (cfg.checkpoints + 1) * -(-cfg.eval_sequences // cfg.batch))]

@@ -17,10 +17,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from analysis.core.trial import Trial
 from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.theory import softmax_scale as sc
-from analysis.train import TrainConfig, fixed_windows, pick_device, token_stats, train_lm
+from analysis.train import TrainConfig, fixed_windows, token_stats, train_lm
 from analysis.verify import Claim
 
 NAME = "softmax-scale-train"
@@ -86,13 +87,12 @@ def softmax_gradient(model: LanguageModel, batch: torch.Tensor) -> float:
 
 def run_one(cfg: Config, tokens: dict[str, np.ndarray], ctx: int, var: dict[str, Any], seed: int,
             device: torch.device) -> dict[str, Any]:
-    """Train one model; return its validation loss and the softmax gradient along training."""
+    """Train one model (torch seeded by the runner); its validation loss and the softmax gradient along training."""
     model_cfg = ModelConfig.gpt(
         d=cfg.d_model, layers=cfg.n_layers, heads=cfg.n_heads, ctx=ctx,
         attn=var["kind"], attn_alpha=var["value"] if var["kind"] == "dot" else 1.0,
         cosine_scale=var["value"] if var["kind"] == "cosine" else 10.0, learn_cosine_scale=var["learned"],
     )
-    torch.manual_seed(run_seed(cfg, seed))
     model = LanguageModel(model_cfg)
     probe = fixed_windows(tokens["val"], ctx, 4)[0].to(device)
     checkpoints = {0, cfg.steps // 2, cfg.steps}
@@ -113,13 +113,25 @@ def run_one(cfg: Config, tokens: dict[str, np.ndarray], ctx: int, var: dict[str,
     }
 
 
-def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
-    """The whole sweep; plain data with the predictions for each length."""
-    device = pick_device()
-    corpus = corpus_of(cfg)
-    tokens = {"train": corpus.train, "val": corpus.val}
-    runs = [run_one(cfg, tokens, ctx, var, seed, device)
+def trials(cfg: Config) -> list[Trial]:
+    """One model per length, attention setting and seed, seeded with run_seed(cfg, seed): every setting gets the
+    same batches."""
+    def tag(var: dict[str, Any]) -> str:
+        return f"{var['kind']}{'-learned' if var['learned'] else ''}{var['value']:.4g}"
+
+    return [Trial(f"L{ctx}.{tag(var)}.seed{seed}", run_seed(cfg, seed), {"ctx": ctx, "var": var, "seed": seed})
             for ctx in cfg.lengths for var in variants(cfg) for seed in cfg.seeds]
+
+
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+    """One model trained at one length and attention setting."""
+    corpus = corpus_of(cfg)
+    p = trial.params
+    return run_one(cfg, {"train": corpus.train, "val": corpus.val}, p["ctx"], dict(p["var"]), p["seed"], device)
+
+
+def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+    """The runs in trial order, with the mean-field predictions for each length (decoder rule n = L/2)."""
     predictions = {
         str(ctx): {
             "dot_alpha_mean_field": float(sc.alpha_star_normal(max(2.0, ctx / 2))),
@@ -127,8 +139,8 @@ def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
         }
         for ctx in cfg.lengths
     }
-    return {"device_type": device.type, "corpus": corpus.summary(), "head_dim": cfg.head_dim,
-            "runs": runs, "predictions": predictions}
+    return {"device_type": device_type, "corpus": corpus_of(cfg).summary(), "head_dim": cfg.head_dim,
+            "runs": results, "predictions": predictions}
 
 
 def loss_by_setting(data: dict[str, Any], ctx: int, kind: str) -> list[tuple[float, float, float]]:
@@ -181,12 +193,9 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     return out
 
 
-def plan(cfg: Config) -> list[Workload]:
-    """One model per length, setting and seed; the FLOPs do not depend on the setting, so one workload per length."""
-    out = []
-    for ctx in cfg.lengths:
-        model = ModelConfig.gpt(d=cfg.d_model, layers=cfg.n_layers, heads=cfg.n_heads, ctx=ctx)
-        batch = max(1, cfg.tokens_per_step // ctx)
-        out.append(Workload(f"L = {ctx}", model, batch, ctx, cfg.steps, -(-cfg.eval_windows // batch),
-                            len(variants(cfg)) * len(cfg.seeds)))
-    return out
+def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:
+    """The model a trial trains (its FLOPs do not depend on the attention setting) and its validation windows."""
+    ctx = trial.params["ctx"]
+    model = ModelConfig.gpt(d=cfg.d_model, layers=cfg.n_layers, heads=cfg.n_heads, ctx=ctx)
+    batch = max(1, cfg.tokens_per_step // ctx)
+    return [Workload(f"L = {ctx}", model, batch, ctx, cfg.steps, -(-cfg.eval_windows // batch))]

@@ -21,6 +21,7 @@ from torch import nn
 
 from analysis import widening as W
 from analysis.cost import step_cost
+from analysis.core.trial import Trial
 from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
 from analysis.models.bert import Bert, BertConfig
 from analysis.models.lm import FeedForward, LanguageModel, ModelConfig
@@ -28,7 +29,7 @@ from analysis.train import TrainConfig, token_stats, train_lm
 from analysis.verify import Claim
 
 NAME = "widening"
-DATA_VERSION = 2  # raised when the layout of run()'s data changes
+DATA_VERSION = 2  # raised when the layout of the assembled data changes
 SOURCE = "Su 2021, kexue.fm/archives/8444"
 COMMENTS = "Su 2021, kexue.fm/archives/8444 (comments)"
 BOOK = "this book (Su 2021's method, extended)"
@@ -251,69 +252,80 @@ def _unit_dropout(model: LanguageModel, p: float) -> None:
             module.w1.register_forward_hook(lambda m, i, o: F.dropout(o, p, m.training))
 
 
-def training(cfg: Config, corpus: Any, progress: bool = False) -> dict[str, Any]:
-    """Per seed: small model trained small_steps; widened exactly (RoPE placed), exactly with a random split of the
-    copies' weights, and by pairwise repetition, each trained on for the FLOPs the scratch model has left; the
-    scratch wide model. Seed 0 also trains the symmetry variants (exact copies, random split, noise, attention
-    dropout, unit dropout) for symmetry_steps each."""
+def training_steps(cfg: Config) -> dict[str, Any]:
+    """The small and wide decoders' step FLOPs (counted on the meta device), and the steps a widened model trains on
+    for the FLOPs the scratch model has left."""
+    small_cfg = decoder_config(cfg.train_d, 4, cfg.train_layers, cfg.ctx)
+    flops_small = step_cost(small_cfg, cfg.batch, cfg.ctx)[2]
+    flops_wide = step_cost(W.wide_lm_config(small_cfg, 2 * cfg.train_d), cfg.batch, cfg.ctx)[2]
+    wide_after = max(1, round(cfg.wide_steps - cfg.small_steps * flops_small / flops_wide))
+    return {"flops_small_step": flops_small, "flops_wide_step": flops_wide, "wide_after": wide_after}
+
+
+def training_sizes(cfg: Config) -> dict[str, Any]:
+    """:func:`training_steps` and the parameters of the small and wide decoders (built on the meta device: no random
+    draw)."""
+    small_cfg = decoder_config(cfg.train_d, 4, cfg.train_layers, cfg.ctx)
+    with torch.device("meta"):
+        small, wide = LanguageModel(small_cfg), LanguageModel(W.wide_lm_config(small_cfg, 2 * cfg.train_d))
+    return {**training_steps(cfg), "small_params": small.num_parameters(), "wide_params": wide.num_parameters()}
+
+
+def training_seed(cfg: Config, corpus: Any, r: int) -> dict[str, Any]:
+    """Replicate r (torch seeded by the runner with run_seed(cfg, r)): small model trained small_steps; widened
+    exactly (RoPE placed), exactly with a random split of the copies' weights, and by pairwise repetition, each
+    trained on for the FLOPs the scratch model has left; the scratch wide model. Replicate 0 also trains the
+    symmetry variants (exact copies, random split, noise, attention dropout, unit dropout) for symmetry_steps each."""
     small_cfg = decoder_config(cfg.train_d, 4, cfg.train_layers, cfg.ctx)
     wide_cfg = W.wide_lm_config(small_cfg, 2 * cfg.train_d)
-    flops_small = step_cost(small_cfg, cfg.batch, cfg.ctx)[2]
-    flops_wide = step_cost(wide_cfg, cfg.batch, cfg.ctx)[2]
-    wide_after = max(1, round(cfg.wide_steps - cfg.small_steps * flops_small / flops_wide))
+    wide_after = training_steps(cfg)["wide_after"]
     probe = torch.from_numpy(corpus.val[: 2 * cfg.ctx].astype(np.int64)).view(2, cfg.ctx)
-    seeds = []
-    for r in range(cfg.seeds):
-        seed = run_seed(cfg, r)
-        torch.manual_seed(seed)
-        small = LanguageModel(small_cfg)
-        small_log = _train(small, corpus, cfg, cfg.small_steps, seed)
-        small_val = _val(small, corpus.val, cfg)
-        arms: dict[str, Any] = {}
-        for arm, rope, split in (("placed", "place", 0.0), ("pairs", "pairs", 0.0), ("split", "place", cfg.split)):
-            widening = W.widen_lm(small, 2 * cfg.train_d, rope=rope, split=split, seed=seed)
-            at_widening = _val(widening.model, corpus.val, cfg)
-            assert isinstance(widening.model, LanguageModel)
-            log = _train(widening.model, corpus, cfg, wide_after, seed + 1, probe, widening)
-            log["val_loss"][0] = at_widening
-            arms[arm] = log
-        torch.manual_seed(seed + 2)
-        scratch = LanguageModel(wide_cfg)
-        at_init = _val(scratch, corpus.val, cfg)
-        arms["scratch"] = _train(scratch, corpus, cfg, cfg.wide_steps, seed + 2)
-        arms["scratch"]["val_loss"][0] = at_init
-        small_log["val_loss"][0] = math.nan
-        seeds.append({"seed": seed, "small": small_log, "small_val": small_val, "arms": arms})
-        if r == 0:
-            variants = {}
-            for name, kw in (("exact copies", {}), ("split", {"split": cfg.split}), ("noise", {"noise": cfg.noise}),
-                             ("attention dropout", {}), ("unit dropout", {})):
-                widening = W.widen_lm(small, 2 * cfg.train_d, seed=seed, **kw)  # type: ignore[arg-type]
-                wide = widening.model
-                assert isinstance(wide, LanguageModel)
-                if name == "attention dropout":
-                    for att in wide.attention_layers():
-                        att.dropout = cfg.dropout
-                if name == "unit dropout":
-                    _unit_dropout(wide, cfg.dropout)
-                with torch.no_grad():
-                    wide.eval()
-                    deviation = float((wide(probe) - small.eval()(probe)).abs().max())
-                log = _train(wide, corpus, cfg, cfg.symmetry_steps, seed + 1, probe, widening)
-                log["initial_logit_difference"] = deviation
-                variants[name] = log
-            seeds[0]["variants"] = variants
-    return {"flops_small_step": flops_small, "flops_wide_step": flops_wide, "wide_after": wide_after,
-            "small_params": LanguageModel(small_cfg).num_parameters(),
-            "wide_params": LanguageModel(wide_cfg).num_parameters(), "seeds": seeds}
+    seed = run_seed(cfg, r)
+    small = LanguageModel(small_cfg)
+    small_log = _train(small, corpus, cfg, cfg.small_steps, seed)
+    small_val = _val(small, corpus.val, cfg)
+    arms: dict[str, Any] = {}
+    for arm, rope, split in (("placed", "place", 0.0), ("pairs", "pairs", 0.0), ("split", "place", cfg.split)):
+        widening = W.widen_lm(small, 2 * cfg.train_d, rope=rope, split=split, seed=seed)
+        at_widening = _val(widening.model, corpus.val, cfg)
+        assert isinstance(widening.model, LanguageModel)
+        log = _train(widening.model, corpus, cfg, wide_after, seed + 1, probe, widening)
+        log["val_loss"][0] = at_widening
+        arms[arm] = log
+    torch.manual_seed(seed + 2)
+    scratch = LanguageModel(wide_cfg)
+    at_init = _val(scratch, corpus.val, cfg)
+    arms["scratch"] = _train(scratch, corpus, cfg, cfg.wide_steps, seed + 2)
+    arms["scratch"]["val_loss"][0] = at_init
+    small_log["val_loss"][0] = math.nan
+    out: dict[str, Any] = {"seed": seed, "small": small_log, "small_val": small_val, "arms": arms}
+    if r == 0:
+        variants = {}
+        for name, kw in (("exact copies", {}), ("split", {"split": cfg.split}), ("noise", {"noise": cfg.noise}),
+                         ("attention dropout", {}), ("unit dropout", {})):
+            widening = W.widen_lm(small, 2 * cfg.train_d, seed=seed, **kw)  # type: ignore[arg-type]
+            wide = widening.model
+            assert isinstance(wide, LanguageModel)
+            if name == "attention dropout":
+                for att in wide.attention_layers():
+                    att.dropout = cfg.dropout
+            if name == "unit dropout":
+                _unit_dropout(wide, cfg.dropout)
+            with torch.no_grad():
+                wide.eval()
+                deviation = float((wide(probe) - small.eval()(probe)).abs().max())
+            log = _train(wide, corpus, cfg, cfg.symmetry_steps, seed + 1, probe, widening)
+            log["initial_logit_difference"] = deviation
+            variants[name] = log
+        out["variants"] = variants
+    return out
 
 
 def stationary(cfg: Config, corpus: Any) -> dict[str, Any]:
     """A small decoder (learned positions) trained on one fixed batch to near zero loss; in float64, the relative
     difference between the widened model's gradient and the lifted small gradient (every linear weight), and the
     gradient norms of the small model, its exact copy and its random split."""
-    seed = run_seed(cfg, 900)
-    torch.manual_seed(seed)
+    seed = run_seed(cfg, 900)  # the runner seeds torch with it
     small_cfg = decoder_config(cfg.train_d // 2, 4, cfg.train_layers, cfg.ctx, positions="learned")
     small = LanguageModel(small_cfg)
     batch = torch.from_numpy(corpus.train[: 4 * (cfg.ctx + 1)].astype(np.int64)).view(4, cfg.ctx + 1)
@@ -348,14 +360,32 @@ def stationary(cfg: Config, corpus: Any) -> dict[str, Any]:
             "gradient_identity_rel": worst, "memo_steps": cfg.memo_steps, "d": small_cfg.d}
 
 
-def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
-    """Every measurement of the chapter; plain data."""
-    torch.manual_seed(cfg.seed)
+def trials(cfg: Config) -> list[Trial]:
+    """The exactness checks and the source's table (one trial: they share the random stream from cfg.seed), one
+    trained replicate per seed, and the stationary-point check."""
+    out = [Trial("exactness", cfg.seed, {"part": "exactness"})]
+    out += [Trial(f"training.seed{r}", run_seed(cfg, r), {"part": "training", "replicate": r}) for r in range(cfg.seeds)]
+    return out + [Trial("stationary", run_seed(cfg, 900), {"part": "stationary"})]
+
+
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+    """One part of the chapter's measurements (on the CPU: float64 checks, and training small enough for it)."""
     corpus = corpus_of(cfg)
-    text = torch.from_numpy(corpus.val[: 2 * cfg.probe].astype(np.int64)).view(2, cfg.probe)
-    return {"device_type": "cpu", "corpus": corpus.summary(), "exactness": exactness(cfg, text),
-            "table": table_rows(cfg, text), "training": training(cfg, corpus, progress),
-            "stationary": stationary(cfg, corpus), "threads": torch.get_num_threads()}
+    part = trial.params["part"]
+    if part == "exactness":
+        text = torch.from_numpy(corpus.val[: 2 * cfg.probe].astype(np.int64)).view(2, cfg.probe)
+        return {"exactness": exactness(cfg, text), "table": table_rows(cfg, text), "threads": torch.get_num_threads()}
+    if part == "training":
+        return training_seed(cfg, corpus, trial.params["replicate"])
+    return stationary(cfg, corpus)
+
+
+def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+    """Every measurement of the chapter, in the record's layout (this experiment runs on the CPU)."""
+    first, *seeds, last = results
+    return {"device_type": "cpu", "corpus": corpus_of(cfg).summary(), "exactness": first["exactness"],
+            "table": first["table"], "training": {**training_sizes(cfg), "seeds": seeds},
+            "stationary": last, "threads": first["threads"]}
 
 
 # --- summaries ---------------------------------------------------------------------------------------------------
@@ -549,14 +579,20 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     return out
 
 
-def plan(cfg: Config) -> list[Workload]:
-    """The trained models: per seed the small one, two widened arms and the scratch one; four symmetry variants."""
+def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:
+    """The trained models of a replicate (small, two widened arms, scratch; replicate 0 adds four symmetry variants),
+    or the counted exactness checks; the stationary check is too small to count."""
+    part = trial.params["part"]
     small = decoder_config(cfg.train_d, 4, cfg.train_layers, cfg.ctx)
     wide = W.wide_lm_config(small, 2 * cfg.train_d)
     evals = (cfg.wide_steps // cfg.eval_every + 1) * -(-cfg.eval_windows // 64)
-    return [Workload("small decoder", small, cfg.batch, cfg.ctx, cfg.small_steps, evals, cfg.seeds),
-            Workload("wide decoder (scratch and two widened arms)", wide, cfg.batch, cfg.ctx, cfg.wide_steps, evals,
-                     3 * cfg.seeds),
-            Workload("wide decoder, symmetry variants", wide, cfg.batch, cfg.ctx, cfg.symmetry_steps, evals, 4),
-            Workload("exactness checks (counted)", flops=2.0 * 40 * 2 * cfg.probe * 12 * cfg.layers * (4 * cfg.d) ** 2,
-                     memory_bytes=8.0 * 2 * cfg.probe * 256 * 40)]
+    if part == "exactness":
+        return [Workload("exactness checks (counted)", flops=2.0 * 40 * 2 * cfg.probe * 12 * cfg.layers * (4 * cfg.d) ** 2,
+                         memory_bytes=8.0 * 2 * cfg.probe * 256 * 40)]
+    if part == "stationary":
+        return []
+    out = [Workload("small decoder", small, cfg.batch, cfg.ctx, cfg.small_steps, evals),
+           Workload("wide decoder (scratch and two widened arms)", wide, cfg.batch, cfg.ctx, cfg.wide_steps, evals, 3)]
+    if trial.params["replicate"] == 0:
+        out.append(Workload("wide decoder, symmetry variants", wide, cfg.batch, cfg.ctx, cfg.symmetry_steps, evals, 4))
+    return out
