@@ -302,9 +302,11 @@ def cmd_campaign(args: argparse.Namespace) -> None:
         raise UsageError("--address applies only to --executor ray")
     if args.executor == "inline" and args.workers not in (None, 1):
         raise UsageError("--executor inline runs one trial at a time: use --executor local or ray for --workers")
+    if args.estimate_on and not args.status:
+        raise UsageError("--estimate-on applies only to --status (a campaign times its trials on its own device)")
     if args.status:
-        plans = campaign_plans(args.scale, args.only, args.out, args.refresh_stale)
-        print("\n".join(status_lines(plans, args.scale)))
+        plans = campaign_plans(args.scale, args.only, args.out, args.refresh_stale, args.estimate_on)
+        print("\n".join(status_lines(plans, args.scale, args.estimate_on)))
         if budget is not None:
             for line in never_fits(plans, budget):
                 print(f"never fits a budget of {args.budget}: {line}")
@@ -447,6 +449,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--address", help="an existing Ray cluster's address (with --executor ray)")
     p.add_argument("--refresh-stale", action="store_true", help="also re-run trials stored by older code")
     p.add_argument("--status", action="store_true", help="print what is done and left, with expected times; run nothing")
+    p.add_argument("--estimate-on", choices=("cpu", "cuda"),
+                   help="with --status: expected times on a device of this type rather than this machine's")
     p.add_argument("--out", metavar="DIR", help="results folder (default: the repository's results/)")
     p.add_argument("--quiet", action="store_true", help="no line per finished trial")
     p.set_defaults(func=cmd_campaign)

@@ -18,7 +18,6 @@ trial of an experiment is stored, its record is assembled (:func:`analysis.core.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from collections.abc import Sequence
@@ -146,14 +145,19 @@ class ExperimentPlan:
 
 
 def campaign_plans(scale: str, only: Sequence[str] | None = None, directory: str | os.PathLike[str] | None = None,
-                   refresh_stale: bool = False) -> list[ExperimentPlan]:
-    """Every (or each named) experiment at ``scale`` with its trial status and estimates, in campaign order."""
+                   refresh_stale: bool = False, estimate_on: str | None = None) -> list[ExperimentPlan]:
+    """Every (or each named) experiment at ``scale`` with its trial status and estimates, in campaign order.
+
+    Estimates are for this machine's device, or, with ``estimate_on`` ("cpu" or "cuda"), for a device of that type
+    before any trial was timed on it (the assumed throughput, and the launch floor on a GPU)."""
     from analysis.experiments import EXPERIMENTS, config_for, get_experiment
 
     scale = validate_scale(scale)
+    if estimate_on not in (None, "cpu", "cuda"):
+        raise ValueError(f"estimate_on must be cpu or cuda; got {estimate_on!r}")
     names = list(only) if only else sorted(EXPERIMENTS)
-    device = pick_device()
-    here = device_name()
+    device_type = estimate_on or pick_device().type
+    here = device_name() if estimate_on is None else f"an unmeasured {estimate_on} device"
     plans = []
     for name in names:
         exp = Experiment(get_experiment(name))
@@ -163,7 +167,7 @@ def campaign_plans(scale: str, only: Sequence[str] | None = None, directory: str
             stale = {exp.trial_id(cfg, t) for t in status.stale}
             status = TrialStatus(status.experiment, scale, status.trials, status.ids,
                                  {i: f for i, f in status.stored.items() if i not in stale}, status.code)
-        est = Estimator.from_status(exp, cfg, status, here, device.type)
+        est = Estimator.from_status(exp, cfg, status, here, device_type)
         plans.append(ExperimentPlan(exp, cfg, status, {t.key: est.seconds(t) for t in status.missing}, est.measured))
     plans.sort(key=lambda p: (p.priority, p.missing_s, p.exp.name))
     return plans
@@ -173,9 +177,10 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
-def status_lines(plans: Sequence[ExperimentPlan], scale: str) -> list[str]:
+def status_lines(plans: Sequence[ExperimentPlan], scale: str, estimate_on: str | None = None) -> list[str]:
     """One line per experiment: trials done of all, and the expected time of what is left."""
-    lines = [f"campaign at {scale} scale on {device_name()}, in the order it runs:"]
+    where = device_name() if estimate_on is None else f"an unmeasured {estimate_on} device (estimates only)"
+    lines = [f"campaign at {scale} scale on {where}, in the order it runs:"]
     for p in plans:
         left = len(p.status.missing)
         basis = "measured here" if p.measured else "from plan"
@@ -237,6 +242,12 @@ def report_lines(report: QueueReport, scale: str, only: Sequence[str] | None,
 
 
 def never_fits(plans: Sequence[ExperimentPlan], budget_s: float) -> list[str]:
-    """Missing trials expected to take longer than a whole budget: a campaign of that budget never starts them."""
-    return [f"{p.exp.name} {t.key} ({_minutes(p.estimates[t.key])})" for p in plans for t in p.status.missing
-            if p.estimates[t.key] > budget_s and math.isfinite(p.estimates[t.key])]
+    """Per experiment, its missing trials expected to take longer than a whole budget (a campaign of that budget never
+    starts them): how many, and the longest."""
+    out = []
+    for p in plans:
+        long = [p.estimates[t.key] for t in p.status.missing if p.estimates[t.key] > budget_s]
+        if long:
+            out.append(f"{p.exp.name}: {len(long)} of its {len(p.status.missing)} missing trials "
+                       f"(the longest about {_minutes(max(long))})")
+    return out

@@ -215,8 +215,9 @@ class RayExecutor:
                                       "configure_logging": False}
             if address:
                 ray.init(address=address, **kwargs)
-            else:
-                ray.init(num_cpus=(workers or cpu_cores()) * threads, **kwargs)
+            else:  # Ray nices its workers by 15: a trial would then yield its cores to any other work, and its
+                # measured times with it; trials run at the priority the other executors give them
+                ray.init(num_cpus=(workers or cpu_cores()) * threads, _system_config={"worker_niceness": 0}, **kwargs)
         gpus = int(ray.cluster_resources().get("GPU", 0))
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.workers = workers or (gpus or max(1, cpus // threads))

@@ -251,14 +251,21 @@ class TrialStatus:
                 != self.code]
 
     @property
+    def orphans(self) -> list[TrialFile]:
+        """Stored trial files that are no trial of the config (made under another config or data version)."""
+        wanted = set(self.ids)
+        return [f for i, f in self.stored.items() if i not in wanted]
+
+    @property
     def complete(self) -> bool:
         """Whether every trial is stored."""
         return not self.missing
 
     def describe(self) -> str:
         """'k of m trials' (with how many are stale)."""
-        stale = len(self.stale)
-        return f"{len(self.done)} of {self.total} trials" + (f" ({stale} made by older code)" if stale else "")
+        stale, orphans = len(self.stale), len(self.orphans)
+        return (f"{len(self.done)} of {self.total} trials" + (f" ({stale} made by older code)" if stale else "")
+                + (f"; {orphans} stored trial files match no trial of today's config" if orphans else ""))
 
 
 def trial_status(exp: Experiment, scale: str, cfg: Any, directory: str | os.PathLike[str] | None = None
