@@ -407,10 +407,12 @@ def chapter_timings(app: Sphinx) -> dict[str, tuple[str, str, float]]:
 def reproduce_html(timings: dict[str, tuple[str, str, float]]) -> str:
     """Per experiment: its chapter, this build's live time, its cpu record (wall time, date, commit, current or
     stale), the gpu estimate, and the commands that regenerate it."""
-    from analysis.experiments import EXPERIMENTS, current_record
+    from analysis.core.trials import Experiment, trial_status
+    from analysis.experiments import EXPERIMENTS, config_for, current_record
     from analysis.plan import plan_experiment
 
-    head = ["experiment / chapter", "this build (live)", "cpu record", "gpu (estimated, not run)", "regenerate"]
+    head = ["experiment / chapter", "this build (live)", "cpu record", "gpu record, else estimate (not run)",
+            "regenerate"]
     rows = []
     for name in EXPERIMENTS:
         chapter, scale, seconds = timings.get(name, ("-", "-", float("nan")))
@@ -427,11 +429,14 @@ def reproduce_html(timings: dict[str, tuple[str, str, float]]) -> str:
                            f"commit {str(prov.get('git_commit', '?'))[:8]}"
                            f"{' (uncommitted changes)' if prov.get('git_dirty') else ''} ({state})")
         est = plan_experiment(name, "gpu", execute=False)
+        exp = Experiment(EXPERIMENTS[name])
+        trials = trial_status(exp, "gpu", config_for(exp.module, "gpu")).describe()
         gpu = (f"{records[1]}" if records[1] else
-               f"{est.h100_minutes:.2g} H100 minutes at {100 * est.utilisation:.0f}%, {est.peak_memory_gb:.2g} GB")
+               f"{est.h100_minutes:.2g} H100 minutes at {100 * est.utilisation:.0f}%, {est.peak_memory_gb:.2g} GB"
+               ) + f"; gpu campaign: {trials}"
         rows.append(f"<tr><td><code>{name}</code><br><small>{html.escape(chapter)}</small></td>"
                     f"<td>{html.escape(live)}</td><td>{html.escape(records[0])}</td><td>{html.escape(gpu)}</td>"
-                    f"<td><code>python -m analysis run {name} --scale cpu</code></td></tr>")
+                    f"<td><code>python -m analysis campaign --scale cpu --only {name}</code></td></tr>")
     return (claims_table_css() + '<div class="ledger-scroll"><table class="claims-table"><thead><tr>'
             + "".join(f"<th>{h}</th>" for h in head) + f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 

@@ -77,7 +77,8 @@ def test_reproduce_table_lists_every_experiment_with_its_live_time(tmp_path):
     html = reproduce_html({"flash-counts": ("flash", "smoke", 1.25)})
     assert html.count("<tr>") == len(EXPERIMENTS) + 1
     assert "1.2 s at smoke scale" in html and "not run by this build" in html
-    assert "python -m analysis run flash-bench --scale cpu" in html and "H100 minutes" in html
+    assert "python -m analysis campaign --scale cpu --only flash-bench" in html
+    assert "gpu campaign: 0 of 1 trials" in html and "H100 minutes" in html
 
 
 def test_headline_gives_what_holds_instead_when_no_number_does():

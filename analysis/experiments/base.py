@@ -1,18 +1,22 @@
 """The experiment protocol that every experiment and benchmark module follows, and the helpers they share.
 
-A module registered in :data:`analysis.experiments.EXPERIMENTS` defines
+A module of :mod:`analysis.experiments` (found by discovery) defines
 
 * ``NAME``: its command-line name, and a module docstring whose first line says what it measures;
 * ``Config``: a frozen dataclass with a ``seed: int`` field (and ``corpus_file`` where it trains on text);
 * ``CONFIGS``: one ``Config`` per scale (smoke, cpu, gpu);
-* ``DATA_VERSION``: an integer raised whenever the layout of the data ``run`` returns changes;
-* ``run(cfg, progress=False) -> dict``: plain data, every random draw derived from ``cfg.seed``;
+* ``DATA_VERSION``: an integer raised whenever the layout of its assembled data changes;
+* its work, as independent trials (:mod:`analysis.core.trials`): ``trials(cfg)``, ``run_trial(cfg, trial, device)``,
+  ``assemble(cfg, results, device_type)`` and ``trial_plan(cfg, trial)``; or, not yet split, ``run(cfg)`` (plain
+  data, every random draw derived from ``cfg.seed``) and ``plan(cfg)``, which the protocol treats as one trial;
 * ``claims(data, label) -> list[Claim]``: the chapter's claims, computed from the data alone;
-* optionally ``summary(data) -> dict``: the numbers and decisions a chapter states in its prose;
-* ``plan(cfg) -> list[Workload]``: the models it trains and the work it counts, costed by :mod:`analysis.plan`
-  (Workload is defined here, so that a record's code fingerprint does not follow the costing code).
+* optionally ``summary(data) -> dict``: the numbers and decisions a chapter states in its prose.
 
-``tests/test_protocol.py`` checks every registered module against this list.
+Plans list :class:`Workload` items, costed by :mod:`analysis.plan` and :mod:`analysis.core.campaign` (Workload is
+defined here, so that a record's code fingerprint does not follow the costing code). The runner
+(:mod:`analysis.core.runner`) picks the device and seeds torch, numpy and random from the trial before it runs.
+``analysis.core.trials.protocol_problems`` checks every registered module against this list
+(``tests/test_protocol.py``); :func:`conformance_problems` below is the check of the unsplit protocol alone.
 """
 
 from __future__ import annotations
