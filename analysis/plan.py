@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import torch
@@ -35,6 +36,13 @@ H100_MEMORY_GB = 80.0
 BYTES_PER_PARAM_TRAINING = 16  # fp32 weights + gradients + AdamW exp_avg + exp_avg_sq
 CPU_STEP_MAX_PARAMS = 20_000_000
 CPU_STEP_MAX_CTX = 64
+
+
+@lru_cache(maxsize=None)
+def cached_step_cost(model: Any, batch: int, ctx: int) -> tuple[int, float, float, float]:
+    """:func:`analysis.cost.step_cost`, counted once per (model config, batch, ctx): an experiment split into trials
+    lists the same model in many of them."""
+    return step_cost(model, batch, ctx)
 
 
 @dataclass
@@ -95,7 +103,7 @@ def plan_experiment(name: str, scale: str, execute: bool = True) -> Estimate:
             est.flops += w.count * w.flops
             peak = max(peak, w.memory_bytes)
             continue
-        params, fwd, fwd_bwd, saved = step_cost(w.model, w.batch, w.ctx)
+        params, fwd, fwd_bwd, saved = cached_step_cost(w.model, w.batch, w.ctx)
         est.parameters = max(est.parameters, params)
         est.flops += w.count * (w.steps * fwd_bwd + w.eval_batches * fwd)
         peak = max(peak, BYTES_PER_PARAM_TRAINING * params + saved)

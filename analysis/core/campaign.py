@@ -5,7 +5,7 @@ seconds of their missing trials (cheapest first, so that a short lease completes
 within an experiment, trials go in the order of ``trials(cfg)``.
 
 Estimates. A trial's expected seconds are its counted FLOPs (its ``trial_plan``, one training step counted on the
-meta device by :func:`analysis.cost.step_cost`) divided by a throughput: the throughput measured on this device by
+meta device by :func:`analysis.plan.cached_step_cost`) divided by a throughput: the throughput measured on this device by
 the experiment's stored trials (their summed seconds over their summed FLOPs), else an assumption stated here
 (:data:`ASSUMED_FLOPS`), with a floor on a GPU for the kernel launches of small models (:data:`GPU_LAYER_STEP_S`).
 A trial whose plan counts no FLOPs takes the mean seconds of the experiment's stored trials on this device, else
@@ -22,7 +22,6 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from analysis.core.runner import (
@@ -34,6 +33,7 @@ from analysis.core.runner import (
     run_queue,
 )
 from analysis.core.trials import Experiment, TrialFile, TrialStatus, assemble_record, trial_status
+from analysis.plan import cached_step_cost
 from analysis.results import device_name
 from analysis.scale import validate_scale
 
@@ -54,13 +54,6 @@ def parse_budget(text: str) -> float:
     return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
 
 
-@lru_cache(maxsize=None)
-def _step_cost(model: Any, batch: int, ctx: int) -> tuple[int, float, float, float]:
-    from analysis.cost import step_cost
-
-    return step_cost(model, batch, ctx)
-
-
 def workload_flops(workloads: Sequence[Any]) -> tuple[float, int]:
     """(FLOPs, layer-steps) of a list of workloads: training steps, evaluation batches and counted work."""
     flops, layer_steps = 0.0, 0
@@ -68,7 +61,7 @@ def workload_flops(workloads: Sequence[Any]) -> tuple[float, int]:
         if w.model is None:
             flops += w.count * w.flops
             continue
-        _, fwd, fwd_bwd, _ = _step_cost(w.model, w.batch, w.ctx)
+        _, fwd, fwd_bwd, _ = cached_step_cost(w.model, w.batch, w.ctx)
         flops += w.count * (w.steps * fwd_bwd + w.eval_batches * fwd)
         layer_steps += w.count * (w.steps + w.eval_batches) * int(getattr(w.model, "layers", 1))
     return flops, layer_steps
