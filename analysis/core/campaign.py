@@ -24,14 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from analysis.core.runner import (
-    QueueItem,
-    QueueReport,
-    default_threads,
-    make_executor,
-    pick_device,
-    run_queue,
-)
+from analysis.core.runner import QueueItem, QueueReport, pick_device, run_trials
 from analysis.core.trials import Experiment, TrialFile, TrialStatus, assemble_record, trial_status
 from analysis.plan import cached_step_cost
 from analysis.results import device_name
@@ -193,19 +186,13 @@ def run_campaign(scale: str, budget_s: float | None = None, only: Sequence[str] 
     plans = campaign_plans(scale, only, directory, refresh_stale)
     items = [QueueItem(p.exp, scale, p.cfg, t, p.exp.trial_id(p.cfg, t), p.estimates[t.key])
              for p in plans for t in p.status.missing]
-    n_workers = workers or 1
-    pool = make_executor(executor, workers, address, threads or default_threads(n_workers))
-    n_threads = threads or default_threads(pool.workers)
 
     def on_finish(item: QueueItem, tf: TrialFile, k: int, n: int) -> None:
         if progress:
             print(f"[{k}/{n}] {item.exp.name} {item.trial.key}: {tf.wall_time_s:.1f} s "
                   f"(expected {item.estimate_s:.1f} s)", flush=True)
 
-    try:
-        report = run_queue(items, pool, n_threads, directory, budget_s, on_finish)
-    finally:
-        pool.close()
+    report = run_trials(items, executor, workers, threads, address, directory, budget_s, on_finish)
     ran = {item.exp.name for item, _ in report.finished}
     for p in plans:
         if p.exp.name in ran or (p.status.complete and not _record_exists(p, directory)):

@@ -36,7 +36,6 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from analysis.core.fingerprint import config_fingerprint
 from analysis.core.trials import Experiment, Trial, TrialFile, save_trial
 from analysis.results import from_jsonable, provenance, to_jsonable
 
@@ -97,7 +96,7 @@ def _threads(n: int) -> Iterator[None]:
 
 def execute(task: TrialTask) -> TrialFile:
     """Run one trial as every executor does: threads, device, seed, then the experiment's ``run_trial``."""
-    from analysis.experiments import get_experiment
+    from analysis.experiments import fingerprint, get_experiment
 
     exp = Experiment(get_experiment(task.experiment))
     with _threads(task.threads):
@@ -109,10 +108,8 @@ def execute(task: TrialTask) -> TrialFile:
             torch.cuda.synchronize()
         wall = time.perf_counter() - start
     prov = {**provenance(wall), "threads": task.threads, "executor": task.executor, "device_type": device.type}
-    fingerprint = {"config": config_fingerprint(exp.config_dict(task.config)), "code": exp.code,
-                   "data_version": int(exp.module.DATA_VERSION)}
     return TrialFile(task.experiment, task.scale, task.trial.key, task.trial_id, task.trial.seed,
-                     to_jsonable(dict(task.trial.params)), result, prov, fingerprint)
+                     to_jsonable(dict(task.trial.params)), result, prov, fingerprint(exp.module, task.config))
 
 
 def run_in_process(exp: Experiment, scale: str, cfg: Any, threads: int | None = None) -> dict[str, Any]:
@@ -217,7 +214,8 @@ class RayExecutor:
                 ray.init(address=address, **kwargs)
             else:  # Ray nices its workers by 15: a trial would then yield its cores to any other work, and its
                 # measured times with it; trials run at the priority the other executors give them
-                ray.init(num_cpus=(workers or cpu_cores()) * threads, _system_config={"worker_niceness": 0}, **kwargs)
+                ray.init(num_cpus=workers * threads if workers else cpu_cores(), _system_config={"worker_niceness": 0},
+                         **kwargs)
         gpus = int(ray.cluster_resources().get("GPU", 0))
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.workers = workers or (gpus or max(1, cpus // threads))
@@ -297,6 +295,19 @@ class _StopFlag:
         finally:
             for s, h in previous.items():
                 signal.signal(s, h)
+
+
+def run_trials(items: Sequence[QueueItem], executor: str = "inline", workers: int | None = None,
+               threads: int | None = None, address: str | None = None,
+               directory: str | os.PathLike[str] | None = None, budget_s: float | None = None,
+               on_finish: Callable[[QueueItem, TrialFile, int, int], None] | None = None) -> QueueReport:
+    """:func:`run_queue` on an executor made by name here and closed when the queue ends; ``threads`` per trial
+    defaults to the cores shared out among the executor's workers."""
+    pool = make_executor(executor, workers, address, threads or default_threads(workers or 1))
+    try:
+        return run_queue(items, pool, threads or default_threads(pool.workers), directory, budget_s, on_finish)
+    finally:
+        pool.close()
 
 
 def run_queue(items: Sequence[QueueItem], executor: Executor, threads: int,

@@ -34,6 +34,7 @@ from typing import Any
 
 from analysis.core.fingerprint import code_fingerprint, config_fingerprint
 from analysis.core.trial import Trial
+from analysis.experiments.base import config_dict
 from analysis.results import (
     PROVENANCE_KEYS,
     Record,
@@ -108,13 +109,9 @@ class Experiment:
         """Every trial's workloads, in trial order."""
         return [w for t in self.trials(cfg) for w in self.trial_plan(cfg, t)]
 
-    def config_dict(self, cfg: Any) -> dict[str, Any]:
-        """Plain data of a config dataclass."""
-        return dataclasses.asdict(cfg)
-
     def trial_id(self, cfg: Any, trial: Trial) -> str:
         """:func:`trial_id` of one trial under ``cfg``."""
-        return trial_id(self.name, self.config_dict(cfg), int(self.module.DATA_VERSION), trial)
+        return trial_id(self.name, config_dict(cfg), int(self.module.DATA_VERSION), trial)
 
 
 ONE_TRIAL = ("run", "plan")  # a module that is one trial
@@ -310,10 +307,10 @@ def assemble_record(exp: Experiment, scale: str, cfg: Any, directory: str | os.P
     files = [status.stored[i] for i in status.ids]
     data = exp.assemble(cfg, [from_jsonable(f.result) for f in files], device_type(files))
     codes = {f.fingerprint.get("code") for f in files}
-    fingerprint = {"config": config_fingerprint(exp.config_dict(cfg)),
+    fingerprint = {"config": config_fingerprint(config_dict(cfg)),
                    "code": codes.pop() if len(codes) == 1 else "mixed",
                    "data_version": int(exp.module.DATA_VERSION)}
-    record = Record(exp.name, scale, int(cfg.seed), exp.config_dict(cfg), data, combined_provenance(files),
+    record = Record(exp.name, scale, int(cfg.seed), config_dict(cfg), data, combined_provenance(files),
                     fingerprint, trials={"total": status.total, "done": len(files)})
     if write:
         save_record(record, directory)

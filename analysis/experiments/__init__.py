@@ -21,7 +21,6 @@ from analysis.core.fingerprint import (
     config_differences,
     config_fingerprint,
 )
-from analysis.core.trials import protocol_problems
 from analysis.experiments.base import config_dict, config_for
 from analysis.results import Record, find_record
 from analysis.scale import validate_scale
@@ -37,6 +36,8 @@ class _Registry(Mapping[str, ModuleType]):
     def __getitem__(self, name: str) -> ModuleType:
         if name not in NAMES:
             raise KeyError(name)
+        from analysis.core.trials import protocol_problems  # core.trials imports this package's base module
+
         module = importlib.import_module(f"{__name__}.{name.replace('-', '_')}")
         problems = protocol_problems(module) + ([] if module.NAME == name else [f"NAME is {module.NAME!r}"])
         if problems:
@@ -78,22 +79,18 @@ def run_and_record(name: str, scale: str, directory: str | None = None, progress
                    executor: str = "inline", workers: int | None = None, **overrides: Any) -> tuple[Record, str]:
     """Run every trial of experiment ``name`` at ``scale`` (all of them, stored or not), store each, and save the
     record assembled from them; returns (record, path)."""
-    from analysis.core.runner import QueueItem, default_threads, make_executor, run_queue
+    from analysis.core.runner import QueueItem, run_trials
     from analysis.core.trials import Experiment, assemble_record
 
     exp = Experiment(get_experiment(name))
     cfg = config_for(exp.module, validate_scale(scale), **overrides)
     items = [QueueItem(exp, scale, cfg, t, exp.trial_id(cfg, t)) for t in exp.trials(cfg)]
-    pool = make_executor(executor, workers)
 
     def on_finish(item: QueueItem, tf: Any, k: int, n: int) -> None:
         if progress:
             print(f"{name}: {k}/{n} trials done ({item.trial.key}, {tf.wall_time_s:.1f} s)", flush=True)
 
-    try:
-        report = run_queue(items, pool, default_threads(pool.workers), directory, on_finish=on_finish)
-    finally:
-        pool.close()
+    report = run_trials(items, executor, workers, directory=directory, on_finish=on_finish)
     if report.failed:
         raise report.failed[0][1]  # the trial's own error (a bad corpus file is the user's, and says so)
     if report.left:
