@@ -125,7 +125,7 @@ def cmd_gau_magnitude(args: argparse.Namespace) -> None:
 
     from analysis.experiments.gau_init import measure
     from analysis.theory.gau_init import gau_output_rms
-    from analysis.train import pick_device
+    from analysis.core.runner import pick_device
 
     if args.s > args.e:
         raise UsageError(f"--s (key size {args.s}) must not exceed --e (expanded width {args.e})")

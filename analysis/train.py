@@ -23,11 +23,6 @@ IGNORE_INDEX = -100  # a target that is not scored (F.cross_entropy's ignore_ind
 BatchSource = Callable[[int, torch.Generator], tuple[torch.Tensor, torch.Tensor]]  # (batch, generator) -> (x, y)
 
 
-def pick_device() -> torch.device:
-    """CUDA when available, else the CPU."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
 @dataclass(frozen=True)
 class TrainConfig:
     """AdamW with linear warmup then cosine decay; clipping optional."""

@@ -70,10 +70,10 @@ def test_corrupted_record_is_reported_not_replaced(tmp_path, monkeypatch, capsys
 def test_a_bug_exits_1_with_its_traceback(monkeypatch, capsys):
     from analysis.experiments import entropy_lm
 
-    def broken(cfg, progress=False):
+    def broken(cfg, trial, device):
         raise ValueError("a bug deep inside run")
 
-    monkeypatch.setattr(entropy_lm, "run", broken)
+    monkeypatch.setattr(entropy_lm, "run_trial", broken)
     assert main(["run", "entropy-lm", "--scale", "smoke", "--quiet"]) == 1
     err = capsys.readouterr().err
     assert "Traceback" in err and "a bug deep inside run" in err

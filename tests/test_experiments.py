@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from analysis.experiments import config_for, entropy_bound, entropy_lm, get_experiment, run_and_record
+from analysis.experiments import config_for, entropy_bound, entropy_lm, get_experiment, run_and_record, run_experiment
 from analysis.results import load_record
 
 
@@ -49,7 +49,7 @@ def test_user_corpus_and_bad_names(tmp_path):
     text = tmp_path / "t.txt"
     text.write_text("the quick brown fox jumps over the lazy dog\n" * 300)
     cfg = config_for(entropy_lm, "smoke", corpus_file=str(text))
-    data = entropy_lm.run(cfg, progress=False)
+    data = run_experiment("entropy-lm", cfg)
     assert data["real"]["corpus"]["name"] == "t.txt"
     with pytest.raises(ValueError, match="experiment must be one of"):
         get_experiment("nope")

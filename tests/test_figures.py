@@ -6,12 +6,12 @@ import pytest
 from matplotlib.figure import Figure
 
 from analysis import figures
-from analysis.experiments import entropy_bound, entropy_lm
+from analysis.experiments import entropy_bound, entropy_lm, run_experiment
 
 
 @pytest.fixture(scope="module")
 def lm_data():
-    return entropy_lm.run(entropy_lm.CONFIGS["smoke"], progress=False)
+    return run_experiment("entropy-lm", entropy_lm.CONFIGS["smoke"])
 
 
 def assert_labelled(fig: Figure) -> None:

@@ -6,19 +6,51 @@ import pytest
 from analysis.core import fingerprint as fp
 
 
-def test_code_fingerprint_covers_imports_and_ignores_docstrings(monkeypatch):
-    base = fp.code_fingerprint("analysis.experiments.deep_gau")
-    assert len(base) == 16 and base == fp.code_fingerprint("analysis.experiments.deep_gau")
+def _patched(monkeypatch, module: str, name: str) -> None:
+    """Make definition ``name`` of ``module`` read as changed code."""
     real = fp._parsed.__wrapped__
 
-    def patched(name):
-        tokens, imports = real(name)
-        return (tokens + "changed" if name == "analysis.models.gau" else tokens), imports
+    def patched(mod_name):
+        mod = real(mod_name)
+        if mod_name != module:
+            return mod
+        tokens, refs = mod.defs[name]
+        return fp._Module({**mod.defs, name: (tokens + "\nNAME changed", refs)}, mod.rest, mod.aliases)
 
     fp._parsed.cache_clear()
     monkeypatch.setattr(fp, "_parsed", patched)
-    assert fp.code_fingerprint("analysis.experiments.deep_gau") != base  # a module it imports changed
-    assert fp.code_fingerprint("analysis.experiments.ffn_basics") == fp.code_fingerprint("analysis.experiments.ffn_basics")
+
+
+def test_code_fingerprint_follows_the_definitions_the_data_depends_on(monkeypatch):
+    base = fp.code_fingerprint("analysis.experiments.deep_gau")
+    assert len(base) == 16 and base == fp.code_fingerprint("analysis.experiments.deep_gau")
+    _patched(monkeypatch, "analysis.models.gau", "GAU")  # reached: run_trial -> LanguageModel -> GAU
+    assert fp.code_fingerprint("analysis.experiments.deep_gau") != base
+    monkeypatch.undo()
+    fp._parsed.cache_clear()
+    for module, name in [("analysis.experiments.deep_gau", "claims"), ("analysis.experiments.deep_gau", "trial_plan"),
+                         ("analysis.train", "pick_device")]:  # the claims, the plan, code the trials do not call
+        _patched(monkeypatch, module, name)
+        assert fp.code_fingerprint("analysis.experiments.deep_gau") == base, name
+        monkeypatch.undo()
+    fp._parsed.cache_clear()
+
+
+def test_closure_resolves_module_attributes_and_imports_inside_functions():
+    closure = fp.code_closure("analysis.experiments.gau_init")
+    assert ("analysis.theory.gau_init", "gau_output_rms") in closure  # read as th.gau_output_rms
+    assert ("analysis.experiments.gau_init", "claims") not in closure
+    deep = fp.code_closure("analysis.experiments.deep_gau")
+    assert ("analysis.data", "file_corpus") in deep  # imported inside base.corpus_of
+    assert ("analysis.experiments.base", "corpus_of") in deep
+
+
+def test_fingerprint_names_definitions_not_modules(monkeypatch):
+    """Moving a definition to another module (a study's package, say) leaves every fingerprint unchanged."""
+    base = fp.code_fingerprint("analysis.experiments.deep_gau")
+    real = fp.code_closure
+    monkeypatch.setattr(fp, "code_closure", lambda *a: {(f"moved.{m}", n): t for (m, n), t in real(*a).items()})
+    assert fp.code_fingerprint("analysis.experiments.deep_gau") == base
 
 
 def test_docstrings_comments_and_layout_do_not_count():
@@ -56,13 +88,8 @@ def test_from_package_import_resolves_the_package_and_the_module():
 
 
 def test_split_experiments_do_not_depend_on_the_trial_machinery():
-    """An experiment split into trials imports analysis.core.trial only: editing how trials are run or stored
+    """An experiment split into trials reaches analysis.core.trial only: editing how trials are run or stored
     does not make its records stale."""
-    seen, todo = set(), ["analysis.experiments.gau_length"]
-    while todo:
-        name = todo.pop()
-        if name not in seen:
-            seen.add(name)
-            todo.extend(fp._parsed(name)[1])
-    assert "analysis.core.trial" in seen
-    assert not {"analysis.core.trials", "analysis.core.runner", "analysis.core.campaign", "analysis.results"} & seen
+    modules = {m for m, _ in fp.code_closure("analysis.experiments.gau_length")}
+    assert "analysis.core.trial" in modules
+    assert not {"analysis.core.trials", "analysis.core.runner", "analysis.core.campaign", "analysis.results"} & modules

@@ -5,6 +5,7 @@ import pytest
 
 from analysis.__main__ import main
 from analysis.experiments import gau_init as exp
+from analysis.experiments import run_experiment
 from analysis.theory import gau_init as th
 
 
@@ -44,7 +45,7 @@ def test_predictions_source_numbers_and_limits():
 
 
 def test_experiment_smoke_and_claims():
-    data = exp.run(exp.CONFIGS["smoke"])
+    data = run_experiment("gau-init", exp.CONFIGS["smoke"])
     for r in data["grid"]:
         # the corrected prediction is within a factor 2 everywhere; the source's is not near large n
         assert 0.5 < r["rms"] / r["pred_rms_corrected"] < 2.0
@@ -73,7 +74,7 @@ def test_coord_check_smoke():
     from analysis.experiments import coord_check
 
     cfg = coord_check.CONFIGS["smoke"]
-    data = coord_check.run(cfg)
+    data = run_experiment("coord-check", cfg)
     assert len(data["rows"]) == len(coord_check.ARCHS) * len(cfg.depths) * len(cfg.widths) * len(cfg.steps)
     gau = [r for r in data["rows"] if r["block"] == "gau"]
     assert all(len(r["ratios"]) == 2 * r["depth"] and all(v > 0 for v in r["ratios"]) for r in gau)

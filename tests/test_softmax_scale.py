@@ -102,7 +102,7 @@ def test_checks_smoke_claims():
 
 
 def test_finite_sample_experiment_smoke():
-    data = mc.run(mc.CONFIGS["smoke"])
+    data = run_experiment("softmax-scale-mc", mc.CONFIGS["smoke"])
     for row in data["rows"]:
         # the objective at the mean-field alpha* lies below the finite-sample plateau it is compared with
         assert row["objective_at_mean_field"] < row["plateau_predicted"]

@@ -1,13 +1,15 @@
-"""Fingerprints of what produced a record: its config, and the code of its experiment.
+"""Fingerprints of what produced a record: its config, and the code its data depends on.
 
-The code fingerprint hashes the source tokens (comments, blank lines, layout and docstrings
-removed) of the experiment's module and of every ``analysis`` module it imports, directly
-or not, so editing prose leaves it unchanged and editing any computation on the path
-changes it. Tokens, unlike syntax-tree dumps, are the same under every Python version
-from 3.11 on (3.12 splits an f-string into parts; they are joined back into one string
-token), so a trial made on another machine carries a fingerprint this one recomputes. A
-record stores both fingerprints; a chapter or ``python -m analysis list`` compares them
-with today's to say whether a record is stale.
+The code fingerprint hashes the source tokens (comments, blank lines, layout and docstrings removed) of every
+top-level definition of the package that an experiment's data-making entry points (``trials``, ``run_trial``,
+``assemble``, or ``run``) reach by name, directly or not, and of the top-level code of each module reached
+(:func:`code_closure`). Editing a computation on that path changes it. Editing prose, or code the data does not
+depend on (claims, summaries, figures, plans, the runner), leaves it unchanged, and so does moving a definition to
+another module: definitions are hashed by their names, not their modules'. Tokens, unlike syntax-tree dumps, are
+the same under every Python version from 3.11 on (3.12 splits an f-string into parts; they are joined back into one
+string token), so a trial made on another machine carries a fingerprint this one recomputes. A record stores both
+fingerprints; a chapter, ``python -m analysis list`` or ``campaign --status`` compares them with today's to say
+whether a record is stale.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import hashlib
 import io
 import json
 import tokenize
-from functools import lru_cache
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -92,48 +95,157 @@ def source_tokens(source: str) -> str:
     return "\n".join(f"{kind} {text}" if text else kind for kind, text in kept)
 
 
-def _imports(tree: ast.AST, module: str) -> set[str]:
-    """Names of the package's modules imported anywhere in ``tree`` (``from analysis.x import y`` gives x and x.y)."""
-    found: set[str] = set()
+ENTRY_POINTS = ("trials", "run_trial", "assemble", "run", "DATA_VERSION")  # what makes an experiment's data
+
+_Ref = tuple[str, str]  # ("name", n) for a bare name, (alias, attr) for an attribute of a name
+
+
+@dataclass(frozen=True)
+class _Module:
+    """One module of the package: its top-level definitions, the rest of its top-level code, and its imports."""
+
+    defs: dict[str, tuple[str, frozenset[_Ref]]]  # name -> (normalised tokens, references)
+    rest: tuple[str, frozenset[_Ref]]  # statements that define, import or document nothing (run on import)
+    aliases: dict[str, tuple[str, str | None]]  # local name -> (module, attribute), attribute None: the module
+
+
+def _alias_target(module: str, attr: str | None) -> tuple[str, str | None]:
+    """(module, None) when ``module.attr`` is itself a module of the package, else (module, attr)."""
+    if attr is not None and _module_path(f"{module}.{attr}") is not None:
+        return f"{module}.{attr}", None
+    return module, attr
+
+
+def _aliases(tree: ast.AST, module: str) -> dict[str, tuple[str, str | None]]:
+    """Every name bound by an import of the package's modules anywhere in ``tree`` (in functions too)."""
+    out: dict[str, tuple[str, str | None]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names)
+            for a in node.names:
+                if _module_path(a.name) is not None:
+                    out[a.asname or a.name.split(".")[0]] = (a.name if a.asname else a.name.split(".")[0], None)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:  # relative import
                 parts = module.split(".")[: -node.level]
                 base = ".".join(parts + ([base] if base else []))
-            found.add(base)
-            found.update(f"{base}.{a.name}" for a in node.names)
-    return {n for n in found if _module_path(n) is not None}
+            if _module_path(base) is not None:
+                for a in node.names:
+                    out[a.asname or a.name] = _alias_target(base, a.name)
+    return out
 
 
-@lru_cache(maxsize=None)
-def _parsed(name: str) -> tuple[str, frozenset[str]]:
+def _references(node: ast.AST) -> frozenset[_Ref]:
+    """The names ``node`` reads, and the attributes it reads of a bare name (``th.f`` gives ("th", "f"))."""
+    refs: set[_Ref] = set()
+    bases: set[int] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name):
+            refs.add((sub.value.id, sub.attr))
+            bases.add(id(sub.value))
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and id(sub) not in bases:
+            refs.add(("name", sub.id))
+    return frozenset(refs)
+
+
+def _bound_names(node: ast.stmt) -> list[str]:
+    """The top-level names a definition or an assignment binds."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
+    return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+
+
+@cache
+def _parsed(name: str) -> _Module:
     path = _module_path(name)
     assert path is not None
     source = path.read_text()
-    imports = frozenset(_imports(ast.parse(source, filename=str(path)), name) - {name})
-    return source_tokens(source), imports
+    tree = ast.parse(source, filename=str(path))
+    lines = source.splitlines(keepends=True)
+    defs: dict[str, tuple[str, frozenset[_Ref]]] = {}
+    rest_tokens: list[str] = []
+    rest_refs: set[_Ref] = set()
+    for node in tree.body:
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        text = source_tokens("".join(lines[first - 1 : node.end_lineno]))
+        if isinstance(node, (ast.Import, ast.ImportFrom)) or not text:  # imports are resolved, docstrings dropped
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)):
+            for bound in _bound_names(node):
+                defs[bound] = (text, _references(node))
+        else:
+            rest_tokens.append(text)
+            rest_refs |= _references(node)
+    return _Module(defs, ("\n".join(rest_tokens), frozenset(rest_refs)), _aliases(tree, name))
 
 
-def code_fingerprint(module: str) -> str:
-    """SHA-256 (first 16 hex digits) over the normalised tokens of ``module`` and of its package imports."""
+def _resolve(module: str, name: str, depth: int = 0) -> tuple[str, str | None] | None:
+    """Where ``name`` as read in ``module`` is defined: (module, definition), (module, None) for a whole module,
+    or None when it is not the package's (a builtin, a local variable, a third-party name)."""
+    mod = _parsed(module)
+    if name in mod.defs:
+        return module, name
+    if name in mod.aliases and depth < 20:
+        target, attr = mod.aliases[name]
+        return (target, None) if attr is None else _resolve(target, attr, depth + 1)
+    return None
+
+
+def code_closure(module: str, entry: tuple[str, ...] = ENTRY_POINTS) -> dict[tuple[str, str], str]:
+    """The normalised tokens of every top-level definition of the package that ``entry`` of ``module`` reaches by
+    name (functions, classes, assignments; a module read as a whole brings all of its), and of the top-level code of
+    each module reached ("" as the definition), keyed by (module, definition)."""
     if _module_path(module) is None:
         raise ValueError(f"module must be a module of the {PACKAGE} package; got {module!r}")
-    seen: dict[str, str] = {}
-    todo = [module]
+    out: dict[tuple[str, str], str] = {}
+    todo: list[tuple[str, str | None]] = [(module, e) for e in entry if e in _parsed(module).defs]
     while todo:
-        name = todo.pop()
-        if name in seen:
+        mod_name, def_name = todo.pop()
+        mod = _parsed(mod_name)
+        if (mod_name, "") not in out:  # the module's own top-level code runs when it is imported
+            out[(mod_name, "")] = mod.rest[0]
+            todo.extend(_targets(mod_name, mod.rest[1]))
+        names = list(mod.defs) if def_name is None else [def_name]
+        for name in names:
+            if (mod_name, name) in out:
+                continue
+            tokens, refs = mod.defs[name]
+            out[(mod_name, name)] = tokens
+            todo.extend(_targets(mod_name, refs))
+    return out
+
+
+def _targets(module: str, refs: frozenset[_Ref]) -> list[tuple[str, str | None]]:
+    """The definitions (or whole modules) that ``refs``, read in ``module``, name."""
+    out: list[tuple[str, str | None]] = []
+    for base, attr in refs:
+        if base == "name":
+            hit = _resolve(module, attr)
+            if hit is not None:
+                out.append(hit)
             continue
-        dump, imports = _parsed(name)
-        seen[name] = dump
-        todo.extend(imports)
+        hit = _resolve(module, base)
+        if hit is None:
+            continue
+        if hit[1] is None:  # an attribute of a module: that definition of it
+            inner = _resolve(hit[0], attr)
+            out.append(inner if inner is not None else hit)
+        else:
+            out.append(hit)
+    return out
+
+
+def code_fingerprint(module: str, entry: tuple[str, ...] = ENTRY_POINTS) -> str:
+    """SHA-256 (first 16 hex digits) over the normalised tokens of :func:`code_closure`, named by definition only:
+    moving a definition to another module leaves it unchanged; editing code the data does not depend on (claims,
+    summaries, figures, plans) too."""
+    pieces = sorted(f"{name}\0{tokens}" for (_, name), tokens in code_closure(module, entry).items())
     h = hashlib.sha256()
-    for name in sorted(seen):
-        h.update(name.encode())
-        h.update(seen[name].encode())
+    for piece in pieces:
+        h.update(piece.encode())
+        h.update(b"\1")
     return h.hexdigest()[:16]
 
 

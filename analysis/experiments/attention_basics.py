@@ -17,16 +17,18 @@ from typing import Any
 import numpy as np
 import torch
 
+from analysis.core.trial import Trial
 from analysis.experiments.base import Workload, corpus_of
 from analysis.models.lm import Attention, LanguageModel, ModelConfig
 from analysis.theory import transformer_basics as tb
-from analysis.train import TrainConfig, pick_device, train_lm
+from analysis.train import TrainConfig, train_lm
 from analysis.verify import Claim
 
 NAME = "attention-basics"
-DATA_VERSION = 1  # raised when the layout of run()\'s data changes
+DATA_VERSION = 1  # raised when the layout of the record's data changes
 SOURCE = "DL——Transformer study notes"
 VARIANTS = ("identical", "identical + attention dropout", "identical + 1e-6 perturbation", "independent init")
+VARIANT_SLUGS = ("identical", "identical-dropout", "identical-perturbation", "independent")  # their trial keys
 
 
 @dataclass(frozen=True)
@@ -181,30 +183,26 @@ def make_heads_identical(model: LanguageModel, perturbation: float = 0.0, seed: 
                     p.add_(perturbation * p.abs().mean() * torch.randn(p.shape, generator=gen))
 
 
-def symmetry(cfg: Config, progress: bool) -> dict[str, Any]:
-    """Head spread during training for the four initialisations of :data:`VARIANTS`."""
-    device = pick_device()
+def symmetry(cfg: Config, variant: str, device: torch.device) -> dict[str, Any]:
+    """Head spread during training from one of the initialisations of :data:`VARIANTS` (the runner has seeded the
+    initial draw)."""
     corpus = corpus_of(cfg)
     checkpoints = sorted({0, 1, cfg.steps // 10, cfg.steps // 3, cfg.steps})
-    runs = {}
-    for variant in VARIANTS:
-        torch.manual_seed(cfg.seed)
-        mcfg = ModelConfig(d=cfg.d, layers=cfg.layers, block="transformer", residual="pre", heads=cfg.heads,
-                           ctx=cfg.ctx, attn_dropout=cfg.attn_dropout if "dropout" in variant else 0.0)
-        model = LanguageModel(mcfg)
-        if variant != "independent init":
-            make_heads_identical(model, 1e-6 if "perturbation" in variant else 0.0, cfg.seed)
-        spreads: dict[int, float] = {}
+    mcfg = ModelConfig(d=cfg.d, layers=cfg.layers, block="transformer", residual="pre", heads=cfg.heads,
+                       ctx=cfg.ctx, attn_dropout=cfg.attn_dropout if "dropout" in variant else 0.0)
+    model = LanguageModel(mcfg)
+    if variant != "independent init":
+        make_heads_identical(model, 1e-6 if "perturbation" in variant else 0.0, cfg.seed)
+    spreads: dict[int, float] = {}
 
-        def on_step(step: int, m: torch.nn.Module) -> None:
-            if step in checkpoints:
-                spreads[step] = head_spread(m)  # type: ignore[arg-type]
+    def on_step(step: int, m: torch.nn.Module) -> None:
+        if step in checkpoints:
+            spreads[step] = head_spread(m)  # type: ignore[arg-type]
 
-        log = train_lm(model, corpus.train, TrainConfig(steps=cfg.steps, batch=cfg.batch, lr=cfg.lr, seed=cfg.seed),
-                       cfg.ctx, device, on_step=on_step, progress=progress)
-        runs[variant] = {"steps": sorted(spreads), "spread": [spreads[s] for s in sorted(spreads)],
-                         "final_train_loss": log.train_loss[-1]}
-    return {"device_type": device.type, "runs": runs}
+    log = train_lm(model, corpus.train, TrainConfig(steps=cfg.steps, batch=cfg.batch, lr=cfg.lr, seed=cfg.seed),
+                   cfg.ctx, device, on_step=on_step, progress=False)
+    return {"steps": sorted(spreads), "spread": [spreads[s] for s in sorted(spreads)],
+            "final_train_loss": log.train_loss[-1]}
 
 
 def merged_output_projection(gen: torch.Generator, d: int = 64, n: int = 16) -> float:
@@ -305,13 +303,28 @@ def mha_counts(d: int = 512) -> list[dict[str, int]]:
     return rows
 
 
-def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
-    """Every measurement of the chapter; plain data."""
-    gen = torch.Generator().manual_seed(cfg.seed)
-    return {"device_type": pick_device().type, "qk": qk_moments(cfg, gen), "keys": cfg.keys, "saturation": saturation(cfg, gen),
+def trials(cfg: Config) -> list[Trial]:
+    """The sampled checks (one generator seeded cfg.seed, drawn in turn), and a training run per variant of
+    :data:`VARIANTS`, each from the initial draw of cfg.seed."""
+    return [Trial("sampling", cfg.seed)] + [Trial(f"symmetry.{slug}", cfg.seed, {"variant": variant})
+                                            for slug, variant in zip(VARIANT_SLUGS, VARIANTS)]
+
+
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+    """The sampled checks' plain data, or one variant's head spread during training."""
+    if trial.key != "sampling":
+        return symmetry(cfg, trial.params["variant"], device)
+    gen = torch.Generator().manual_seed(trial.seed)
+    return {"qk": qk_moments(cfg, gen), "keys": cfg.keys, "saturation": saturation(cfg, gen),
             "autograd_jacobian_gap": autograd_jacobian_check(gen), "mha": mha_counts(),
-            "merged_wo_gap": merged_output_projection(gen), "symmetry": symmetry(cfg, progress),
-            "positions": positions(cfg, gen), "permutation": permutation(gen)}
+            "merged_wo_gap": merged_output_projection(gen), "positions": positions(cfg, gen), "permutation": permutation(gen)}
+
+
+def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+    """Every measurement of the chapter; plain data."""
+    sampling, *runs = results
+    return {"device_type": device_type, **sampling,
+            "symmetry": {"device_type": device_type, "runs": dict(zip(VARIANTS, runs))}}
 
 
 # --- claims ---------------------------------------------------------------------------------------------
@@ -418,11 +431,12 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     return out
 
 
-def plan(cfg: Config) -> list[Workload]:
-    """Sampling (q.k pairs, softmax rows with their Jacobian norms) as counted FLOPs, and the four symmetry runs."""
+def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:
+    """Sampling (q.k pairs, softmax rows with their Jacobian norms) as counted FLOPs, or one symmetry run."""
+    if trial.key != "sampling":
+        model = ModelConfig(d=cfg.d, layers=cfg.layers, block="transformer", residual="pre", heads=cfg.heads, ctx=cfg.ctx)
+        return [Workload(f"head-symmetry run, {trial.params['variant']}", model, cfg.batch, cfg.ctx, cfg.steps, 0)]
     qk = sum(2.0 * d * cfg.qk_pairs for d in cfg.qk_dims)
     rows = sum(2.0 * 2 * cfg.rows * cfg.keys * (d + 10) for d in cfg.row_dims)  # with and without 1/sqrt(d)
-    model = ModelConfig(d=cfg.d, layers=cfg.layers, block="transformer", residual="pre", heads=cfg.heads, ctx=cfg.ctx)
     return [Workload("q.k pairs and softmax rows", flops=qk + rows,
-                     memory_bytes=8.0 * (2 * 2_000_000 + cfg.qk_pairs + 3 * 4_000_000 + 4 * cfg.rows * cfg.keys)),  # chunked draws
-            Workload("head-symmetry runs", model, cfg.batch, cfg.ctx, cfg.steps, 0, len(VARIANTS))]
+                     memory_bytes=8.0 * (2 * 2_000_000 + cfg.qk_pairs + 3 * 4_000_000 + 4 * cfg.rows * cfg.keys))]  # chunked draws

@@ -7,8 +7,10 @@ A module of :mod:`analysis.experiments` (found by discovery) defines
 * ``CONFIGS``: one ``Config`` per scale (smoke, cpu, gpu);
 * ``DATA_VERSION``: an integer raised whenever the layout of its assembled data changes;
 * its work, as independent trials (:mod:`analysis.core.trials`): ``trials(cfg)``, ``run_trial(cfg, trial, device)``,
-  ``assemble(cfg, results, device_type)`` and ``trial_plan(cfg, trial)``; or, not yet split, ``run(cfg)`` (plain
-  data, every random draw derived from ``cfg.seed``) and ``plan(cfg)``, which the protocol treats as one trial;
+  ``assemble(cfg, results, device_type)`` and ``trial_plan(cfg, trial)``; or, where the work is one sequential
+  measurement on the CPU (a benchmark whose points share one process and its drift, sampling from one stream),
+  ``run(cfg)`` (plain data, every random draw derived from ``cfg.seed``) and ``plan(cfg)``, which the protocol
+  treats as one trial;
 * ``claims(data, label) -> list[Claim]``: the chapter's claims, computed from the data alone;
 * optionally ``summary(data) -> dict``: the numbers and decisions a chapter states in its prose.
 
@@ -16,21 +18,21 @@ Plans list :class:`Workload` items, costed by :mod:`analysis.plan` and :mod:`ana
 defined here, so that a record's code fingerprint does not follow the costing code). The runner
 (:mod:`analysis.core.runner`) picks the device and seeds torch, numpy and random from the trial before it runs.
 ``analysis.core.trials.protocol_problems`` checks every registered module against this list
-(``tests/test_protocol.py``); :func:`conformance_problems` below is the check of the unsplit protocol alone.
+(``tests/test_protocol.py``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from analysis.scale import SCALES, validate_scale
+from analysis.scale import validate_scale
 
 SEED_STRIDE = 10_000  # run seed = cfg.seed * SEED_STRIDE + replicate index: seed 0 keeps the replicate indices
 
@@ -95,30 +97,6 @@ def mean_se(values: Iterable[float]) -> tuple[float, float]:
         return math.nan, math.nan
     se = float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else 0.0
     return float(v.mean()), se
-
-
-def conformance_problems(module: ModuleType) -> list[str]:
-    """What ``module`` lacks of the protocol above (empty when it conforms)."""
-    problems = []
-    for attr in ("NAME", "Config", "CONFIGS", "DATA_VERSION", "run", "claims", "plan"):
-        if not hasattr(module, attr):
-            problems.append(f"no {attr}")
-    if problems:
-        return problems
-    if not (module.__doc__ or "").strip():
-        problems.append("no module docstring")
-    if not dataclasses.is_dataclass(module.Config):
-        problems.append("Config is not a dataclass")
-    elif "seed" not in {f.name for f in dataclasses.fields(module.Config)}:
-        problems.append("Config has no seed field")
-    configs: Mapping[str, Any] = module.CONFIGS
-    if set(configs) != set(SCALES):
-        problems.append(f"CONFIGS has scales {sorted(configs)}, not {sorted(SCALES)}")
-    if not all(isinstance(c, module.Config) for c in configs.values()):
-        problems.append("a CONFIGS entry is not a Config")
-    if not isinstance(module.DATA_VERSION, int) or module.DATA_VERSION < 1:
-        problems.append("DATA_VERSION must be a positive integer")
-    return problems
 
 
 def compare(a: float, se_a: float, b: float, se_b: float, sigmas: float = 3.0) -> str:

@@ -15,14 +15,15 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from analysis.core.trial import Trial
 from analysis.data import stdlib_corpus
-from analysis.models.lm import LanguageModel, ModelConfig
-from analysis.train import fixed_windows, pick_device, random_windows
 from analysis.experiments.base import Workload
+from analysis.models.lm import LanguageModel, ModelConfig
+from analysis.train import fixed_windows, random_windows
 from analysis.verify import Claim
 
 NAME = "coord-check"
-DATA_VERSION = 1  # raised when the layout of run()\'s data changes
+DATA_VERSION = 1  # raised when the layout of the record's data changes
 ARCHS = (("gau", "post"), ("transformer", "post"), ("transformer", "pre"))
 
 
@@ -55,36 +56,46 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
             "where": f"width {top['width']}, {2 * top['depth']} GAU layers"}
 
 
-def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
-    """Branch ratios per (arch, width, depth, step)."""
-    device = pick_device()
+def _model_config(cfg: Config, block: str, residual: str, depth: int, width: int) -> ModelConfig:
+    return ModelConfig(d=width, layers=2 * depth if block == "gau" else depth, block=block, residual=residual,
+                       ctx=cfg.ctx, heads=4, s=min(128, width), init="xavier")
+
+
+def trials(cfg: Config) -> list[Trial]:
+    """Every (architecture, depth, width); each starts from cfg.seed (its initial draw and its batches)."""
+    return [Trial(f"{block}-{residual}.depth{depth}.width{width}", cfg.seed,
+                  {"block": block, "residual": residual, "depth": depth, "width": width})
+            for block, residual in ARCHS for depth in cfg.depths for width in cfg.widths]
+
+
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+    """Branch ratios of one stack at each of cfg.steps: a row per step."""
+    block, residual, depth, width = (trial.params[k] for k in ("block", "residual", "depth", "width"))
     corpus = stdlib_corpus()
     probe = fixed_windows(corpus.val, cfg.ctx, cfg.batch)[0].to(device)
     data = torch.from_numpy(corpus.train)
-    rows = []
-    for block, residual in ARCHS:
-        for depth in cfg.depths:
-            for width in cfg.widths:
-                torch.manual_seed(cfg.seed)
-                layers = 2 * depth if block == "gau" else depth
-                model = LanguageModel(ModelConfig(d=width, layers=layers, block=block, residual=residual, ctx=cfg.ctx,
-                                                  heads=4, s=min(128, width), init="xavier")).to(device)
-                opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
-                gen = torch.Generator().manual_seed(cfg.seed)
-                done = 0
-                for step in sorted(cfg.steps):
-                    while done < step:
-                        x, y = random_windows(data, cfg.ctx, cfg.batch, gen)
-                        loss = F.cross_entropy(model(x.to(device)).reshape(-1, 256), y.to(device).reshape(-1))
-                        opt.zero_grad(set_to_none=True)
-                        loss.backward()
-                        opt.step()
-                        done += 1
-                    ratios = model.eval().branch_ratios(probe)
-                    model.train()
-                    rows.append({"block": block, "residual": residual, "depth": depth, "width": width, "step": step,
-                                 "ratios": ratios, "median": float(np.median(ratios))})
-    return {"device_type": device.type, "rows": rows}
+    model = LanguageModel(_model_config(cfg, block, residual, depth, width)).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
+    gen = torch.Generator().manual_seed(trial.seed)
+    rows, done = [], 0
+    for step in sorted(cfg.steps):
+        while done < step:
+            x, y = random_windows(data, cfg.ctx, cfg.batch, gen)
+            loss = F.cross_entropy(model(x.to(device)).reshape(-1, 256), y.to(device).reshape(-1))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            done += 1
+        ratios = model.eval().branch_ratios(probe)
+        model.train()
+        rows.append({"block": block, "residual": residual, "depth": depth, "width": width, "step": step,
+                     "ratios": ratios, "median": float(np.median(ratios))})
+    return {"rows": rows}
+
+
+def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+    """Branch ratios per (arch, width, depth, step), in trial order."""
+    return {"device_type": device_type, "rows": [row for r in results for row in r["rows"]]}
 
 
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
@@ -103,10 +114,8 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     )]
 
 
-def plan(cfg: Config) -> list[Workload]:
-    """Each (architecture, depth, width) trained for the largest step count, measured at every listed step."""
-    return [Workload(f"{block}/{residual} depth {depth} width {width}",
-                     ModelConfig(d=width, layers=2 * depth if block == "gau" else depth, block=block, residual=residual,
-                                 ctx=cfg.ctx, heads=4, s=min(128, width), init="xavier"),
-                     cfg.batch, cfg.ctx, max(cfg.steps), len(cfg.steps))
-            for block, residual in ARCHS for depth in cfg.depths for width in cfg.widths]
+def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:
+    """One stack trained for the largest step count, measured at every listed step."""
+    block, residual, depth, width = (trial.params[k] for k in ("block", "residual", "depth", "width"))
+    return [Workload(f"{block}/{residual} depth {depth} width {width}", _model_config(cfg, block, residual, depth, width),
+                     cfg.batch, cfg.ctx, max(cfg.steps), len(cfg.steps))]

@@ -27,7 +27,7 @@ from analysis.theory.entropy import (
 )
 
 NAME = "entropy-bound"
-DATA_VERSION = 1  # raised when the layout of run()\'s data changes
+DATA_VERSION = 1  # raised when the layout of the record's data changes
 NOTES_CLASSES = (1_000, 10_000, 100_000, 150_000)
 NOTES_P_RANGE = (0.01, 0.99)
 NOTES_CLIP = 1e-10

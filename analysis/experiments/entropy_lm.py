@@ -21,15 +21,16 @@ from typing import Any
 import numpy as np
 import torch
 
+from analysis.core.trial import Trial
 from analysis.data import Corpus, MarkovSource
 from analysis.experiments.base import Workload, corpus_of
 from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.theory.entropy import entropy_upper_bound
-from analysis.train import TokenStats, TrainConfig, pick_device, token_stats, train_lm
+from analysis.train import TokenStats, TrainConfig, token_stats, train_lm
 from analysis.verify import Claim
 
 NAME = "entropy-lm"
-DATA_VERSION = 1  # raised when the layout of run()\'s data changes
+DATA_VERSION = 1  # raised when the layout of the record's data changes
 VOCAB = 256
 
 
@@ -133,10 +134,8 @@ def snapshot(step: int, stats: TokenStats, max_points: int) -> dict[str, Any]:
     }
 
 
-def run_corpus(cfg: Config, corpus: Corpus, device: torch.device, progress: bool,
-               model_cfg: ModelConfig | None = None) -> dict[str, Any]:
+def run_corpus(cfg: Config, corpus: Corpus, device: torch.device, model_cfg: ModelConfig | None = None) -> dict[str, Any]:
     """Train ``model_cfg`` (default cfg.model) on ``corpus``; a snapshot of the per-token cloud at each of cfg.snapshots."""
-    torch.manual_seed(cfg.seed)
     model = LanguageModel(model_cfg or cfg.model)
     snaps: list[dict[str, Any]] = []
 
@@ -144,7 +143,7 @@ def run_corpus(cfg: Config, corpus: Corpus, device: torch.device, progress: bool
         if step in cfg.snapshots:
             snaps.append(snapshot(step, token_stats(m, corpus.val, cfg.model.ctx, cfg.eval_windows, device), cfg.max_points))
 
-    log = train_lm(model, corpus.train, cfg.train, cfg.model.ctx, device, on_step, progress)
+    log = train_lm(model, corpus.train, cfg.train, cfg.model.ctx, device, on_step, progress=False)
     return {
         "corpus": corpus.summary(),
         "parameters": model.num_parameters(),
@@ -155,14 +154,13 @@ def run_corpus(cfg: Config, corpus: Corpus, device: torch.device, progress: bool
     }
 
 
-def run_markov(cfg: Config, device: torch.device, progress: bool) -> dict[str, Any]:
+def run_markov(cfg: Config, device: torch.device) -> dict[str, Any]:
     """Train on a Markov chain; compare the model's loss with the true model's on the same validation tokens."""
     source = MarkovSource(cfg.markov_order, cfg.markov_alphabet, cfg.markov_concentration, seed=cfg.seed)
     corpus = source.corpus(cfg.markov_train_tokens, cfg.markov_val_tokens)
-    torch.manual_seed(cfg.seed + 1)
     model = LanguageModel(cfg.model)
     train_cfg = dataclasses.replace(cfg.train, steps=cfg.markov_steps, warmup=max(1, cfg.markov_steps // 20))
-    log = train_lm(model, corpus.train, train_cfg, cfg.model.ctx, device, None, progress)
+    log = train_lm(model, corpus.train, train_cfg, cfg.model.ctx, device, progress=False)
     stats = token_stats(model, corpus.val, cfg.model.ctx, cfg.eval_windows, device)
     # Compare only targets whose window holds the full Markov context.
     mask = stats.position + 1 >= cfg.markov_order
@@ -186,16 +184,25 @@ def run_markov(cfg: Config, device: torch.device, progress: bool) -> dict[str, A
     }
 
 
-def run(cfg: Config, progress: bool = True) -> dict[str, Any]:
-    """Both runs; plain data (lists and floats) ready for a results record."""
-    device = pick_device()
-    corpus = corpus_of(cfg)
-    return {
-        "device_type": device.type,
-        "real": run_corpus(cfg, corpus, device, progress),
-        "markov": run_markov(cfg, device, progress),
-        "others": {name: run_corpus(cfg, corpus, device, progress, m) for name, m in cfg.others},
-    }
+def trials(cfg: Config) -> list[Trial]:
+    """The corpus model (seed cfg.seed), the Markov-chain model (cfg.seed + 1: its own initial draw) and each of
+    ``others`` on the corpus (cfg.seed)."""
+    return ([Trial("real", cfg.seed), Trial("markov", cfg.seed + 1)]
+            + [Trial(f"other.{name}", cfg.seed, {"name": name}) for name, _ in cfg.others])
+
+
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+    """One model trained: on the corpus with its snapshots, or on the Markov chain against the true model."""
+    if trial.key == "markov":
+        return run_markov(cfg, device)
+    return run_corpus(cfg, corpus_of(cfg), device, dict(cfg.others)[trial.params["name"]] if trial.params else None)
+
+
+def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+    """The three kinds of run, by name; plain data (lists and floats) ready for a results record."""
+    real, markov, *others = results
+    return {"device_type": device_type, "real": real, "markov": markov,
+            "others": {name: r for (name, _), r in zip(cfg.others, others)}}
 
 
 def _model_claims(run: dict[str, Any], label: str, name: str) -> list[Claim]:
@@ -255,10 +262,13 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     ]
 
 
-def plan(cfg: Config) -> list[Workload]:
-    """The corpus model (with its snapshots) and the Markov-chain model."""
+def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:
+    """A corpus model with its snapshots, or the Markov-chain model."""
     b, ctx = cfg.train.batch, cfg.model.ctx
     evals = -(-cfg.eval_windows // b)
-    return [Workload("corpus model", cfg.model, b, ctx, cfg.train.steps, evals * len(cfg.snapshots)),
-            Workload("Markov model", cfg.model, b, ctx, cfg.markov_steps, evals)] + [
-        Workload(f"{name} corpus model", m, b, ctx, cfg.train.steps, evals * len(cfg.snapshots)) for name, m in cfg.others]
+    if trial.key == "markov":
+        return [Workload("Markov model", cfg.model, b, ctx, cfg.markov_steps, evals)]
+    name = trial.params.get("name")
+    model = dict(cfg.others)[name] if name else cfg.model
+    return [Workload(f"{name} corpus model" if name else "corpus model", model, b, ctx, cfg.train.steps,
+                     evals * len(cfg.snapshots))]

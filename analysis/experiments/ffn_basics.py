@@ -23,7 +23,7 @@ from analysis.experiments.base import Workload
 from analysis.verify import Claim
 
 NAME = "ffn-basics"
-DATA_VERSION = 1  # raised when the layout of run()\'s data changes
+DATA_VERSION = 1  # raised when the layout of the record's data changes
 SOURCE = "DL——Transformer study notes"
 EPS64 = float(np.finfo(np.float64).eps)
 EPS32 = float(np.finfo(np.float32).eps)

@@ -14,14 +14,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from analysis.core.trial import Trial
+from analysis.experiments.base import Workload
 from analysis.models.gau import GAU, GAUConfig
 from analysis.theory import gau_init as th
-from analysis.train import pick_device
-from analysis.experiments.base import Workload
 from analysis.verify import Claim
 
 NAME = "gau-init"
-DATA_VERSION = 1  # raised when the layout of run()\'s data changes
+DATA_VERSION = 1  # raised when the layout of the record's data changes
 SOURCE = "Su 2022, kexue.fm/archives/8990"
 
 
@@ -95,29 +95,45 @@ def measure(d: int, e: int, s: int, n: int, init: str, seeds: int, device: torch
     return _mean_std([measure_layer(d, e, s, n, init, base_seed + k, device, weight_scale) for k in range(seeds)])
 
 
-def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
+def sweep_point(cfg: Config) -> tuple[int, int, int, int]:
+    """(d, e, s, n) of the lambda sweep: the first width, s = 128 and n = 512 when in the grid."""
+    d, e = cfg.widths[0]
+    return d, e, 128 if 128 in cfg.ss else cfg.ss[-1], 512 if 512 in cfg.ns else cfg.ns[len(cfg.ns) // 2]
+
+
+def trials(cfg: Config) -> list[Trial]:
+    """The grid per (width, initialisation), and the lambda sweep; layers are seeded cfg.seed + k, k < cfg.seeds."""
+    return ([Trial(f"grid.d{d}.e{e}.{init}", cfg.seed, {"d": d, "e": e, "init": init})
+             for d, e in cfg.widths for init in cfg.inits] + [Trial("sweep", cfg.seed)])
+
+
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+    """Measured and predicted RMS and entries of A at every (s, n) of one width and initialisation, or the
+    output RMS against lambda."""
+    if trial.key == "sweep":
+        d, e, s, n = sweep_point(cfg)
+        return {"rows": [{"lambda": float(lam), **measure(d, e, s, n, "lecun", cfg.seeds, device, trial.seed, float(lam)),
+                          "pred_corrected": th.gau_output_rms_scaled(s, n, d, float(lam), float(lam) ** 2).rms_corrected}
+                         for lam in cfg.lambdas]}
+    d, e, init = (trial.params[k] for k in ("d", "e", "init"))
+    rows = []
+    for s in cfg.ss:
+        for n in cfg.ns:
+            pred = th.gau_output_rms(s, n, d, e, init)
+            rows.append({"d": d, "e": e, "s": s, "n": n, "init": init,
+                         **measure(d, e, s, n, init, cfg.seeds, device, trial.seed),
+                         **{f"pred_{k}": v for k, v in dataclasses.asdict(pred).items()}})
+    return {"rows": rows}
+
+
+def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
     """Moments, the RMS grid with both predictions, and the lambda sweep."""
-    device = pick_device()
     moments = {name: {"mean": th.activation_moment(name, 1), "second_moment": th.activation_moment(name, 2)}
                for name in th.ACTIVATIONS}
-    grid = []
-    for d, e in cfg.widths:
-        for init in cfg.inits:
-            for s in cfg.ss:
-                for n in cfg.ns:
-                    pred = th.gau_output_rms(s, n, d, e, init)
-                    grid.append({"d": d, "e": e, "s": s, "n": n, "init": init,
-                                 **measure(d, e, s, n, init, cfg.seeds, device, cfg.seed),
-                                 **{f"pred_{k}": v for k, v in dataclasses.asdict(pred).items()}})
-    d, e = cfg.widths[0]
-    s, n = 128 if 128 in cfg.ss else cfg.ss[-1], 512 if 512 in cfg.ns else cfg.ns[len(cfg.ns) // 2]
-    sweep = []
-    for lam in cfg.lambdas:
-        pred = th.gau_output_rms_scaled(s, n, d, float(lam), float(lam) ** 2)
-        sweep.append({"lambda": float(lam), **measure(d, e, s, n, "lecun", cfg.seeds, device, cfg.seed, float(lam)),
-                      "pred_corrected": pred.rms_corrected})
-    return {"device_type": device.type, "seeds": cfg.seeds, "moments": moments, "grid": grid,
-            "sweep": {"d": d, "e": e, "s": s, "n": n, "rows": sweep}}
+    *grid, sweep = results
+    d, e, s, n = sweep_point(cfg)
+    return {"device_type": device_type, "seeds": cfg.seeds, "moments": moments,
+            "grid": [row for r in grid for row in r["rows"]], "sweep": {"d": d, "e": e, "s": s, "n": n, "rows": sweep["rows"]}}
 
 
 def local_exponents(sweep: dict[str, Any], key: str) -> tuple[np.ndarray, np.ndarray]:
@@ -201,11 +217,14 @@ def gau_forward_flops(n: int, d: int, e: int, s: int) -> float:
     return 2.0 * n * d * (2 * e + s) + 2.0 * n * e * d + 2.0 * n * n * s + 2.0 * n * n * e
 
 
-def plan(cfg: Config) -> list[Workload]:
-    """Forward passes of single GAU layers over the grid and the lambda sweep, as counted FLOPs."""
-    grid = sum(gau_forward_flops(n, d, e, s) for n in cfg.ns for s in cfg.ss for d, e in cfg.widths if s <= e)
-    d, e = cfg.widths[0]
-    sweep = len(cfg.lambdas) * gau_forward_flops(512, d, e, 128)
-    n, (d, e) = max(cfg.ns), max(cfg.widths)
-    return [Workload("GAU layers at initialisation", flops=cfg.seeds * (len(cfg.inits) * grid + sweep),
-                     memory_bytes=4.0 * (n * n * 3 + n * (3 * e + d)))]
+def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:
+    """Forward passes of single GAU layers (one width's grid, or the lambda sweep), as counted FLOPs."""
+    if trial.key == "sweep":
+        d, e, s, n = sweep_point(cfg)
+        return [Workload("lambda sweep at initialisation", flops=cfg.seeds * len(cfg.lambdas) * gau_forward_flops(n, d, e, s),
+                         memory_bytes=4.0 * (n * n * 3 + n * (3 * e + d)))]
+    d, e = trial.params["d"], trial.params["e"]
+    n = max(cfg.ns)
+    return [Workload(f"GAU layers at initialisation, d = {d}", flops=cfg.seeds * sum(
+        gau_forward_flops(n, d, e, s) for n in cfg.ns for s in cfg.ss if s <= e),
+        memory_bytes=4.0 * (n * n * 3 + n * (3 * e + d)))]

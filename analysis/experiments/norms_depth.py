@@ -27,7 +27,7 @@ from analysis.train import TrainConfig, fixed_windows, random_windows, train_lm
 from analysis.verify import Claim
 
 NAME = "norms-depth"
-DATA_VERSION = 1  # raised when the layout of run()\'s data changes
+DATA_VERSION = 1  # raised when the layout of the record's data changes
 SOURCE = "DL——Transformer study notes"
 RESIDUALS = ("post", "pre", "deepnorm")
 EPS64 = float(np.finfo(np.float64).eps)

@@ -26,7 +26,7 @@ from analysis.experiments.base import Workload
 from analysis.verify import Claim
 
 NAME = "softmax-scale-checks"
-DATA_VERSION = 1  # raised when the layout of run()\'s data changes
+DATA_VERSION = 1  # raised when the layout of the record's data changes
 SOURCE = "Su 2023, kexue.fm/archives/9812"
 SOURCE_RANGE = (40, 20_000)  # the n range of the source's fits (40 * Range[1, 500])
 

@@ -18,13 +18,13 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from analysis.theory import softmax_scale as sc
-from analysis.train import pick_device
+from analysis.core.trial import Trial
 from analysis.experiments.base import Workload
+from analysis.theory import softmax_scale as sc
 from analysis.verify import Claim
 
 NAME = "softmax-scale-mc"
-DATA_VERSION = 1  # raised when the layout of run()\'s data changes
+DATA_VERSION = 1  # raised when the layout of the record's data changes
 KINDS = ("normal", "cosine")
 
 
@@ -123,15 +123,21 @@ def measure(kind: str, n: int, cfg: Config, device: torch.device, rng: np.random
     }
 
 
-def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
+def trials(cfg: Config) -> list[Trial]:
+    """One trial: every (kind, n) draws from one stream seeded cfg.seed, in turn."""
+    return [Trial("all", cfg.seed)]
+
+
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
     """Every (kind, n) of the config; plain data."""
-    device = pick_device()
-    rng = np.random.default_rng(cfg.seed)
-    return {
-        "device_type": device.type,
-        "d": cfg.d,
-        "rows": [measure(kind, n, cfg, device, rng) for kind in KINDS for n in cfg.ns],
-    }
+    rng = np.random.default_rng(trial.seed)
+    return {"d": cfg.d, "rows": [measure(kind, n, cfg, device, rng) for kind in KINDS for n in cfg.ns]}
+
+
+def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+    """The one trial's rows, with the device type."""
+    (only,) = results
+    return {"device_type": device_type, **only}
 
 
 def finite_sample_alpha(kind: str, n: int, d: int | None = None, reps: int = 256, seed: int = 0) -> dict[str, float]:
@@ -173,7 +179,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     return out
 
 
-def plan(cfg: Config) -> list[Workload]:
+def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:
     """Per kind and n: sampling the scores (cosines cost 2d per score) and the objective on the alpha grid (~10/score)."""
     per_n = [cfg.reps * n * (cfg.grid * 10.0 + 2.0 * cfg.d + 2.0) for n in cfg.ns]
     return [Workload("score rows and objectives", flops=float(sum(per_n)),

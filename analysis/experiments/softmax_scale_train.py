@@ -25,7 +25,7 @@ from analysis.train import TrainConfig, fixed_windows, token_stats, train_lm
 from analysis.verify import Claim
 
 NAME = "softmax-scale-train"
-DATA_VERSION = 1  # raised when the layout of run()\'s data changes
+DATA_VERSION = 1  # raised when the layout of the record's data changes
 
 
 @dataclass(frozen=True)
