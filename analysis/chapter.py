@@ -28,7 +28,8 @@ RECORDED_ORDER: tuple[Scale, ...] = ("cpu", "gpu")  # ascending: the last one pr
 
 @dataclass(frozen=True)
 class RunSet:
-    """One run a chapter shows: its label, the suffix of its claim keys, its data, provenance and staleness."""
+    """One run a chapter shows: its label, its short name ('smoke', 'recorded-cpu', used in claims' statements),
+    its data, provenance and staleness, its scale and whether it is a record."""
 
     label: str
     key: str
@@ -36,6 +37,7 @@ class RunSet:
     provenance: str
     stale: tuple[str, ...] = ()
     scale: str = ""
+    recorded: bool = False
 
     @property
     def note(self) -> str:
@@ -86,7 +88,7 @@ def _recorded_run(name: str, scale: str, directory: str | None) -> RunSet | None
     if record is None:
         return None
     return RunSet(f"recorded, {scale} scale" + (" (stale)" if stale else ""), f"recorded-{scale}", record.data,
-                  "recorded: " + record.describe(), tuple(stale), scale)
+                  "recorded: " + record.describe(), tuple(stale), scale, recorded=True)
 
 
 def runs_for(name: str, scale: str, live: dict[str, Any], seconds: float = 0.0,
@@ -105,7 +107,6 @@ class Chapter:
     scale: Scale
     claims: ChapterClaims
     runs: dict[str, list[RunSet]] = field(default_factory=dict)
-    keys: dict[str, set[str]] = field(default_factory=dict)  # per experiment, the keys of the claims it made
     directory: str | None = None  # the results folder (None: the repository's results/)
 
     def best(self, name: str) -> RunSet:
@@ -120,22 +121,30 @@ class Chapter:
         """Whether a gpu-scale run (live or recorded) is among the runs of ``name``."""
         return any(r.scale == "gpu" for r in self.runs[name])
 
+    def claims_of(self, name: str, run: RunSet | None = None, computed: bool = True) -> list[Claim]:
+        """The claims experiment ``name`` made on ``run`` (default: its best run), with its computed claims."""
+        run = run or self.best(name)
+        return [c for c in self.claims.claims if c.id is not None and c.id.experiment == name
+                and ((c.id.scale, c.id.recorded) == (run.scale, run.recorded) or (computed and c.id.scale is None))]
+
     def claim(self, name: str, key: str) -> Claim:
-        """The claim ``key`` (without its run suffix) of the best run of experiment ``name``."""
-        full = f"{key}-{self.best(name).key}"
-        for c in self.claims.claims:
-            if c.key == full and full in self.keys.get(name, set()):
+        """The claim ``key`` of experiment ``name``, measured by its best run (or computed)."""
+        for c in self.claims_of(name):
+            if c.key == key:
                 return c
-        raise KeyError(f"no claim {full!r} in chapter {self.doc!r}")
+        raise KeyError(f"no claim {key!r} of {name!r} on its {self.best(name).key} run in chapter {self.doc!r}")
 
     def verdicts(self, name: str, run: str | None = None) -> Any:
-        """Markdown: one bullet per claim of the best run of ``name`` (or of the run whose key is ``run``), its
+        """Markdown: one bullet per claim of the best run of ``name`` (or of the run whose short name is ``run``), its
         verdict (and corrected verdict) from the claim."""
         from IPython.display import Markdown
 
-        best = run or self.best(name).key
+        chosen = next((r for r in self.runs[name] if r.key == run), None) if run else self.best(name)
+        if chosen is None:
+            raise KeyError(f"no run {run!r} of {name!r} in chapter {self.doc!r}")
+        shown = {id(c) for c in self.claims_of(name, chosen, computed=False)}
         return Markdown("\n".join(verdict_line(c, self.doc, i) for i, c in enumerate(self.claims.claims, 1)
-                                   if c.key.endswith("-" + best) and c.key in self.keys.get(name, set())))
+                                   if id(c) in shown))
 
     def gpu_status(self, name: str) -> Any:
         """Markdown: that the GPU run is included, or that none was recorded, with the command and its estimate."""
@@ -182,8 +191,8 @@ class RenderedClaims(ChapterClaims):
 
 def verdict_line(claim: Claim, doc: str | None = None, number: int | None = None) -> str:
     """A Markdown bullet: the claim, its verdict in bold, the alternative when inconclusive, the corrected verdict;
-    with ``doc`` and ``number``, a link to the claim in the ledger (``ledger.html#<doc>-<key>``)."""
-    link = "" if doc is None else (f'<a href="ledger.html#{doc}-{claim.key}" title="this claim in the ledger">'
+    with ``doc`` and ``number``, a link to the claim in the ledger (``ledger.html#<doc>-<slug>``)."""
+    link = "" if doc is None else (f'<a href="ledger.html#{doc}-{claim.slug}" title="this claim in the ledger">'
                                    f"{doc}.{number}</a> ")
     line = f"- {link}{math_markdown(claim.statement)}: **{claim.verdict_text()}**"
     if claim.verdict == "inconclusive" and claim.alternative is not None:
@@ -232,8 +241,7 @@ def open_chapter(doc: str, title: str, *experiments: str, directory: str | None 
         for run in runs:
             notes.append(f"{name}: {run.note}")
             for claim in module.claims(run.data, run.key):
-                chapter.claims.record(claim)
-                chapter.keys.setdefault(name, set()).add(claim.key)
+                chapter.claims.record(claim.identified(name, run.scale, run.recorded))
     save_timings(doc, scale, timings)
     display(Provenance(tuple(notes)))
     return chapter

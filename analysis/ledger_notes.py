@@ -3,7 +3,7 @@
 A claim that fails gets a ``corrected`` prediction when one number replaces the source's. Some failures are not
 of that kind: the claim is qualitative, or the replacement is a construction, a formula over a range, or another
 claim of the chapter. For those, :data:`NO_CORRECTED_NUMBER` says what holds instead and where. Keys are claim keys
-without their run suffix (``-recorded-cpu``); a key ending in '-' covers every claim that starts with it.
+(the same on every run); a key ending in '-' covers every claim that starts with it.
 ``tests/test_ledger_notes.py`` checks that every recorded failure without a corrected number has a sentence here,
 and that every sentence belongs to such failures only.
 """
@@ -103,18 +103,10 @@ REPLACES: dict[str, str] = {
 }
 
 
-def _base(key: str) -> str:
-    for suffix in ("-recorded-gpu", "-recorded-cpu", "-smoke", "-cpu", "-gpu"):
-        if key.endswith(suffix):
-            return key[: -len(suffix)]
-    return key
-
-
 def covers(note_key: str, key: str) -> bool:
     """Whether a note keyed ``note_key`` applies to claim ``key``: the same claim, or any claim starting with a
-    ``note_key`` that ends in '-' (run suffixes ignored)."""
-    base = _base(key)
-    return base.startswith(note_key) if note_key.endswith("-") else base == note_key
+    ``note_key`` that ends in '-'."""
+    return key.startswith(note_key) if note_key.endswith("-") else key == note_key
 
 
 def _lookup(table: dict[str, str], key: str) -> str | None:
@@ -122,10 +114,10 @@ def _lookup(table: dict[str, str], key: str) -> str | None:
 
 
 def reason(key: str) -> str | None:
-    """The sentence for claim ``key`` (with or without its run suffix), or None."""
+    """The sentence for claim ``key``, or None."""
     return _lookup(NO_CORRECTED_NUMBER, key)
 
 
 def replaces(key: str) -> str | None:
-    """What claim ``key`` (with or without its run suffix) replaces and why, or None."""
+    """What claim ``key`` replaces and why, or None."""
     return _lookup(REPLACES, key)

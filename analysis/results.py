@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -229,24 +229,3 @@ def find_record(experiment: str, scale: str, directory: str | os.PathLike[str] |
     if record.experiment != experiment or record.scale != scale:
         raise ResultsFileError(f"{path}: holds {record.experiment!r} at {record.scale!r}, not {experiment!r} at {scale!r}")
     return record
-
-
-class RunSet(NamedTuple):
-    """One run a chapter shows: how it is labelled, the suffix of its claim keys, its data and provenance."""
-
-    label: str
-    key: str
-    data: dict[str, Any]
-    provenance: str
-
-
-def live_and_recorded(experiment: str, scale: str, live: dict[str, Any],
-                      directory: str | os.PathLike[str] | None = None) -> list[RunSet]:
-    """The live run at ``scale``, then every recorded run of ``experiment`` at another scale (cpu, then gpu)."""
-    runs = [RunSet(f"this build ({scale} scale)", scale, live,
-                   f"this build: {scale} scale on {live.get('device_type', 'unknown device')}")]
-    for other in ("cpu", "gpu"):
-        record = find_record(experiment, other, directory)
-        if record is not None and other != scale:
-            runs.append(RunSet(f"recorded, {other} scale", f"recorded-{other}", record.data, "recorded: " + record.describe()))
-    return runs

@@ -45,24 +45,13 @@ from analysis.verify import (
 )
 
 LEDGER_DOC_DIRECTIVE = "claims-ledger"
-_LABEL = re.compile(r"-(recorded-(?:cpu|gpu)|smoke|cpu|gpu)$")
 # evidence, weakest first: a live smoke run exercises the code; records and live cpu / gpu runs measure
 SCALE_RANK = {"smoke (live)": 0, "cpu (live)": 1, "cpu (recorded)": 2, "gpu (live)": 3, "gpu (recorded)": 4,
               "computed": 5}
 SIGNS = {"equal": "=", "upper_bound": "≤", "lower_bound": "≥"}
-CSV_FIELDS = ("id", "chapter", "number", "key", "scale", "statement", "source", "kind", "predicted", "measured",
+CSV_FIELDS = ("id", "chapter", "number", "experiment", "key", "scale", "statement", "source", "kind", "predicted", "measured",
               "uncertainty", "tolerance", "tolerance_basis", "unit", "verdict", "verdict_text", "corrected",
               "corrected_verdict", "corrected_note", "no_corrected_reason", "replaces", "alternative", "alternative_note")
-
-
-def claim_scale(key: str) -> tuple[str, str]:
-    """(the key without its run label, the scale of its evidence) from a claim key such as 'x-recorded-cpu'."""
-    match = _LABEL.search(key)
-    if not match:
-        return key, "computed"  # a closed form or quadrature, no run
-    label = match.group(1)
-    scale = f"{label.split('-')[1]} (recorded)" if label.startswith("recorded") else f"{label} (live)"
-    return key[: match.start()], scale
 
 
 @dataclass(frozen=True)
@@ -77,18 +66,19 @@ class Entry:
 
     @property
     def anchor(self) -> str:
-        """The stable id of the claim on the ledger page: '<chapter>-<key>'."""
-        return f"{self.chapter}-{self.claim.key}"
+        """The stable id of the claim on the ledger page: '<chapter>-<key>-<run>' ('<chapter>-<key>' when computed)."""
+        return f"{self.chapter}-{self.claim.slug}"
 
     @property
     def scale(self) -> str:
         """'cpu (recorded)', 'smoke (live)', ...: where the measurement comes from."""
-        return claim_scale(self.claim.key)[1]
+        return self.claim.evidence
 
     def row(self) -> dict[str, Any]:
         """The CSV / JSON row."""
         c = self.claim
-        return {"id": self.anchor, "chapter": self.chapter, "number": self.number, "key": c.key,
+        return {"id": self.anchor, "chapter": self.chapter, "number": self.number,
+                "experiment": c.id.experiment if c.id is not None else "", "key": c.key,
                 "scale": self.scale, "statement": c.statement, "source": c.source, "kind": c.kind,
                 "predicted": c.predicted, "measured": c.measured, "uncertainty": c.uncertainty,
                 "tolerance": c.tolerance, "tolerance_basis": c.tolerance_basis, "unit": c.unit,
@@ -105,13 +95,16 @@ def entries(chapters: list[tuple[str, ChapterClaims]]) -> list[Entry]:
 
 
 def strongest(items: list[Entry]) -> list[Entry]:
-    """Per claim (key without its run label), the entry with the strongest evidence."""
-    best: dict[tuple[str, str], Entry] = {}
+    """Per claim (chapter, experiment and key, whatever the run), the entry with the strongest evidence."""
+
+    def which(e: Entry) -> tuple[str, str, str]:
+        return e.chapter, e.claim.id.experiment if e.claim.id is not None else "", e.claim.key
+
+    best: dict[tuple[str, str, str], Entry] = {}
     for e in items:
-        base = (e.chapter, claim_scale(e.claim.key)[0])
-        if base not in best or SCALE_RANK.get(e.scale, -1) > SCALE_RANK.get(best[base].scale, -1):
-            best[base] = e
-    return [e for e in items if best[(e.chapter, claim_scale(e.claim.key)[0])] is e]
+        if which(e) not in best or SCALE_RANK.get(e.scale, -1) > SCALE_RANK.get(best[which(e)].scale, -1):
+            best[which(e)] = e
+    return [e for e in items if best[which(e)] is e]
 
 
 def to_csv(items: list[Entry]) -> str:

@@ -2,8 +2,9 @@
 
 For each committed record ``results/<experiment>.<scale>.json`` the experiment's
 ``claims(data, label)`` is run on the recorded data with the label a chapter
-uses (``recorded-<scale>``). The table maps ``experiment.scale`` to the claims'
-verdicts, corrected verdicts and measured values. A change that flips a verdict
+uses (``recorded-<scale>``, which its statements name). The table maps
+``experiment.scale`` to the claims' keys and their verdicts, corrected verdicts
+and measured values. A change that flips a verdict
 or moves a measured value makes :func:`compare` report it, so the test fails
 until the table is rewritten on purpose (``python scripts/verdicts.py --write``).
 """

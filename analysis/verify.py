@@ -28,7 +28,7 @@ import html
 import json
 import math
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -76,8 +76,43 @@ def _judge(kind: Kind, predicted: float, measured: float, tolerance: float, appr
 
 
 @dataclass(frozen=True)
+class ClaimId:
+    """Which claim a chapter shows: the experiment that makes it, its key there, and the run that measured it
+    (``scale`` None for a claim computed without a run, such as a quadrature)."""
+
+    experiment: str
+    key: str
+    scale: str | None = None
+    recorded: bool = False
+
+    def __post_init__(self) -> None:
+        if self.scale is None and self.recorded:
+            raise ValueError("a computed claim (scale None) has no record")
+
+    @property
+    def run(self) -> str:
+        """The run, as a chapter names it: 'recorded-cpu', 'smoke', or '' when computed."""
+        if self.scale is None:
+            return ""
+        return f"recorded-{self.scale}" if self.recorded else self.scale
+
+    @property
+    def evidence(self) -> str:
+        """'cpu (recorded)', 'smoke (live)', or 'computed'."""
+        if self.scale is None:
+            return "computed"
+        return f"{self.scale} ({'recorded' if self.recorded else 'live'})"
+
+    @property
+    def slug(self) -> str:
+        """The key and its run, unique within a chapter ('recall-best-scale-16-recorded-cpu')."""
+        return f"{self.key}-{self.run}" if self.run else self.key
+
+
+@dataclass(frozen=True)
 class Claim:
-    """One claim of a source, its prediction and its measurement."""
+    """One claim of a source, its prediction and its measurement (``computed``: made without a run, the same
+    at every scale; ``id``: set when a chapter takes the claim from a run)."""
 
     key: str
     statement: str
@@ -94,6 +129,8 @@ class Claim:
     corrected_note: str = ""
     alternative: float | None = None  # what a rival explanation predicts; None: resolved to the tolerance
     alternative_note: str = ""
+    computed: bool = False
+    id: ClaimId | None = None
 
     def __post_init__(self) -> None:
         if not self.key or not self.key.replace("-", "").replace("_", "").isalnum():
@@ -113,6 +150,23 @@ class Claim:
                 raise ValueError("alternative_note must say what the alternative is")
         if not self.tolerance_basis.strip():
             raise ValueError("tolerance_basis must say how the tolerance was chosen")
+
+    def identified(self, experiment: str, scale: str, recorded: bool) -> Claim:
+        """This claim as made by ``experiment`` on a run at ``scale`` (live or recorded)."""
+        return replace(self, id=ClaimId(experiment, self.key, None if self.computed else scale,
+                                        recorded and not self.computed))
+
+    @property
+    def slug(self) -> str:
+        """Unique within a chapter: the key with its run ('x-recorded-cpu'), or the key alone before identification."""
+        return self.id.slug if self.id is not None else self.key
+
+    @property
+    def evidence(self) -> str:
+        """What measured the claim: 'cpu (recorded)', 'smoke (live)', 'computed'."""
+        if self.id is not None:
+            return self.id.evidence
+        return "computed" if self.computed else "unidentified"
 
     @property
     def verdict(self) -> Verdict:
@@ -153,7 +207,10 @@ class Claim:
     def from_dict(cls, d: dict[str, Any]) -> "Claim":
         """Inverse of :meth:`to_dict` (the stored verdicts are recomputed, not trusted)."""
         names = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in d.items() if k in names})
+        fields = {k: v for k, v in d.items() if k in names}
+        if isinstance(fields.get("id"), dict):
+            fields["id"] = ClaimId(**fields["id"])
+        return cls(**fields)
 
 
 def fmt(x: float, digits: int = 4) -> str:
@@ -224,8 +281,8 @@ class ChapterClaims:
             raise ValueError(f"chapter must be a plain document name; got {self.chapter!r}")
 
     def record(self, claim: Claim) -> Claim:
-        """Add (or replace, by key) a claim, store the chapter's claims, and return the claim."""
-        self.claims = [c for c in self.claims if c.key != claim.key] + [claim]
+        """Add (or replace, by key and run) a claim, store the chapter's claims, and return the claim."""
+        self.claims = [c for c in self.claims if c.slug != claim.slug] + [claim]
         self.save()
         return claim
 

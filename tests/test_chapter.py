@@ -20,8 +20,11 @@ def test_open_chapter_shows_live_then_records_and_marks_stale(tmp_path, capsys):
     runs = ch.runs["ffn-basics"]
     assert [r.key for r in runs] == ["smoke", "recorded-cpu"] and runs[1].stale == ()
     assert ch.best("ffn-basics").key == "recorded-cpu" and ch.live("ffn-basics").key == "smoke"
-    keys = {c.key for c in ch.claims.claims}
-    assert any(k.endswith("-smoke") for k in keys) and any(k.endswith("-recorded-cpu") for k in keys)
+    runs_of = {(c.id.experiment, c.id.run) for c in ch.claims.claims}
+    assert runs_of == {("ffn-basics", "smoke"), ("ffn-basics", "recorded-cpu")}
+    best = ch.claims_of("ffn-basics")
+    assert best and all(c.id.recorded and c.id.scale == "cpu" for c in best)
+    assert ch.claim("ffn-basics", best[0].key) is best[0]
     assert "ffn-basics: this build: smoke scale" in capsys.readouterr().out
     status = ch.gpu_status("ffn-basics").data
     assert "No GPU-scale run" in status and "H100" in status and "python -m analysis campaign --scale gpu --only ffn-basics" in status

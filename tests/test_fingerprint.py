@@ -29,7 +29,7 @@ def test_code_fingerprint_follows_the_definitions_the_data_depends_on(monkeypatc
     monkeypatch.undo()
     fp._parsed.cache_clear()
     for module, name in [("analysis.experiments.deep_gau", "claims"), ("analysis.experiments.deep_gau", "trial_plan"),
-                         ("analysis.train", "pick_device")]:  # the claims, the plan, code the trials do not call
+                         ("analysis.experiments.base", "compare")]:  # the claims, the plan, code the trials do not call
         _patched(monkeypatch, module, name)
         assert fp.code_fingerprint("analysis.experiments.deep_gau") == base, name
         monkeypatch.undo()

@@ -53,8 +53,8 @@ def test_experiment_smoke_and_claims():
     assert big["rms"] / big["pred_rms_source"] > 3
     keys = {c.key: c for c in exp.claims(data, "smoke")}
     assert keys["swish-mean"].verdict == "holds"
-    assert keys["rms-source-smoke"].verdict == "fails"
-    assert keys["lambda7-smoke"].verdict == "fails" and keys["lambda7-smoke"].measured > 7.5
+    assert keys["rms-source"].verdict == "fails"
+    assert keys["lambda7"].verdict == "fails" and keys["lambda7"].measured > 7.5
 
 
 def test_cli_moments_and_magnitude(capsys):

@@ -15,11 +15,10 @@ def _failures_without_number():
     assert records, "no recorded runs found"
     for claims in records.values():
         for key, v in claims.items():
-            base = key.rsplit("-recorded-", 1)[0]
             if v["verdict"] == "fails" and v["corrected_verdict"] is None:
-                out.add(base)
+                out.add(key)
             else:
-                corrected.add(base)
+                corrected.add(key)
     return out, corrected
 
 
@@ -37,24 +36,20 @@ def test_no_reason_without_a_failure_that_needs_it():
 
 
 def test_a_key_ending_in_a_dash_covers_the_claims_it_starts():
-    assert covers("recall-best-scale-", "recall-best-scale-16-recorded-cpu")
-    assert not covers("recall-best-scale", "recall-best-scale-16-recorded-cpu")  # no dash: that claim only
-    assert reason("recall-best-scale-64-smoke") == NO_CORRECTED_NUMBER["recall-best-scale-"]
-
-
-def test_reason_strips_the_run_suffix():
-    assert reason("lambda7-recorded-cpu") == NO_CORRECTED_NUMBER["lambda7"]
-    assert reason("lambda7-smoke") == NO_CORRECTED_NUMBER["lambda7"]
-    assert reason("no-such-claim-recorded-cpu") is None
+    assert covers("recall-best-scale-", "recall-best-scale-16")
+    assert not covers("recall-best-scale", "recall-best-scale-16")  # no dash: that claim only
+    assert reason("recall-best-scale-64") == NO_CORRECTED_NUMBER["recall-best-scale-"]
+    assert reason("lambda7") == NO_CORRECTED_NUMBER["lambda7"]
+    assert reason("no-such-claim") is None
 
 
 def test_every_replacement_note_belongs_to_a_recorded_claim():
     from analysis.ledger_notes import REPLACES, replaces
 
     records = recorded_verdicts(RESULTS)["records"]
-    keys = {key.rsplit("-recorded-", 1)[0] for claims in records.values() for key in claims}
+    keys = {key for claims in records.values() for key in claims}
     for note in REPLACES:
         matched = [k for k in keys if covers(note, k)]
         assert matched, f"REPLACES[{note!r}] names no recorded claim"
-        assert all(replaces(k + "-recorded-cpu") == REPLACES[note] for k in matched)
-    assert replaces("lambda7-recorded-cpu") is None
+        assert all(replaces(k) == REPLACES[note] for k in matched)
+    assert replaces("lambda7") is None

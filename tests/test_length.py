@@ -104,13 +104,13 @@ def test_length_recall_claims_need_a_learnt_task() -> None:
         for e in r.get("evals", {}).values():
             e["accuracy"] = 0.25
     keys = {c.key for c in gau_length.claims(chance, "t")}
-    assert not any("recall" in k for k in keys) and "log-scaling-beats-softmax-t" not in keys
+    assert not any("recall" in k for k in keys) and "log-scaling-beats-softmax" not in keys
     learnt = copy.deepcopy(data)
     for r in learnt["runs"]:
         for name, e in r.get("evals", {}).items():
             e["accuracy"] = 1.0 if name.endswith(f"-{data['train_span']}") else \
                 0.6 if r["norm"] == "softmax_log512" else 0.5
     verdicts = {c.key: c.verdict for c in gau_length.claims(learnt, "t")}
-    assert verdicts["relu2-length-recall-t"] == "holds"  # a drop of 0.5 with no seed spread is resolved
-    assert verdicts["log-softmax-length-recall-t"] == "fails"  # it drops 0.4
-    assert verdicts["log-scaling-beats-softmax-t"] == "holds"  # 0.5 against 0.4
+    assert verdicts["relu2-length-recall"] == "holds"  # a drop of 0.5 with no seed spread is resolved
+    assert verdicts["log-softmax-length-recall"] == "fails"  # it drops 0.4
+    assert verdicts["log-scaling-beats-softmax"] == "holds"  # 0.5 against 0.4

@@ -4,8 +4,8 @@ import json
 
 from sphinx.cmd.build import build_main
 
-from analysis.sphinx_ledger import claim_scale, strongest
-from analysis.verify import ChapterClaims, Claim
+from analysis.sphinx_ledger import Entry, strongest
+from analysis.verify import ChapterClaims, Claim, ClaimId
 
 
 def build(tmp_path):
@@ -19,10 +19,12 @@ def build(tmp_path):
     claims_dir = tmp_path / "build" / "claims"
     claims_dir.mkdir(parents=True)
     ch = ChapterClaims("chap", "The chapter")
-    ch.claims.append(Claim("c1-smoke", "first statement on $x^2 < y$", "src", 1.0, 1.0, 0.0, 0.0, "exact"))
-    ch.claims.append(Claim("c2-smoke", "second statement", "src", 1.0, 3.0, 0.0, 0.1, "3 sigma"))
-    ch.claims.append(Claim("c2-recorded-cpu", "second statement", "src", 1.0, 5.0, 0.0, 0.1, "3 sigma",
-                           corrected=5.0, corrected_note="the fix"))
+    ch.claims.append(Claim("c1", "first statement on $x^2 < y$", "src", 1.0, 1.0, 0.0, 0.0, "exact")
+                     .identified("exp", "smoke", recorded=False))
+    ch.claims.append(Claim("c2", "second statement", "src", 1.0, 3.0, 0.0, 0.1, "3 sigma")
+                     .identified("exp", "smoke", recorded=False))
+    ch.claims.append(Claim("c2", "second statement", "src", 1.0, 5.0, 0.0, 0.1, "3 sigma",
+                           corrected=5.0, corrected_note="the fix").identified("exp", "cpu", recorded=True))
     ch.save(claims_dir)
     # a claims file of a chapter that is not in the book is ignored
     (claims_dir / "gone.json").write_text(json.dumps({"chapter": "gone", "title": "Gone", "claims": []}))
@@ -63,10 +65,17 @@ def test_findings_show_each_chapter_at_its_strongest_evidence(tmp_path):
     assert "evidence: cpu (recorded)<" in html
 
 
-def test_claim_scale_and_strongest():
-    assert claim_scale("a-b-recorded-cpu") == ("a-b", "cpu (recorded)")
-    assert claim_scale("x-smoke") == ("x", "smoke (live)")
-    assert claim_scale("plain") == ("plain", "computed")
+def test_claim_identity_is_typed_and_strongest_compares_it():
+    base = Claim("a-b", "s", "src", 1.0, 1.0, 0.0, 0.0, "exact")
+    cpu, smoke = base.identified("e", "cpu", recorded=True), base.identified("e", "smoke", recorded=False)
+    assert cpu.id == ClaimId("e", "a-b", "cpu", True) and cpu.slug == "a-b-recorded-cpu" and cpu.evidence == "cpu (recorded)"
+    assert smoke.slug == "a-b-smoke" and smoke.evidence == "smoke (live)"
+    computed = Claim("plain", "s", "src", 1.0, 1.0, 0.0, 0.0, "exact", computed=True).identified("e", "cpu", True)
+    assert computed.id == ClaimId("e", "plain") and computed.slug == "plain" and computed.evidence == "computed"
+    assert Claim.from_dict(cpu.to_dict()) == cpu  # the identity survives the chapter's claims file
+    other = Claim("a-b", "s", "src", 1.0, 1.0, 0.0, 0.0, "exact").identified("f", "smoke", recorded=False)
+    entries = [Entry("d", "c", "t", i, c) for i, c in enumerate((smoke, cpu, other), 1)]
+    assert [e.claim for e in strongest(entries)] == [cpu, other]  # per (chapter, experiment, key)
     assert strongest([]) == []
 
 
@@ -84,7 +93,7 @@ def test_reproduce_table_lists_every_experiment_with_its_live_time(tmp_path):
 def test_headline_gives_what_holds_instead_when_no_number_does():
     from analysis.sphinx_ledger import Entry, headline
 
-    claim = Claim("lambda7-recorded-cpu", "output scales like $\\lambda^7$", "s", 7.0, 9.6, 0.0, 0.1, "basis",
-                  approx_rel=0.0)
+    claim = Claim("lambda7", "output scales like $\\lambda^7$", "s", 7.0, 9.6, 0.0, 0.1, "basis",
+                  approx_rel=0.0).identified("gau-init", "cpu", recorded=True)
     text = headline([Entry("gau_init", "gau_init", "GAU", 1, claim)], "ledger.html")
     assert "1 of 1 fail" in text and "instead: the chapter&#x27;s corrected prediction is a curve" in text

@@ -104,10 +104,10 @@ def test_dropout_sites_counts() -> None:
 def test_ffn_smoke_claims() -> None:
     data = fb.run(fb.CONFIGS["smoke"])
     claims = {c.key: c for c in fb.claims(data, "test")}
-    assert claims["gelu-notes-test"].verdict == "fails"
-    assert claims["gelu-torch-test"].verdict == "holds"
-    assert claims["swiglu-width-test"].verdict == "fails"
-    assert claims["swiglu-width-test"].corrected_verdict == "holds"
-    assert claims["swiglu-merge-test"].verdict == "holds"
-    assert claims["swiglu-merge-training-test"].verdict == "fails"
-    assert claims["ffn-8h2-test"].corrected_verdict == "holds"
+    assert claims["gelu-notes"].verdict == "fails"
+    assert claims["gelu-torch"].verdict == "holds"
+    assert claims["swiglu-width"].verdict == "fails"
+    assert claims["swiglu-width"].corrected_verdict == "holds"
+    assert claims["swiglu-merge"].verdict == "holds"
+    assert claims["swiglu-merge-training"].verdict == "fails"
+    assert claims["ffn-8h2"].corrected_verdict == "holds"

@@ -347,12 +347,12 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     out = []
     qk = data["qk"]
     worst = worst_variance_row(qk)
-    out.append(Claim(f"qk-variance-{label}", f"$\\mathrm{{Var}}[q \\cdot k] = d$ for $q, k \\sim N(0, I_d)$ (worst of $d = {qk[0]['d']} \\ldots {qk[-1]['d']}$; "
+    out.append(Claim("qk-variance", f"$\\mathrm{{Var}}[q \\cdot k] = d$ for $q, k \\sim N(0, I_d)$ (worst of $d = {qk[0]['d']} \\ldots {qk[-1]['d']}$; "
                      f"shown $d = {worst['d']}$, {label})", SOURCE + "; Vaswani et al. 2017, footnote 4",
                      1.0, worst["var"] / worst["d"], worst["var_se"] / worst["d"], 3 * worst["var_se"] / worst["d"],
                      "3 batch standard errors of the sample variance / d", unit="× d"))
     small = qk[0]
-    out.append(Claim(f"qk-normal-{label}", f"$q \\cdot k$ is normal, $N(0, d)$ (excess kurtosis 0; at $d = {small['d']}$, {label})",
+    out.append(Claim("qk-normal", f"$q \\cdot k$ is normal, $N(0, d)$ (excess kurtosis 0; at $d = {small['d']}$, {label})",
                      SOURCE, 0.0, small["kurtosis"], small["kurtosis_se"], 3 * small["kurtosis_se"],
                      "3 batch standard errors of the sample kurtosis", unit="excess kurtosis",
                      corrected=tb.qk_moments(small["d"])[1],
@@ -361,71 +361,71 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     lo, hi = sat[0], sat[-1]
     n = data["keys"]
     big_d = hi["d"]
-    out.append(Claim(f"unscaled-saturates-{label}",
+    out.append(Claim("unscaled-saturates",
                      f"Without $1/\\sqrt{{d}}$ the softmax gradient vanishes: the median $\\|J\\|_F$ at $d = {big_d}$, $n = {n}$ is below "
                      f"the scaled row's ({label})", SOURCE, hi["scaled"]["jac_median"],
                      hi["unscaled"]["jac_median"], hi["unscaled"]["jac_median_se"], 3 * hi["unscaled"]["jac_median_se"],
                      "3 bootstrap standard errors of the median", kind="upper_bound"))
     law = tb.saturated_jacobian_median(n, big_d)
-    out.append(Claim(f"saturation-law-{label}",
+    out.append(Claim("saturation-law",
                      f"Derived here: unscaled, the median $\\|J\\|_F = 2e^{{-t}}$ with $P(|q|\\,G > t) = 1/2$, $G$ the top-two gap of $n$ "
                      f"normals ($d = {big_d}$, $n = {n}$, {label})", "derived in this chapter", law,
                      hi["unscaled"]["jac_median"], hi["unscaled"]["jac_median_se"], 3 * hi["unscaled"]["jac_median_se"],
                      "3 bootstrap standard errors of the median"))
     se = math.hypot(lo["scaled"]["entropy_se"], hi["scaled"]["entropy_se"])
-    out.append(Claim(f"scaled-entropy-flat-{label}",
+    out.append(Claim("scaled-entropy-flat",
                      f"With $1/\\sqrt{{d}}$ the row entropy does not depend on $d$ ($d = {hi['d']}$ against $d = {lo['d']}$, "
                      f"$n = {n}$, {label})", SOURCE, lo["scaled"]["entropy_mean"], hi["scaled"]["entropy_mean"], se,
                      3 * se, "3 standard errors of the difference of mean entropies", unit="nats",
                      corrected=float(tb.mean_field_entropy(n, 1.0)),
                      corrected_note="$\\ln n - 1/2$ (mean field, $\\sigma = 1$): logits given $q$ are $N(0, |q|^2/d)$ with "
                                     "$E|q|^2/d = 1$, so only the spread of $|q|$ depends on $d$"))
-    out.append(Claim(f"softmax-jacobian-autograd-{label}", f"$\\|J\\|_F$ of softmax from its closed form = autograd ({label})",
+    out.append(Claim("softmax-jacobian-autograd", f"$\\|J\\|_F$ of softmax from its closed form = autograd ({label})",
                      "identity $J = \\mathrm{diag}(p) - p p^\\top$", 0.0, data["autograd_jacobian_gap"], 0.0, 1e3 * EPS64,
                      "1000 float64 ulps (autograd sums $n^2$ rounded products)", kind="upper_bound", unit="relative"))
     counts = data["mha"]
     spread = max(r["torch"] for r in counts) - min(r["torch"] for r in counts)
-    out.append(Claim(f"mha-params-{label}", f"Multi-head attention has $4d^2 + 4d$ parameters for every head count "
+    out.append(Claim("mha-params", f"Multi-head attention has $4d^2 + 4d$ parameters for every head count "
                      f"($d = 512$, $h = {counts[0]['heads']} \\ldots {counts[-1]['heads']}$; spread over $h$, {label})",
                      SOURCE, 0.0, float(spread), 0.0, 0.0, "an exact count", unit="parameters"))
-    out.append(Claim(f"wo-merge-{label}", f"Single head: $W_v W_o$ merge into one matrix (relative output gap, {label})",
+    out.append(Claim("wo-merge", f"Single head: $W_v W_o$ merge into one matrix (relative output gap, {label})",
                      SOURCE, 0.0, data["merged_wo_gap"], 0.0, 1e3 * EPS64, "1000 float64 ulps", kind="upper_bound",
                      unit="relative"))
     sym = data["symmetry"]["runs"]
     same = sym["identical"]["spread"][-1]
-    out.append(Claim(f"heads-stay-identical-{label}", f"Heads initialised identically stay identical under training "
+    out.append(Claim("heads-stay-identical", f"Heads initialised identically stay identical under training "
                      f"(head spread after {sym['identical']['steps'][-1]} AdamW steps, {label})", SOURCE, 0.0, same, 0.0,
                      0.0, "exact: any difference breaks the symmetry", kind="upper_bound", unit="relative"))
     pert = sym["identical + 1e-6 perturbation"]
-    out.append(Claim(f"heads-symmetry-stable-{label}", f"The identical-heads state is stable: a 1e-6 asymmetry stays "
+    out.append(Claim("heads-symmetry-stable", f"The identical-heads state is stable: a 1e-6 asymmetry stays "
                      f"that small (head spread after {pert['steps'][-1]} steps, {label})",
                      "implied by the notes' 'forever identical'", pert["spread"][0], pert["spread"][-1], 0.0,
                      pert["spread"][0], "the initial spread again (a factor 2 of growth)", kind="upper_bound",
                      unit="relative"))
     drop = sym["identical + attention dropout"]["spread"][-1]
-    out.append(Claim(f"heads-dropout-{label}", f"... also when trained with attention dropout, as the original "
+    out.append(Claim("heads-dropout", f"... also when trained with attention dropout, as the original "
                      f"Transformer is (head spread after {sym['identical']['steps'][-1]} steps, {label})", SOURCE, 0.0,
                      drop, 0.0, 0.0, "exact: the notes' claim predicts 0", kind="upper_bound", unit="relative"))
     pos = data["positions"]
     bound64 = 8 * pos["positions"] * EPS64
-    out.append(Claim(f"pe-shift-{label}", f"$PE(p + k) = M_k\\, PE(p)$ with $M_k$ block rotations (max error over $p < "
+    out.append(Claim("pe-shift", f"$PE(p + k) = M_k\\, PE(p)$ with $M_k$ block rotations (max error over $p < "
                      f"{pos['positions']}$, $k$ up to {pos['shifts'][-1]}, float64; {label})", SOURCE + "; Vaswani et al. 2017",
                      0.0, max(pos["m_err64"]), 0.0, bound64,
                      "$8\\, p_{\\max}\\, \\epsilon$: the rounding of the angle $p\\, w_i$ in float64", kind="upper_bound", unit="absolute"))
-    out.append(Claim(f"pe-dot-relative-{label}", f"$PE(p) \\cdot PE(p + k)$ depends on $k$ only and equals $\\sum_i \\cos(k\\, w_i)$ "
+    out.append(Claim("pe-dot-relative", f"$PE(p) \\cdot PE(p + k)$ depends on $k$ only and equals $\\sum_i \\cos(k\\, w_i)$ "
                      f"(max error over $p$, {label})", "derived", 0.0, pos["dot_pred_err"], 0.0, pos["d"] * bound64,
                      "$d$ times the $M_k$ rounding bound", kind="upper_bound", unit="absolute"))
     rel = projected_spread(pos)
-    out.append(Claim(f"pe-projected-{label}", f"Through random $W_q, W_k$ the positional score $PE(p)\\, W_q W_k^\\top PE(p+k)$ still "
+    out.append(Claim("pe-projected", f"Through random $W_q, W_k$ the positional score $PE(p)\\, W_q W_k^\\top PE(p+k)$ still "
                      f"depends on $k$ only (median over $k$ of its std over $p$ / $|$mean$|$; {label})",
                      "the relative-position reading of $PE(p+k) = M_k\\, PE(p)$", 0.0, rel, 0.0, 1e3 * EPS64,
                      "1000 float64 ulps, as for the exact identities", kind="upper_bound", unit="relative"))
-    out.append(Claim(f"rope-relative-{label}", f"With RoPE the score of a fixed content pair depends on $k$ only "
+    out.append(Claim("rope-relative", f"With RoPE the score of a fixed content pair depends on $k$ only "
                      f"(max over $k$ of std over $p$ / mean $|$score$|$; {label})", "Su et al. 2021 (RoPE)", 0.0,
                      pos["rope_spread"], 0.0, 1e3 * EPS64 * math.sqrt(pos["positions"]),
                      "1000 float64 ulps times $\\sqrt{p_{\\max}}$ (angles $p\\, w_i$ rounded)", kind="upper_bound", unit="relative"))
     perm = data["permutation"]
-    out.append(Claim(f"bag-of-words-{label}", f"Without positions, self-attention is permutation-equivariant "
+    out.append(Claim("bag-of-words", f"Without positions, self-attention is permutation-equivariant "
                      f"(relative error; with PE it is {perm['with_pe']:.2g}, {label})", SOURCE + " (after kexue.fm/archives/4765)",
                      0.0, perm["without_pe"], 0.0, 1e3 * EPS64, "1000 float64 ulps", kind="upper_bound", unit="relative"))
     return out

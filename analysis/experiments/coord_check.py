@@ -106,7 +106,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     # standard error of a median over the stack's layers: 1.25 sd / sqrt(L)
     spread = float(1.25 * np.std(top["ratios"], ddof=1) / np.sqrt(count)) if count > 1 else 0.0
     return [Claim(
-        f"gau-branch-size-{label}",
+        "gau-branch-size",
         f"At initialisation a GAU branch is about 1% of its input, in a causal LM (rows normalised by t): median "
         f"RMS(f(x))/RMS(x) over the {count} layers (width {top['width']}; {label})",
         "Su 2022, kexue.fm/archives/8990 (GAU(x) ~ 0.01 x)", 0.01, top["median"], spread, 3 * spread,

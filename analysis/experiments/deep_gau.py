@@ -235,13 +235,13 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     gap_se = float(np.hypot(s["gau"]["se"], s["post"]["se"]))
     gap_ok = math.isfinite(gap_se) and math.isfinite(s["gau"]["val_loss"]) and math.isfinite(s["post"]["val_loss"])
     out = [
-        Claim(f"gau-lr-depth-{label}",
+        Claim("gau-lr-depth",
               f"Post-norm GAU's largest trainable learning rate without warmup does not fall with depth ({where})",
               "Su 2022, kexue.fm/archives/8990", 1.0, _ratio(gau[0][-1], gau[0][0]), 0.0, tol, basis,
               kind="lower_bound", unit="ratio deep / shallow", approx_rel=0.0,
               alternative=_ratio(tfm[0][-1], tfm[0][0]),
               alternative_note="GAU's boundary falls with depth as the post-norm Transformer's does"),
-        Claim(f"gau-lr-no-warmup-{label}",
+        Claim("gau-lr-no-warmup",
               f"At depth {deep} ({2 * deep} GAU layers), post-norm GAU trains without warmup at the largest learning "
               f"rate it trains at with warmup ({label})",
               "Su 2022, kexue.fm/archives/8990", 1.0, _ratio(gau[0][-1], gau[s["warmup"]][-1]), 0.0, tol, basis,
@@ -250,7 +250,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     ]
     if gap_ok:
         out.append(Claim(
-            f"gau-vs-postnorm-transformer-{label}",
+            "gau-vs-postnorm-transformer",
             f"Without warmup, each at its best learning rate, post-norm GAU reaches a lower loss than a post-norm "
             f"Transformer of equal parameters (depth {deep}, {label})",
             "Su 2022, kexue.fm/archives/8990 (standard Transformer tricks not needed for GAU)", s["post"]["val_loss"],

@@ -150,7 +150,7 @@ def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
 
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
     """The chapter's claims on ``data``, keys suffixed with ``label``."""
-    return [dataclasses.replace(c, key=f"{c.key}-{label}") for c in _claims(data)]
+    return [dataclasses.replace(c, key=f"{c.key}") for c in _claims(data)]
 
 
 def _claims(data: dict[str, Any]) -> list[Claim]:

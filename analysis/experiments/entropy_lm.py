@@ -211,11 +211,11 @@ def _model_claims(run: dict[str, Any], label: str, name: str) -> list[Claim]:
     worst = max(snaps, key=lambda s: s["max_excess_over_bound"])
     late = snaps[-1]
     tokens = sum(s["tokens"] for s in snaps)
-    slug = f"{name.lower()}-" if name else ""
+    slug = f"-{name.lower()}" if name else ""
     which = f"{name} " if name else ""
     return [
         Claim(
-            key=f"lm-bound-{slug}{label}",
+            key=f"lm-bound{slug}",
             statement=f"No token of a trained byte-level {which}LM has more entropy than $H_{{\\max}}(L, 256)$ ({label}, {tokens} tokens over {len(snaps)} snapshots)",
             source="bound derived in this chapter from the notes' curve",
             predicted=0.0,
@@ -227,7 +227,7 @@ def _model_claims(run: dict[str, Any], label: str, name: str) -> list[Claim]:
             unit="nats (largest $H - H_{\\max}$)",
         ),
         Claim(
-            key=f"lm-calibration-{slug}{label}",
+            key=f"lm-calibration{slug}",
             statement=f"A trained {which}model's mean entropy equals its mean loss (calibration), step {late['step']} ({label})",
             source="$E_{y \\sim q}[-\\ln q_y] = H(q)$ when the model's $q$ is the data distribution",
             predicted=late["val_loss"],
@@ -248,7 +248,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         out += _model_claims(run, label, name)
     return out + [
         Claim(
-            key=f"markov-floor-{label}",
+            key="markov-floor",
             statement=f"A model's validation loss on a Markov source stays above the true model's loss on the same tokens ({label})",
             source="Gibbs' inequality: cross-entropy $\\geq$ entropy",
             predicted=markov["true_loss"],

@@ -173,40 +173,40 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     """The chapter's claims from one run."""
     act = data["activations"]
     out = [
-        Claim(f"gelu-notes-{label}", f"$\\mathrm{{GELU}}(x) = x\\,(1 + \\mathrm{{erf}}(x/\\sqrt{{2}}))/2$ with the notes' "
+        Claim("gelu-notes", f"$\\mathrm{{GELU}}(x) = x\\,(1 + \\mathrm{{erf}}(x/\\sqrt{{2}}))/2$ with the notes' "
               f"$\\mathrm{{erf}}(x) = \\frac{{2}}{{\\sqrt{{\\pi}}}} \\int_1^x e^{{-t^2}} dt$ "
               f"(max gap to GELU on $[-8, 8]$, at $x = {act['notes']['at']:.3g}$; {label})", SOURCE, 0.0,
               act["notes"]["max_abs"], 0.0, 1e3 * EPS64, "1000 float64 ulps", kind="upper_bound", unit="absolute"),
-        Claim(f"gelu-torch-{label}", f"GELU with erf from 0, $x\\,\\Phi(x)$, is what torch computes (max gap on $[-8, 8]$; {label})",
+        Claim("gelu-torch", f"GELU with erf from 0, $x\\,\\Phi(x)$, is what torch computes (max gap on $[-8, 8]$; {label})",
               "Hendrycks and Gimpel 2016", 0.0, act["torch_gelu_gap"], 0.0, 16 * EPS64 * 8,
               "16 float64 ulps of $|x| \\leq 8$", kind="upper_bound", unit="absolute"),
-        Claim(f"swish-silu-{label}", f"$\\mathrm{{Swish}}_1(x) = x\\,\\sigma(x)$ is torch's SiLU ({label})", SOURCE, 0.0,
+        Claim("swish-silu", f"$\\mathrm{{Swish}}_1(x) = x\\,\\sigma(x)$ is torch's SiLU ({label})", SOURCE, 0.0,
               act["torch_silu_gap"], 0.0, 16 * EPS64 * 8, "16 float64 ulps of $|x| \\leq 8$", kind="upper_bound",
               unit="absolute"),
     ]
     glu = data["glu"]
-    out.append(Claim(f"glu-family-{label}", f"The notes' GLU, bilinear, ReGLU, GEGLU and SwiGLU FFNs match torch "
+    out.append(Claim("glu-family", f"The notes' GLU, bilinear, ReGLU, GEGLU and SwiGLU FFNs match torch "
                      f"(worst relative gap; {label})", SOURCE + "; Shazeer 2020", 0.0, max(glu.values()), 0.0,
                      1e3 * EPS64, "1000 float64 ulps", kind="upper_bound", unit="relative"))
     p = data["params"]
-    out.append(Claim(f"ffn-8h2-{label}", f"The FFN of a $d = {p['d']}$ Transformer layer has $8H^2$ parameters "
+    out.append(Claim("ffn-8h2", f"The FFN of a $d = {p['d']}$ Transformer layer has $8H^2$ parameters "
                      f"(torch.nn.TransformerEncoderLayer, biases included; {label})", SOURCE, 8 * p["d"] ** 2,
                      p["torch_ffn_with_bias"], 0.0, 0.0, "an exact count", unit="parameters", approx_rel=0.0,
                      corrected=8 * p["d"] ** 2 + 5 * p["d"], corrected_note="$8H^2$ counts the weights; the biases add $5H$"))
-    out.append(Claim(f"swiglu-width-{label}", f"SwiGLU matches the FFN's parameters at hidden width $r = 2d/3$ "
+    out.append(Claim("swiglu-width", f"SwiGLU matches the FFN's parameters at hidden width $r = 2d/3$ "
                      f"($d = {p['d']}$; the width that equalises the counted weights; {label})", SOURCE, 2 * p["d"] / 3,
                      p["matching_hidden"], 0.0, 1.0, "one unit of width ($r$ is an integer)", unit="width", approx_rel=0.0,
                      corrected=8 * p["d"] / 3, corrected_note="$r = 2 d_{\\mathrm{ff}} / 3 = 8d/3$: the notes take $W_1$ as $d \\times d$, "
                      "but the FFN's is $d \\times 4d$"))
     m = data["merge"]
-    out.append(Claim(f"swiglu-merge-{label}", f"$W_1$ merges into SwiGLU's $W$ and $V$: the same function with $3dr$ instead of "
+    out.append(Claim("swiglu-merge", f"$W_1$ merges into SwiGLU's $W$ and $V$: the same function with $3dr$ instead of "
                      f"$d\\, d_{{\\mathrm{{ff}}}} + 2 d_{{\\mathrm{{ff}}}} r + r d$ weights (relative forward gap; {label})", SOURCE, 0.0, m["forward_gap"], 0.0,
                      1e3 * EPS64, "1000 float64 ulps", kind="upper_bound", unit="relative"))
-    out.append(Claim(f"swiglu-merge-training-{label}", f"... and training the merged matrices is training the "
+    out.append(Claim("swiglu-merge-training", f"... and training the merged matrices is training the "
                      f"factored ones (relative gap between the function changes after one SGD step; {label})", SOURCE,
                      0.0, m["step_gap"], 0.0, 1e3 * EPS64, "1000 float64 ulps", kind="upper_bound", unit="relative"))
     dr = data["dropout"]
-    out.append(Claim(f"dropout-sites-{label}", f"Dropout acts where the paper puts it: each sub-layer output and the "
+    out.append(Claim("dropout-sites", f"Dropout acts where the paper puts it: each sub-layer output and the "
                      f"embedding sums (torch.nn.Transformer, 6 + 6 layers, sites per forward pass; {label})",
                      SOURCE + "; Vaswani et al. 2017, sec. 5.4", dr["paper_residual"], dr["torch_total"], 0.0, 0.0,
                      "an exact count (torch.nn.Transformer has no embedding layer, so the paper's 2 embedding sites are "

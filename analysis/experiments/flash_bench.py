@@ -464,7 +464,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
             continue
         never = not math.isfinite(cross)
         where = f"it does not overtake up to n = {both[-1]}, the value shown" if never else "log-interpolated"
-        out.append(Claim(f"{key}-{label}", f"{what} training step overtakes the Transformer++'s in tokens/s at about "
+        out.append(Claim(f"{key}", f"{what} training step overtakes the Transformer++'s in tokens/s at about "
                          f"n = 256 (equal parameters, CPU, {data['threads']} threads; {where}; {label})", SOURCE,
                          256.0, float(both[-1]) if never else cross, 0.0, 256.0 * (math.sqrt(2) - 1),
                          "half a grid step: lengths are powers of 2", unit="n"))
@@ -477,7 +477,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         if ratio is None:
             continue
         out.append(Claim(
-            f"quad-batch{'-unfused' if 'unfused' in key else ''}-{label}", "FLASH-Quad fits about 2x the "
+            f"quad-batch{'-unfused' if 'unfused' in key else ''}", "FLASH-Quad fits about 2x the "
             f"Transformer's batch in the same activation memory, against {versus} (activations saved for backward "
             f"per sequence, at n = {s['memory_length']}; {label})", SOURCE, 2.0, ratio, 0.0, 0.5,
             "the source's 'about 2x' is one significant figure: 1.5 to 2.5 round to it; the byte counts are exact",
@@ -485,7 +485,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     for key, what in (("flash_time_exponent", "time"), ("flash_memory_exponent", "activation memory")):
         value = s[key]
         if math.isfinite(value):
-            out.append(Claim(f"flash-linear-{what.split()[0]}-{label}", f"FLASH's {what} per sequence is linear in n "
+            out.append(Claim(f"flash-linear-{what.split()[0]}", f"FLASH's {what} per sequence is linear in n "
                              f"(log-log slope over the 3 largest of n = {stack_lengths[0]} to {stack_lengths[-1]}; "
                              f"{label})", SOURCE, 1.0, value, 0.0, 0.1, "0.1 in the exponent: timing noise of a "
                              "median of repeats over a factor 4 in n", unit="exponent"))
@@ -500,7 +500,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                   for n in long}
         worst = min(ratios, key=lambda n: ratios[n])
         error = ratios[worst] * math.hypot(_spread(data, ours, worst), _spread(data, peer, worst))
-        out.append(Claim(f"lean-gau-over-peer-{'matched' if peer == MATCHED_PEER else 'defaults'}-{label}",
+        out.append(Claim(f"lean-gau-over-peer-{'matched' if peer == MATCHED_PEER else 'defaults'}",
                          f"This book's lean GAU layer trains at least 1.5× the tokens/s of FLASH-pytorch's GAU "
                          f"{which}, causal, float32, at $n \\geq 2048$ (the smallest ratio over $n$ = "
                          f"{', '.join(str(n) for n in long)}, at $n = {worst}$; {label})", TARGET, 1.5, ratios[worst],
@@ -509,7 +509,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     exp = s["lean_layer_memory_exponent"]
     if math.isfinite(exp):
         layer_lengths = _series(data, ours, "n")[0]
-        out.append(Claim(f"lean-gau-memory-linear-{label}", "The lean GAU layer's activations saved for backward grow "
+        out.append(Claim("lean-gau-memory-linear", "The lean GAU layer's activations saved for backward grow "
                          f"at most linearly in n per sequence (log-log slope over n = {int(layer_lengths[-3:][0])} to "
                          f"{int(layer_lengths[-1])}; the dense layer's: {s['dense_layer_memory_exponent']:.2f}; "
                          f"{label})", TARGET, 1.0, exp, 0.0, 0.02, "saved bytes are exact counts; 0.02 in the "

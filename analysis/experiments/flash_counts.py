@@ -255,18 +255,18 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     cnt, out = data["counts"], []
     for key in ("gau", "flash", "transformer"):
         row = cnt[key]
-        out.append(Claim(f"count-{key}-{label}", f"{key}: forward FLOPs per token = closed form ($d = {cnt['d']}$, "
+        out.append(Claim(f"count-{key}", f"{key}: forward FLOPs per token = closed form ($d = {cnt['d']}$, "
                          f"$n = {cnt['n']}$; FlopCounterMode on the module; parameters {row['parameters']:,} = "
                          f"{row['parameters_formula']:,}; {label})", "this book (analysis.theory.flash_counts)",
                          row["flops_formula"], row["flops_per_token"], 0.0, 0.0, "an exact count", unit="FLOPs/token",
                          approx_rel=0.0))
     widths = sorted(cnt["two_gau_over_transformer"], key=int)
     worst_w = max(widths, key=lambda w: cnt["two_gau_over_transformer"][w])
-    out.append(Claim(f"two-gau-params-{label}", f"Two GAU layers ($e = 2d$, $s = 128$) have the parameters of one "
+    out.append(Claim("two-gau-params", f"Two GAU layers ($e = 2d$, $s = 128$) have the parameters of one "
                      f"Transformer++ layer (ratio, worst over $d$ = {widths[0]} to {widths[-1]}: $d = {worst_w}$; {label})",
                      SOURCE, 1.0, cnt["two_gau_over_transformer"][worst_w], 0.0, 0.0, "an exact count",
                      approx_rel=0.10, unit="ratio"))
-    out.append(Claim(f"gau-quadratic-vs-mha-{label}", "GAU's quadratic part costs more than multi-head attention's "
+    out.append(Claim("gau-quadratic-vs-mha", "GAU's quadratic part costs more than multi-head attention's "
                      "at equal parameters (two GAU layers per Transformer layer, $e = 2d$, $s = 128$, $d = 768$: "
                      f"$2 \\times 2n(s + e) / 4nd$; {label})", SOURCE + " (comments, May 30th)", 1.0,
                      2 * cnt["quadratic_ratio_per_layer"], 0.0, 0.0, "an exact count", kind="lower_bound",
@@ -281,7 +281,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         worst = max(changes)
         leaks = "this book" not in variant
         fix, note = corrected.get(variant, (None, ""))
-        out.append(Claim(f"leak-{_slug(variant)}-{label}", f"{shown(variant)}: appending tokens leaves the first "
+        out.append(Claim(f"leak-{_slug(variant)}", f"{shown(variant)}: appending tokens leaves the first "
                          f"{prefix} outputs unchanged (largest relative change up to $n = {longest}$, float64; {label})",
                          SOURCE if not leaks else SOURCE + " (as printed / as published)", 0.0, worst, 0.0,
                          1e3 * EPS64, "1000 float64 ulps", kind="upper_bound", unit="relative",
@@ -293,11 +293,11 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         "flash_causal": "FLASH's causal cumulative sum equals the explicit sum over earlier chunks",
     }
     for key, text in statements.items():
-        out.append(Claim(f"{key.replace('_', '-')}-{label}", f"{text} (relative gap, float64; {label})", SOURCE, 0.0,
+        out.append(Claim(f"{key.replace('_', '-')}", f"{text} (relative gap, float64; {label})", SOURCE, 0.0,
                          data["identities"][key], 0.0, 1e3 * EPS64, "1000 float64 ulps", kind="upper_bound",
                          unit="relative"))
     pad = data["padding"]
-    out.append(Claim(f"padding-{label}", f"Real tokens' outputs do not change with the padded length ({pad['real']} "
+    out.append(Claim("padding", f"Real tokens' outputs do not change with the padded length ({pad['real']} "
                      f"real tokens, padded to {pad['max_padded']}, float64; {label})", "this book", 0.0,
                      pad["worst_change"], 0.0, 1e3 * EPS64, "1000 float64 ulps", kind="upper_bound", unit="relative"))
     return out

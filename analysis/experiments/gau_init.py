@@ -185,28 +185,29 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     exp_se = float(np.hypot(ln_err[one], ln_err[one + 1]) / np.log(lam[one + 1] / lam[one]))
     return [
         Claim("swish-mean", "$\\mu = E[\\mathrm{Swish}(\\varepsilon)] = 0.2066$ for $\\varepsilon \\sim N(0, 1)$", SOURCE, 0.2066, mom["mean"], 1e-13, 5e-5,
-              "the source gives 4 decimals: ±5e-5 rounding; quadrature error ~1e-13"),
+              "the source gives 4 decimals: ±5e-5 rounding; quadrature error ~1e-13", computed=True),
         Claim("swish-second-moment", "$\\nu^2 = E[\\mathrm{Swish}(\\varepsilon)^2] = 0.3557$", SOURCE, 0.3557, mom["second_moment"], 1e-13, 5e-5,
               "the source gives 4 decimals: ±5e-5 rounding; quadrature error ~1e-13",
-              corrected=round(mom["second_moment"], 4), corrected_note="0.3558 to four decimals (0.35578 truncated)"),
-        Claim(f"a-diag-{label}", f"$A_{{ii}} \\approx s\\nu^4/n$ ({where}; {label})", SOURCE, ref["pred_a_diag_source"], ref["a_diag"],
+              corrected=round(mom["second_moment"], 4), corrected_note="0.3558 to four decimals (0.35578 truncated)",
+              computed=True),
+        Claim("a-diag", f"$A_{{ii}} \\approx s\\nu^4/n$ ({where}; {label})", SOURCE, ref["pred_a_diag_source"], ref["a_diag"],
               ref["a_diag_std"], 3 * ref["a_diag_std"], "3 standard deviations over seeds",
               corrected=ref["pred_a_diag"], corrected_note="$(s\\nu^4 + m_4 - \\nu^4)/n$: $|Z_i|^2$ fluctuates"),
-        Claim(f"a-offdiag-{label}", f"$A_{{ij}} \\approx s\\mu^4/n$ for $i \\neq j$ ({where}; {label})", SOURCE, ref["pred_a_offdiag_source"],
+        Claim("a-offdiag", f"$A_{{ij}} \\approx s\\mu^4/n$ for $i \\neq j$ ({where}; {label})", SOURCE, ref["pred_a_offdiag_source"],
               ref["a_offdiag"], ref["a_offdiag_std"], 3 * ref["a_offdiag_std"], "3 standard deviations over seeds",
               corrected=ref["pred_a_offdiag"], corrected_note="$E[\\mathrm{relu}^2]$ of $Z_i \\cdot Z_j$ with its spread $s(\\nu^4 - \\mu^4)$ included"),
-        Claim(f"rms-source-{label}", f"$\\mathrm{{RMS}}(\\mathrm{{GAU}}(x)) \\approx s\\nu^6/n \\approx 0.01$ ({where}; {label})", SOURCE, ref["pred_rms_source"],
+        Claim("rms-source", f"$\\mathrm{{RMS}}(\\mathrm{{GAU}}(x)) \\approx s\\nu^6/n \\approx 0.01$ ({where}; {label})", SOURCE, ref["pred_rms_source"],
               ref["rms"], ref["rms_std"], 3 * ref["rms_std"], "3 standard deviations over seeds",
               corrected=ref["pred_rms_corrected"],
               corrected_note="the off-diagonal row mass $c \\approx s\\mu^4 + \\ldots$ does not shrink with $n$, and $V$ has mean $\\mu$"),
-        Claim(f"rms-slope-{label}", f"RMS falls as $1/n$ (log-log slope in $n$ at $s = {ref['s']}$, $d = {ref['d']}$; {label})",
+        Claim("rms-slope", f"RMS falls as $1/n$ (log-log slope in $n$ at $s = {ref['s']}$, $d = {ref['d']}$; {label})",
               SOURCE, -1.0, slope, slope_se, 3 * slope_se,
               "3 standard errors of the slope, propagated from the seed error of each ln RMS"),
-        Claim(f"rms-corrected-grid-{label}", f"The corrected prediction fits the whole grid: measured / predicted RMS "
+        Claim("rms-corrected-grid", f"The corrected prediction fits the whole grid: measured / predicted RMS "
               f"({len(ratios)} points over $n, s, d, e$, LeCun and std 0.02; worst at $n = {worst['n']}$, $s = {worst['s']}$, "
               f"$d = {worst['d']}$, {worst['init']}; {label})", "this book", 1.0, float(worst_ratio), float(worst_ratio_sd),
               3 * float(worst_ratio_sd), "3 standard deviations over seeds of the worst ratio"),
-        Claim(f"lambda7-{label}", f"Scaling every weight by $\\lambda$ scales the output by $\\lambda^7$ (local exponent at $\\lambda \\approx 1$; {label})",
+        Claim("lambda7", f"Scaling every weight by $\\lambda$ scales the output by $\\lambda^7$ (local exponent at $\\lambda \\approx 1$; {label})",
               SOURCE, 7.0, float(exps[one]), exp_se, 3 * exp_se,
               "3 standard errors of the finite-difference exponent, from the seed errors of its two RMS values"),
     ]

@@ -286,20 +286,20 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     if learned("relu2_ns"):
         drop, se = s["relu2_ns"]["spread_drop_long"]
         out.append(_resolved(
-            f"relu2-length-recall-{label}",
+            "relu2-length-recall",
             f"relu²/(ns) GAU trained at length {n} recalls worse at {top // n}x that length: accuracy at {n} minus "
             f"at {top}, less 3 SE, is above 0 ({label})", SOURCE_8934, drop, se, "accuracy (fraction)"))
     if "relu2_ns" in s["norms"]:
         cost, cse = s["relu2_ns"]["text_cost"]
         out.append(_resolved(
-            f"relu2-length-text-{label}",
+            "relu2-length-text",
             f"On text, context beyond the training length {ctx} raises relu²/(ns) GAU's loss at positions "
             f"{long // 2}-{long - 1} above the loss from the last {ctx} tokens ({label})", SOURCE_8934, cost, cse,
             "nats/byte"))
     if learned("softmax_log512"):
         drop, se = s["softmax_log512"]["spread_drop_long"]
         out.append(Claim(
-            f"log-softmax-length-recall-{label}",
+            "log-softmax-length-recall",
             f"softmax · log₅₁₂ n GAU trained at length {n} recalls as well at {top} as at {n} ({label})",
             SOURCE_9019, predicted=0.0, measured=drop, uncertainty=se, tolerance=3 * se,
             tolerance_basis="3 standard errors over seeds of the paired accuracy drop", kind="upper_bound",
@@ -307,7 +307,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     if "softmax_log512" in s["norms"]:
         cost, cse = s["softmax_log512"]["text_cost"]
         out.append(Claim(
-            f"log-softmax-length-text-{label}",
+            "log-softmax-length-text",
             f"On text, context beyond the training length {ctx} does not raise softmax · log₅₁₂ n GAU's loss at "
             f"positions {long // 2}-{long - 1} above the loss from the last {ctx} tokens ({label})",
             SOURCE_9019, predicted=0.0, measured=cost, uncertainty=cse, tolerance=3 * cse,
@@ -317,7 +317,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         c_plain, se_plain = s["softmax"]["text_cost"]
         c_log, se_log = s["softmax_log512"]["text_cost"]
         out.append(_resolved(
-            f"log-scaling-beats-softmax-text-{label}",
+            "log-scaling-beats-softmax-text",
             f"On text, scaling the logits by log₅₁₂ n makes context beyond the training length {ctx} cost softmax "
             f"GAU less: plain softmax's cost minus the scaled one's, less 3 SE, is above 0 ({label})",
             SOURCE_9019, c_plain - c_log, math.hypot(se_plain, se_log), "nats/byte"))
@@ -325,7 +325,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         d_plain, se_plain = s["softmax"]["spread_drop_long"]
         d_log, se_log = s["softmax_log512"]["spread_drop_long"]
         out.append(_resolved(
-            f"log-scaling-beats-softmax-{label}",
+            "log-scaling-beats-softmax",
             f"Scaling the logits by log₅₁₂ n makes softmax GAU lose less recall accuracy from length {n} to "
             f"{top}: plain softmax's drop minus the scaled one's, less 3 SE, is above 0 ({label})",
             SOURCE_9019, d_plain - d_log, math.hypot(se_plain, se_log), "accuracy (fraction)"))

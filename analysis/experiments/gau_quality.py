@@ -277,33 +277,33 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     fr, fr_se = s["recall_gap_flash_quad"]
     basis = "one-sided at 3 standard errors over seeds: the measured value is the paired difference plus 3 SE"
     return [
-        Claim(f"flashquad-beats-transformer-{label}",
+        Claim("flashquad-beats-transformer",
               f"FLASH-Quad (post-norm GAU) reaches a lower validation loss than Transformer++ of equal parameters: "
               f"its loss minus the Transformer's, plus 3 SE, is below 0 ({label})",
               SOURCE, predicted=0.0, measured=gap + 3 * se, uncertainty=se, tolerance=0.0, tolerance_basis=basis,
               kind="upper_bound", approx_rel=0.0, unit="nats/byte"),
-        Claim(f"flashquad-beats-transformer-recall-{label}",
+        Claim("flashquad-beats-transformer-recall",
               f"FLASH-Quad recalls at least as well as Transformer++ with {top} pairs ({label})",
               SOURCE, predicted=0.0, measured=-rgap, uncertainty=rse_acc, tolerance=3 * rse_acc,
               tolerance_basis="3 standard errors over seeds of the paired accuracy difference", kind="upper_bound",
               approx_rel=0.0, unit="accuracy (fraction)"),
-        Claim(f"flash-matches-flashquad-{label}",
+        Claim("flash-matches-flashquad",
               f"FLASH is about as good as FLASH-Quad: equal validation loss, read as within 2% ({label})",
               SOURCE, predicted=quad, measured=quad + fgap, uncertainty=fse, tolerance=3 * fse,
               tolerance_basis="3 standard errors over seeds of the paired loss difference; 'about as good' is read "
                               "as within 2% of the loss, fixed before the runs", approx_rel=0.02, unit="nats/byte"),
-        Claim(f"flash-matches-flashquad-recall-{label}",
+        Claim("flash-matches-flashquad-recall",
               f"FLASH recalls as well as FLASH-Quad with {top} pairs ({label})",
               SOURCE, predicted=0.0, measured=-fr, uncertainty=fr_se, tolerance=3 * fr_se,
               tolerance_basis="3 standard errors over seeds of the paired accuracy difference", kind="upper_bound",
               approx_rel=0.0, unit="accuracy drop (fraction)"),
-        Claim(f"gau-converges-slower-direction-{label}",
+        Claim("gau-converges-slower-direction",
               f"GAU converges slower than the Transformer: FLASH-Quad's ratio of steps to the loss both reach, "
               f"less 1 and less 3 SE, is above 0 ({label})",
               COMMENTS, predicted=0.0, measured=ratio - 1 - 3 * rse, uncertainty=rse, tolerance=0.0,
               tolerance_basis="one-sided at 3 standard errors over seeds: the measured value is the ratio less 1 "
                               "less 3 SE", kind="lower_bound", approx_rel=0.0, unit="ratio of steps, less 1"),
-        Claim(f"gau-converges-slower-{label}",
+        Claim("gau-converges-slower",
               f"GAU converges slower than the Transformer: FLASH-Quad needs 20k/8k = 2.5 times the steps to reach "
               f"the loss both reach ({label})",
               COMMENTS, predicted=2.5, measured=ratio, uncertainty=rse, tolerance=3 * rse,

@@ -336,38 +336,38 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     out = []
     per_token = [r for r in data["decoding"] if r["per_token"]]
     worst = max(r["gap"] for r in per_token)
-    out.append(Claim(f"incremental-decoding-{label}", f"With per-token norms, later tokens never change earlier outputs: "
+    out.append(Claim("incremental-decoding", f"With per-token norms, later tokens never change earlier outputs: "
                      f"incremental decoding = full pass (worst of {len(per_token)} float64 models, {label})", SOURCE,
                      0.0, worst, 0.0, 1e3 * EPS64, "1000 float64 ulps relative to the largest logit", kind="upper_bound",
                      unit="relative"))
     mixing = min(r["gap"] for r in data["decoding"] if not r["per_token"])
-    out.append(Claim(f"mixing-norm-leaks-{label}", f"A norm over positions or BatchNorm leaks later tokens into earlier "
+    out.append(Claim("mixing-norm-leaks", f"A norm over positions or BatchNorm leaks later tokens into earlier "
                      f"outputs (smallest gap of the two, {label})", "the notes' reason for LayerNorm in decoders",
                      1e3 * EPS64, mixing, 0.0, 0.0, "must exceed the per-token tolerance", kind="lower_bound",
                      unit="relative"))
     nrm = data["norms"]
-    out.append(Claim(f"ln-printed-{label}", f"The notes' printed LayerNorm outputs ([1,2,3,4], [2,3,4,5], [200,3,4,5]; "
+    out.append(Claim("ln-printed", f"The notes' printed LayerNorm outputs ([1,2,3,4], [2,3,4,5], [200,3,4,5]; "
                      f"{label})", SOURCE, 0.0, nrm["printed_error"], 0.0, 5e-5, "half a unit in the 4th printed decimal",
                      kind="upper_bound", unit="absolute"))
-    out.append(Claim(f"ln-scale-{label}", f"LayerNorm gives the same output for [1,2,3,4] and [2,4,6,8] "
+    out.append(Claim("ln-scale", f"LayerNorm gives the same output for [1,2,3,4] and [2,4,6,8] "
                      f"(float32 torch.nn.LayerNorm, $\\epsilon = 10^{{-5}}$; {label})", SOURCE, 0.0, nrm["gap_1234_2468"], 0.0,
                      1e-6, "8 float32 ulps of an O(1) output", kind="upper_bound", unit="absolute",
                      corrected=nrm["gap_1234_2468_predicted"],
                      corrected_note="$\\epsilon$ breaks scale invariance: $(x - \\mu)/\\sqrt{\\sigma^2 + \\epsilon}$ differs by "
                                     "$\\approx \\epsilon\\,(1/\\sigma_1^2 - 1/\\sigma_2^2)/2$, computed in float64"))
     gaps = nrm["rms_gap_to_standard"]
-    out.append(Claim(f"rmsnorm-notes-{label}", f"The notes' RMSNorm $(x - \\bar x)/\\mathrm{{RMS}}(x)$ equals the standard $x/\\mathrm{{RMS}}(x)$ "
+    out.append(Claim("rmsnorm-notes", f"The notes' RMSNorm $(x - \\bar x)/\\mathrm{{RMS}}(x)$ equals the standard $x/\\mathrm{{RMS}}(x)$ "
                      f"(max gap on the four example vectors; {label})", SOURCE + "; Zhang and Sennrich 2019", 0.0,
                      gaps["notes (x - mean) / RMS(x)"], 0.0, 1e-6, "8 float32 ulps", kind="upper_bound", unit="absolute"))
     code_gap = max(gaps["quoted Llama code"], gaps["torch.nn.RMSNorm"], gaps["book's RMSNorm"])
-    out.append(Claim(f"rmsnorm-code-{label}", f"The Llama code the notes quote, torch.nn.RMSNorm and the book's RMSNorm "
+    out.append(Claim("rmsnorm-code", f"The Llama code the notes quote, torch.nn.RMSNorm and the book's RMSNorm "
                      f"compute the standard $x/\\mathrm{{RMS}}(x)$ ({label})", "Hugging Face transformers; PyTorch 2.4 or later", 0.0,
                      code_gap, 0.0, 1e-6, "8 float32 ulps (the quoted code computes in float32)", kind="upper_bound",
                      unit="absolute"))
     depth = data["depth"]
     s_dn, se_dn = slope(depth, "deepnorm")
     lo, hi = min(r["depth"] for r in depth), max(r["depth"] for r in depth)
-    out.append(Claim(f"deepnorm-bounded-{label}", f"DeepNorm keeps the model update after one step bounded as depth "
+    out.append(Claim("deepnorm-bounded", f"DeepNorm keeps the model update after one step bounded as depth "
                      f"grows (log-log slope of $\\|\\Delta F\\|$ against $N$, $N = {lo} \\ldots {hi}$, AdamW; {label})",
                      "Wang et al. 2022 (DeepNet), sec. 4", 0.0, s_dn, se_dn, 3 * se_dn,
                      "3 standard errors of the fitted slope", kind="upper_bound", unit="slope", corrected=0.5,
@@ -376,15 +376,15 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
 
     (m_post, e_post), (m_dn, e_dn) = mean_update(depth, "post", hi), mean_update(depth, "deepnorm", hi)
     se = math.hypot(e_post, e_dn)
-    out.append(Claim(f"deepnorm-below-post-{label}", f"DeepNorm's one-step model update is below post-norm's "
+    out.append(Claim("deepnorm-below-post", f"DeepNorm's one-step model update is below post-norm's "
                      f"(depth {hi}; {label})", "Wang et al. 2022 (DeepNet), fig. 3", m_post, m_dn, se, 3 * se,
                      "3 standard errors over seeds of the difference", kind="upper_bound", unit="relative RMS"))
     pen_pre, se_pre = group_penalty(data, "pre", 2)
-    out.append(Claim(f"prenorm-width-{label}", f"Pre-norm: $x_{{t+1}} \\approx x_{{t-1}} + 2 f(\\mathrm{{Norm}}(x_t))$, so running pairs of "
+    out.append(Claim("prenorm-width", f"Pre-norm: $x_{{t+1}} \\approx x_{{t-1}} + 2 f(\\mathrm{{Norm}}(x_t))$, so running pairs of "
                      f"sublayers side by side barely changes a trained model (loss increase, {label})",
                      SOURCE + " (after Su, kexue.fm/archives/9009)", 0.0, pen_pre, se_pre, 3 * se_pre,
                      "3 standard errors over seeds", kind="upper_bound", unit="nats/byte"))
-    out.append(Claim(f"prenorm-cosine-{label}", f"Pre-norm's successive residual streams are more alike than post-norm's "
+    out.append(Claim("prenorm-cosine", f"Pre-norm's successive residual streams are more alike than post-norm's "
                      f"(mean cosine over the upper half of the trained stack; {label})", SOURCE, late_cosine(data, "post"),
                      late_cosine(data, "pre"),
                      0.0, 0.0, "a comparison of two means (seed spread shown in the figure)", kind="lower_bound",

@@ -157,7 +157,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         r = max(rows, key=lambda x: x["n"])
         where = f"{kind} scores{' ($d = ' + str(data['d']) + '$)' if kind == 'cosine' else ''}, $n$ = {r['n']:,}"
         out.append(Claim(
-            key=f"finite-argmax-{kind}-{label}",
+            key=f"finite-argmax-{kind}",
             statement=f"The mean-field $\\alpha^*$ maximises the objective on actual samples (typical row), {where} ({label})",
             source="Su 2023 (kexue.fm/archives/9812), mean-field step",
             predicted=r["alpha_mean_field"],
@@ -167,7 +167,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
             tolerance_basis="3 bootstrap standard errors of the median-curve maximiser",
         ))
         out.append(Claim(
-            key=f"finite-plateau-{kind}-{label}",
+            key=f"finite-plateau-{kind}",
             statement=f"For $\\alpha \\gg b_n$ the mean objective tends to the Poisson-Dirichlet level $h(b_n) = n\\,p(b_n)$, {where} ({label})",
             source="this book (extreme-value correction of the mean-field step)",
             predicted=r["plateau_predicted"],

@@ -254,7 +254,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         tolerance = (best - r["lo"]) if predicted < best else (r["hi"] - best)
         steps = data["runs"][0]["curve"][-1][0] if data["runs"][0]["curve"] else 0
         out.append(Claim(
-            key=f"recall-best-scale-{p}-{label}",
+            key=f"recall-best-scale-{p}",
             statement=f"Cosine attention trains recall best at the mean-field $\\alpha^*(m, k)$ ({p} pairs, mean row "
                       f"length $m = {r['row_length']:.3g}$, $k = {data['head_dim']}$, {steps} steps; {label})",
             source="Su 2023 (kexue.fm/archives/9812), cosine scores",
@@ -266,7 +266,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     g = s["growth"]
     se = g["measured"] * g["log_se"]
     out.append(Claim(
-        key=f"recall-scale-growth-{label}",
+        key="recall-scale-growth",
         statement=f"The best cosine scale grows from {g['from']} to {g['to']} pairs as the mean-field $\\alpha^*$ does "
                   f"({label})",
         source="Su 2023 (kexue.fm/archives/9812): $\\alpha^*$ grows like $\\log n$",

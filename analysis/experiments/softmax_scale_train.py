@@ -177,7 +177,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         # the measured optimum is known only to within [lo, hi]: the tolerance reaches the end on the prediction's side
         tolerance = (best - lo) if predicted < best else (hi - best)
         out.append(Claim(
-            key=f"train-best-dot-{ctx}-{label}",
+            key=f"train-best-dot-{ctx}",
             statement=f"Dot-product attention trains best at $\\alpha = \\alpha^*(n = L/2)$ ($L = {ctx}$; "
                       f"scales $\\alpha$ within seed noise of the best: {lo:.2g} to {hi:.2g}; {label})",
             source="Su 2023 (kexue.fm/archives/9812): $2.5/\\sqrt{d}$, decoder rule $n = L/2$",

@@ -470,36 +470,36 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     rounding = f"{EXACT_TOL:g} relative in float64 (about {EXACT_TOL / EPS64:.0f} ulps: rounding over a few layers)"
     broken = f"{BROKEN_TOL:g} relative in float64: anything above it is not rounding"
     out = [
-        Claim(f"bert-lossless-{label}", f"A BERT (GELU, $1/\\sqrt{{d'}}$ attention, tied MLM head, every bias nonzero) widened "
+        Claim("bert-lossless", f"A BERT (GELU, $1/\\sqrt{{d'}}$ attention, tied MLM head, every bias nonzero) widened "
               f"$k$-fold ($k$ = {', '.join(str(k) for k in sorted({int(r['factor']) for r in data['exactness'] if r['family'] == 'bert'}))}) "
               f"computes the same logits (worst relative difference, float64; {label})", SOURCE, 0.0,
               s["exact_worst"]["bert"], 0.0, EXACT_TOL, rounding, kind="upper_bound", unit="relative", approx_rel=0.0),
-        Claim(f"decoder-lossless-{label}", f"GPT/T5-style decoders widen losslessly whatever the activation: pre-RMSNorm "
+        Claim("decoder-lossless", f"GPT/T5-style decoders widen losslessly whatever the activation: pre-RMSNorm "
               f"SwiGLU, post-LN GELU and DeepNorm ReLU Transformers (worst relative difference, float64; {label})", SOURCE,
               0.0, s["exact_worst"]["decoder"], 0.0, EXACT_TOL, rounding, kind="upper_bound", unit="relative",
               approx_rel=0.0),
-        Claim(f"rope-lossy-{label}", f"With RoPE a model cannot be widened losslessly: pairwise repetition is only "
+        Claim("rope-lossy", f"With RoPE a model cannot be widened losslessly: pairwise repetition is only "
               f"approximate (smallest relative difference of any RoPE widening here, float64; {label})", SOURCE,
               BROKEN_TOL, s["rope_best"], 0.0, 0.0, broken, kind="lower_bound", unit="relative", approx_rel=0.0,
               corrected=0.0, corrected_note="placing small pair $i$ at wide pair $ki$, which rotates at the same "
               "frequency, and holding the query's other pairs at zero is exact"),
-        Claim(f"rope-pairs-approx-{label}", f"Pairwise repetition of RoPE changes the function (relative logit "
+        Claim("rope-pairs-approx", f"Pairwise repetition of RoPE changes the function (relative logit "
               f"difference, Transformer++ ×2, float64; {label})", SOURCE, BROKEN_TOL,
               ex["Transformer++, RoPE pairwise repetition, x2"]["f64_rel"], 0.0, 0.0, broken, kind="lower_bound",
               unit="relative", approx_rel=0.0),
-        Claim(f"gau-lossless-{label}", f"GAU and FLASH widen losslessly ($U, V, Z$ as copies, the $q, k$ scale-offsets by "
+        Claim("gau-lossless", f"GAU and FLASH widen losslessly ($U, V, Z$ as copies, the $q, k$ scale-offsets by "
               f"$\\sqrt{{\\tau}}$ with $\\tau = \\sqrt{{k}}$ for relu²/(ns) and softmax, 1 for relu²(qk/n); worst relative "
               f"difference, float64; {label})", BOOK, 0.0, s["exact_worst"]["gau"], 0.0, EXACT_TOL, rounding,
               kind="upper_bound", unit="relative", approx_rel=0.0),
-        Claim(f"global-breaks-{label}", f"Global repetition $[x, x]$ scrambles the heads of multi-head attention (relative "
+        Claim("global-breaks", f"Global repetition $[x, x]$ scrambles the heads of multi-head attention (relative "
               f"logit difference, BERT ×2, float64; {label})", SOURCE, BROKEN_TOL,
               ex["BERT, global repetition, x2"]["f64_rel"], 0.0, 0.0, broken, kind="lower_bound", unit="relative",
               approx_rel=0.0),
-        Claim(f"qk-factor-{label}", f"With logits scaled by $1/\\sqrt{{d'}}$, $q$ and $k$ need the extra $k^{{1/4}}$ (relative logit "
+        Claim("qk-factor", f"With logits scaled by $1/\\sqrt{{d'}}$, $q$ and $k$ need the extra $k^{{1/4}}$ (relative logit "
               f"difference without it, BERT ×2, float64; {label})", SOURCE, BROKEN_TOL,
               ex["BERT, without the k^(1/4) on q, k, x2"]["f64_rel"], 0.0, 0.0, broken, kind="lower_bound",
               unit="relative", approx_rel=0.0),
-        Claim(f"gelu-copies-{label}", f"$\\mathrm{{GELU}}(x/\\sqrt{{2}}) \\neq \\mathrm{{GELU}}(x)/\\sqrt{{2}}$: the linear-layer transform on $W_1$ breaks a "
+        Claim("gelu-copies", f"$\\mathrm{{GELU}}(x/\\sqrt{{2}}) \\neq \\mathrm{{GELU}}(x)/\\sqrt{{2}}$: the linear-layer transform on $W_1$ breaks a "
               f"GELU FFN (relative logit difference, BERT ×2, float64; {label})", SOURCE, BROKEN_TOL,
               ex["BERT, GELU W_1 as a linear layer (w/2, b/sqrt 2), x2"]["f64_rel"], 0.0, 0.0, broken,
               kind="lower_bound", unit="relative", approx_rel=0.0),
@@ -515,7 +515,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         worst = max(info["tensors"], key=lambda t: abs(t["printed"] - t["derived"]))
         ok = abs(worst["printed"] - worst["derived"]) <= 1e-12
         out.append(Claim(
-            f"table-{row}-{label}", f"Table row \u201c{names[row]}\u201d is exact: factor of {worst['tensor']} (×2; with the row "
+            f"table-{row}", f"Table row \u201c{names[row]}\u201d is exact: factor of {worst['tensor']} (×2; with the row "
             f"as printed the logits differ by {info['logit_rel']:.1e} relative; {label})", SOURCE, worst["printed"],
             worst["derived"], 0.0, 1e-12, "1e-12: the factor of the widening shown exact to rounding above "
             "(least squares against the repeated small tensor, residual < 1e-15)", unit="factor", approx_rel=0.0,
@@ -526,27 +526,27 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                                           "LayerNorm takes the table's $\\gamma/\\sqrt{2}$, $\\beta/\\sqrt{2}$")))
     eps = data["table"]["eps"]
     kept = ex["BERT, LayerNorm eps 1e-5 kept, x2"]["f64_rel"]
-    out.append(Claim(f"layernorm-eps-{label}", f"LayerNorm widens exactly with its $\\epsilon$ unchanged ($\\epsilon$ factor; keeping "
+    out.append(Claim("layernorm-eps", f"LayerNorm widens exactly with its $\\epsilon$ unchanged ($\\epsilon$ factor; keeping "
                      f"$\\epsilon = 10^{{-5}}$ changes the logits by {kept:.1e} relative, $10^{{-12}}$ by "
                      f"{ex['BERT, LayerNorm eps 1e-12 kept, x2']['f64_rel']:.1e}; {label})", SOURCE, 1.0,
                      eps["wide"] / eps["small"], 0.0, 1e-12, "1e-12: the $\\epsilon$ of the widening shown exact above",
                      unit="factor", approx_rel=0.0, corrected=0.5, corrected_note="$\\epsilon/k$: the wide variance is "
                      "$\\sigma^2/k$, so $\\epsilon$ must shrink with it"))
-    out.append(Claim(f"fraction-ln-{label}", f"LayerNorm cannot be widened exactly by a non-integer factor with "
+    out.append(Claim("fraction-ln", f"LayerNorm cannot be widened exactly by a non-integer factor with "
                      f"copies (relative logit difference, pre-LN Transformer ×3/2, float64; {label})", COMMENTS,
                      BROKEN_TOL, ex["pre-LayerNorm Transformer, learned positions, x3/2"]["f64_rel"], 0.0, 0.0, broken,
                      kind="lower_bound", unit="relative", approx_rel=0.0))
-    out.append(Claim(f"fraction-rms-{label}", f"... but an RMSNorm model widens exactly by 3/2 and 5/4: unit $i$ copied "
+    out.append(Claim("fraction-rms", f"... but an RMSNorm model widens exactly by 3/2 and 5/4: unit $i$ copied "
                      f"$m_i$ times, each copy scaled $1/\\sqrt{{m_i}}$, $\\epsilon$ by $d/D$ (worst relative difference, float64; "
                      f"{label})", BOOK, 0.0, s["exact_worst"]["fraction"], 0.0, EXACT_TOL, rounding,
                      kind="upper_bound", unit="relative", approx_rel=0.0))
-    out.append(Claim(f"copies-stay-{label}", f"Identical copies receive identical gradients: trained on, the exactly "
+    out.append(Claim("copies-stay", f"Identical copies receive identical gradients: trained on, the exactly "
                      f"widened model stays in the copied subspace (largest residual of its stream outside it, "
                      f"float32; {label})", COMMENTS, 0.0, s["symmetry_copy"], 0.0, 1e3 * EPS32,
                      "1000 float32 ulps", kind="upper_bound", unit="relative", approx_rel=0.0))
     sv = s["symmetry_variants"]
     if "attention dropout" in sv:
-        out.append(Claim(f"dropout-breaks-{label}", f"Dropout breaks the copies' symmetry (stream residual after "
+        out.append(Claim("dropout-breaks", f"Dropout breaks the copies' symmetry (stream residual after "
                          f"training with dropout on the attention weights; {label})", COMMENTS, 1e3 * EPS32 * 10,
                          sv["attention dropout"], 0.0, 0.0, "10x the symmetric model's 1000 float32 ulps",
                          kind="lower_bound", unit="relative", approx_rel=0.0,
@@ -556,7 +556,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                          f"({sv.get('unit dropout', math.nan):.2g}); a random split of the copies' input weights breaks "
                          f"the stream ({sv.get('split', math.nan):.2g})"))
     st = data["stationary"]
-    out.append(Claim(f"stationary-{label}", f"A trained small model widens to a point whose gradient is its own, lifted: "
+    out.append(Claim("stationary", f"A trained small model widens to a point whose gradient is its own, lifted: "
                      f"a stationary point stays stationary (relative difference from the lifted gradient, every "
                      f"linear weight, float64; {label})", COMMENTS, 0.0, st["gradient_identity_rel"], 0.0, EXACT_TOL,
                      rounding, kind="upper_bound", unit="relative", approx_rel=0.0))
@@ -564,7 +564,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     for key, arm, what in (("saving", "saving", "exact copies"), ("saving-split", "saving_split",
                                                                  "copies with a random split of their weights")):
         mean, se = s[arm]
-        out.append(Claim(f"{key}-{label}", f"Widening a partly trained small model ({what}) and training on saves "
+        out.append(Claim(f"{key}", f"Widening a partly trained small model ({what}) and training on saves "
                          f"compute against training the wide model from scratch (fraction of FLOPs saved to reach the "
                          f"same validation loss, {seeds} seeds; {label})", "Chen et al. 2022 (bert2BERT); Wang et al. "
                          "2023 (LiGO)", BERT2BERT_SAVING, mean, se, 2 * se, "2 seed standard errors", unit="fraction",
@@ -572,7 +572,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                          "the comments (here: a 2-layer byte-level model trained for a few hundred steps)"))
     gap, gap_se = s["pairs_gap"]["final"]
     steps = data["training"]["seeds"][0]["arms"]["pairs"]["val_steps"][-1]
-    out.append(Claim(f"rope-recovers-{label}", f"Continued training recovers what pairwise RoPE repetition loses "
+    out.append(Claim("rope-recovers", f"Continued training recovers what pairwise RoPE repetition loses "
                      f"(validation loss of the pairwise arm minus the placed arm, paired by seed, {steps} steps after "
                      f"widening; {label})", SOURCE, 0.0, gap, gap_se, 2 * gap_se,
                      "2 standard errors of the paired difference", unit="nats", approx_rel=0.0))
