@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from analysis.experiments import flash_bench as fb
 from analysis.experiments.flash_bench import IMPLEMENTATIONS, LAYERS
 from analysis.experiments.flash_counts import shown
-from analysis.figures import STYLE, readable
+from analysis.studies.plotting import STYLE, readable
 from analysis.theory import flash_counts as fc
 
 

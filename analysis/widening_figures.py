@@ -11,7 +11,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from analysis.experiments import widening as wx
-from analysis.figures import readable
+from analysis.studies.plotting import readable
 from analysis.verify import claims_table_css, fmt
 
 COLOURS = {"placed": "#1b7f3b", "pairs": "#a36b00", "split": "#8e44ad", "scratch": "#3b5ba5", "small": "#777777"}

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from analysis.experiments import attention_basics as ab
-from analysis.experiments import ffn_basics as fb
+from analysis.studies.ffn_basics.experiments import ffn_basics as fb
 from analysis.experiments import norms_depth as nd
 from analysis.models.lm import LanguageModel, ModelConfig
 

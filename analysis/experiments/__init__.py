@@ -1,6 +1,6 @@
-"""The registry of experiments, found by discovery: every module of this package but ``base`` is one, named by its
-module name with ``-`` for ``_``; each follows the protocol of :mod:`analysis.core.trials` and
-:mod:`analysis.experiments.base`.
+"""The registry of experiments, found by discovery: every module of this package but ``base``, and every module of
+a study's ``experiments`` package (``analysis/studies/<chapter>/experiments/``), is one, named by its module name
+with ``-`` for ``_``; each follows the protocol of :mod:`analysis.core.trials` and :mod:`analysis.experiments.base`.
 
 ``EXPERIMENTS`` maps each experiment's command-line name to its module.
 :func:`run_and_record` runs one at a scale and saves its record with provenance
@@ -25,20 +25,38 @@ from analysis.experiments.base import config_dict, config_for
 from analysis.results import Record, find_record
 from analysis.scale import validate_scale
 
-NAMES = tuple(sorted(m.name.replace("_", "-") for m in pkgutil.iter_modules(__path__)
-                    if m.name != "base" and not m.name.startswith("_")))
+def _discover() -> dict[str, str]:
+    """Experiment name -> module name, from this package and from every study's experiments package."""
+    from pathlib import Path
+
+    found = {m.name.replace("_", "-"): f"{__name__}.{m.name}" for m in pkgutil.iter_modules(__path__)
+             if m.name != "base" and not m.name.startswith("_")}
+    studies = Path(__file__).resolve().parent.parent / "studies"
+    for folder in sorted(p for p in studies.glob("*/experiments") if p.is_dir()):
+        for m in pkgutil.iter_modules([str(folder)]):
+            name = m.name.replace("_", "-")
+            if m.name.startswith("_"):
+                continue
+            if name in found:
+                raise RuntimeError(f"experiment {name!r} is defined twice: {found[name]} and in {folder}")
+            found[name] = f"analysis.studies.{folder.parent.name}.experiments.{m.name}"
+    return dict(sorted(found.items()))
+
+
+MODULES = _discover()
+NAMES = tuple(MODULES)
 
 
 class _Registry(Mapping[str, ModuleType]):
-    """Experiment name -> module (analysis.experiments.<name with _>), imported and checked against the protocol on
-    first use, so that importing one experiment does not import them all."""
+    """Experiment name -> module (:data:`MODULES`), imported and checked against the protocol on first use, so that
+    importing one experiment does not import them all."""
 
     def __getitem__(self, name: str) -> ModuleType:
         if name not in NAMES:
             raise KeyError(name)
         from analysis.core.trials import protocol_problems  # core.trials imports this package's base module
 
-        module = importlib.import_module(f"{__name__}.{name.replace('-', '_')}")
+        module = importlib.import_module(MODULES[name])
         problems = protocol_problems(module) + ([] if module.NAME == name else [f"NAME is {module.NAME!r}"])
         if problems:
             raise TypeError(f"{module.__name__} does not follow the experiment protocol: {'; '.join(problems)}")

@@ -1,0 +1,64 @@
+"""One package per chapter: what the chapter runs, states and draws.
+
+A study ``analysis/studies/<chapter>/`` (found by discovery; the chapter is ``book/<chapter>.ipynb``) holds
+
+* ``__init__.py``: ``TITLE``, ``EXPERIMENTS`` (the experiments whose runs the chapter shows, in order),
+  ``facts(ch) -> dict`` (every number and decision the chapter's prose states, computed from its runs, as the text
+  or Markdown it glues) and ``figures(ch) -> dict`` (its figures, by the names its prose cites);
+* ``experiments/<name>.py``: the experiments it owns, each following :mod:`analysis.experiments.base` and found
+  by the experiments' discovery like those of ``analysis/experiments/``.
+
+A chapter's notebook is then: ``ch = show("<chapter>")`` (open the chapter, glue its facts and figures), its
+prose, and ``ch.claims``. ``tests/test_studies.py`` checks that every glue name a chapter's prose uses is a fact or
+figure of its study, and the reverse.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from analysis.chapter import Chapter
+
+STUDIES = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.ispkg and not m.name.startswith("_")))
+PROTOCOL = ("TITLE", "EXPERIMENTS", "facts", "figures")
+
+
+def get_study(chapter: str) -> ModuleType:
+    """The study package of ``chapter``; ValueError naming the known studies otherwise."""
+    if chapter not in STUDIES:
+        raise ValueError(f"chapter must be one of the studies {', '.join(STUDIES)}; got {chapter!r}")
+    module = importlib.import_module(f"{__name__}.{chapter}")
+    missing = [a for a in PROTOCOL if not hasattr(module, a)]
+    if missing:
+        raise TypeError(f"study {chapter!r} lacks {', '.join(missing)}")
+    return module
+
+
+def show(chapter: str, directory: str | None = None) -> Chapter:
+    """Open ``chapter`` (its experiments live at the build's scale, their records beside), glue every fact and
+    figure of its study for the prose, and return the chapter."""
+    import matplotlib.pyplot as plt
+    from myst_nb import glue
+
+    from analysis.chapter import open_chapter
+
+    study = get_study(chapter)
+    ch = open_chapter(chapter, study.TITLE, *study.EXPERIMENTS, directory=directory)
+    for name, value in gather(study, ch).items():
+        glue(name, value, display=False)
+        if hasattr(value, "savefig"):
+            plt.close(value)
+    return ch
+
+
+def gather(study: ModuleType, ch: Chapter) -> dict[str, Any]:
+    """The study's facts and figures for ``ch``, one dict; ValueError when a name is both."""
+    facts, figures = dict(study.facts(ch)), dict(study.figures(ch))
+    both = sorted(set(facts) & set(figures))
+    if both:
+        raise ValueError(f"{study.__name__}: {', '.join(both)} named as both a fact and a figure")
+    return {**facts, **figures}

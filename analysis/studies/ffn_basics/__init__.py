@@ -1,0 +1,101 @@
+"""Feed-forward layers, activations and dropout: the notes' parameter counts, GELU and its approximations, the
+GLU family, SwiGLU's matrix merge and where the original Transformer applies dropout (experiment ``ffn-basics``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+from analysis.studies.plotting import STYLE, readable_figure
+
+if TYPE_CHECKING:
+    from analysis.chapter import Chapter
+
+TITLE = "Feed-forward layers, activations and dropout"
+EXPERIMENTS = ("ffn-basics",)
+
+
+def facts(ch: Chapter) -> dict[str, Any]:
+    """Every number the chapter states, from the best run of ffn-basics (formatted as the prose prints it)."""
+    from analysis.chapter import typeset
+
+    best = ch.best("ffn-basics")
+    d = best.data
+    p, sym, act, m, dr = d["params"], d["symbolic"], d["activations"], d["merge"], d["dropout"]
+    return {
+        "best_label": best.label,
+        "gpu_status": ch.gpu_status("ffn-basics"),
+        "verdict_list": ch.verdicts("ffn-basics"),
+        # parameter counts: torch's FFN against 8H^2, and the SwiGLU width that matches it
+        "ffn_d": f"{p['d']}",
+        "ffn_w": f"{p['torch_ffn_weights']:,}",
+        "ffn_wb": f"{p['torch_ffn_with_bias']:,}",
+        "ffn_8h2": f"{8 * p['d'] ** 2:,}",
+        "ffn_rel": f"{100 * (p['torch_ffn_with_bias'] / (8 * p['d'] ** 2) - 1):.2f}%",
+        "ffn_sym": typeset(sym["ffn_parameters"]),
+        "sw_notes_r": f"{p['notes_hidden']}",
+        "sw_notes_w": f"{p['notes_swiglu_weights']:,}",
+        "sw_notes_frac": f"{p['notes_swiglu_weights'] / p['torch_ffn_weights']:.3f}",
+        "sw_match": f"{p['matching_hidden']:.1f}",
+        "sw_book_r": f"{p['swiglu_hidden']}",
+        "sw_book_w": f"{p['book_swiglu_weights']:,}",
+        "sw_sym": typeset(sym["swiglu_width"]),
+        # activations: the approximations' largest errors, the notes' erf from 1, torch's forms
+        "gelu_tanh_err": f"{act['tanh']['max_abs']:.2e}",
+        "gelu_tanh_at": f"{act['tanh']['at']:.2f}",
+        "gelu_sig_err": f"{act['sigmoid']['max_abs']:.3f}",
+        "gelu_sig_at": f"{act['sigmoid']['at']:.2f}",
+        "notes_err": f"{act['notes']['max_abs']:.2f}",
+        "notes_slope": f"{act['notes_slope_at_8']:.3f}",
+        "notes_gap_sym": typeset(sym["notes_erf_minus_erf"]),
+        "torch_gelu": f"{act['torch_gelu_gap']:.1e}",
+        "torch_silu": f"{act['torch_silu_gap']:.1e}",
+        "glu_gap": f"{max(d['glu'].values()):.1e}",
+        # SwiGLU's merge: exact in the forward pass, not under training
+        "merge_fwd": f"{m['forward_gap']:.1e}",
+        "merge_step": f"{m['step_gap']:.2f}",
+        "merge_pf": f"{m['params_factored']:,}",
+        "merge_pm": f"{m['params_merged']:,}",
+        # dropout sites: the paper's count against torch.nn.Transformer's
+        "drop_paper": f"{dr['paper_residual']}",
+        "drop_paper_total": f"{dr['paper_total']}",
+        "drop_torch_mod": f"{dr['torch_modules']}",
+        "drop_torch_att": f"{dr['torch_attention']}",
+        "drop_torch_total": f"{dr['torch_total']}",
+    }
+
+
+def figures(ch: Chapter) -> dict[str, Figure]:
+    """The chapter's figure: activations and their distance from exact GELU."""
+    return {"fig-act": activations_figure(ch.best("ffn-basics").data["activations"])}
+
+
+@readable_figure
+def activations_figure(act: dict[str, Any]) -> Figure:
+    """GELU, its approximations, the notes' GELU, Swish and ReLU; absolute errors against exact GELU (log)."""
+    c = {k: np.array(v) for k, v in act["curve"].items()}
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
+        ax = axes[0]
+        for key, lab, style in (("relu", "ReLU", "k:"), ("gelu", "GELU x Phi(x)", "C0-"), ("swish", "Swish_1 (SiLU)", "C2-"),
+                                ("notes", "the notes' GELU (erf from 1)", "C3--")):
+            ax.plot(c["x"], c[key], style, label=lab)
+        ax.set_xlim(-4, 4)
+        ax.set_ylim(-1.5, 4)
+        ax.set_xlabel("x")
+        ax.set_ylabel("activation")
+        ax.legend(fontsize=9)
+        ax.set_title("activations")
+        ax = axes[1]
+        for key, lab, col in (("tanh", "tanh approximation", "C1"), ("sigmoid", "x sigmoid(1.702 x)", "C4"),
+                              ("notes", "the notes' GELU", "C3")):
+            ax.semilogy(c["x"], np.maximum(np.abs(c[key] - c["gelu"]), 1e-17), color=col, label=lab)
+        ax.set_xlabel("x")
+        ax.set_ylabel("|approximation - GELU| (log scale)")
+        ax.set_title("how far from exact GELU")
+        ax.legend(fontsize=9)
+        fig.tight_layout()
+    return fig

@@ -1,0 +1,71 @@
+"""Every study is the whole of its chapter's logic: its notebook glues exactly the facts and figures the study
+computes (nothing more, nothing missing) and holds no logic of its own."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from matplotlib.figure import Figure
+
+from analysis.chapter import open_chapter
+from analysis.experiments import EXPERIMENTS, MODULES
+from analysis.studies import STUDIES, gather, get_study
+
+ROOT = Path(__file__).resolve().parents[1]
+GLUE_ROLE = re.compile(r"\{glue(?::text|:md|:figure)?\}`([^`]+)`")
+GLUE_DIRECTIVE = re.compile(r"```\{glue(?::text|:md|:figure)?\}\s+(\S+)")
+MAX_CODE_LINES = 15
+
+
+def _cells(chapter: str, kind: str) -> list[str]:
+    nb = json.loads((ROOT / "book" / f"{chapter}.ipynb").read_text())
+    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == kind]
+
+
+def glue_names(chapter: str) -> set[str]:
+    """Every glue name the chapter's prose uses (a format after ':' dropped)."""
+    text = "\n".join(_cells(chapter, "markdown"))
+    return {m.split(":")[0] for m in GLUE_ROLE.findall(text) + GLUE_DIRECTIVE.findall(text)}
+
+
+def test_there_are_studies_and_each_is_a_chapter_of_the_book():
+    toc = (ROOT / "_toc.yml").read_text()
+    assert STUDIES
+    for chapter in STUDIES:
+        study = get_study(chapter)
+        assert f"file: book/{chapter}\n" in toc and (ROOT / "book" / f"{chapter}.ipynb").exists()
+        assert study.EXPERIMENTS and all(name in EXPERIMENTS for name in study.EXPERIMENTS)
+        assert (study.__doc__ or "").strip() and study.TITLE
+
+
+def test_a_studys_experiments_are_found_by_discovery():
+    assert MODULES["ffn-basics"] == "analysis.studies.ffn_basics.experiments.ffn_basics"
+    assert EXPERIMENTS["ffn-basics"].NAME == "ffn-basics"
+
+
+def test_unknown_study_is_refused():
+    with pytest.raises(ValueError, match="chapter must be one of the studies"):
+        get_study("no_such_chapter")
+
+
+@pytest.mark.parametrize("chapter", STUDIES)
+def test_notebook_is_thin(chapter):
+    code = [line for cell in _cells(chapter, "code") for line in cell.splitlines() if line.strip()]
+    assert len(code) <= MAX_CODE_LINES, f"{chapter}: {len(code)} code lines"
+    assert not any("glue(" in line or line.lstrip().startswith(("for ", "if ", "def ")) for line in code), code
+    assert f'show("{chapter}")' in "\n".join(code)
+
+
+@pytest.mark.parametrize("chapter", STUDIES)
+def test_facts_and_figures_are_what_the_prose_glues(chapter, tmp_path):
+    study = get_study(chapter)
+    ch = open_chapter(chapter, study.TITLE, *study.EXPERIMENTS, directory=str(tmp_path))
+    made = gather(study, ch)
+    used = glue_names(chapter)
+    assert sorted(used - set(made)) == [], "glued by the prose but not made by the study"
+    assert sorted(set(made) - used) == [], "made by the study but used nowhere in the prose"
+    for name, value in made.items():
+        assert isinstance(value, (str, Figure)) or hasattr(value, "_repr_markdown_"), (name, type(value))
+        if isinstance(value, str):
+            assert value.strip() and "nan" not in value.lower().split(), (name, value)
