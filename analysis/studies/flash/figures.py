@@ -1,4 +1,5 @@
-"""Figures and prose of the FLASH chapter: counts, the length leak of each normaliser, speed and activation memory."""
+"""The FLASH chapter's figures (counts, the length leak of each normaliser, speed and activation memory) and its
+sentences about the benchmark."""
 
 from __future__ import annotations
 
@@ -111,7 +112,8 @@ def prose(data: dict[str, Any]) -> dict[str, str]:
            "quad_lean_cross": s["quad_lean_vs_transformer_text"],
            "ours_vs_peer": _per_length(s["ours_over_peer"]["FLASH-Quad (ours)"], 1024),
            "ours_vs_peer_flash": _per_length(s["ours_over_peer"]["FLASH (ours)"], 1024),
-           "flash_cross": f"{s['flash_overtakes_quad']:.0f}", "flash_time_exp": f"{s['flash_time_exponent']:.2f}",
+           "flash_cross": (f"at n ≈ {s['flash_overtakes_quad']:.0f}" if np.isfinite(s["flash_overtakes_quad"])
+                           else "at none of the lengths measured"), "flash_time_exp": f"{s['flash_time_exponent']:.2f}",
            "flash_mem_exp": f"{s['flash_memory_exponent']:.2f}", "quad_mem_exp": f"{s['quad_memory_exponent']:.2f}",
            "memory_length": str(s["memory_length"]), "query_block": str(data.get("query_block", ""))}
     saved = s["saved_bytes_per_sequence_at"]

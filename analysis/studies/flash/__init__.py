@@ -1,0 +1,57 @@
+"""FLASH-Quad and FLASH: parameters and FLOPs counted, the identities and the decoder's normaliser checked, and
+speed and activation memory timed against the Transformer++ and FLASH-pytorch (experiments ``flash-counts`` and
+``flash-bench``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from IPython.display import Markdown
+from matplotlib.figure import Figure
+
+from analysis.studies.flash.figures import counts, layers, leak, prose, ratio_table, speed
+from analysis.theory import flash_counts as fc
+
+if TYPE_CHECKING:
+    from analysis.chapter import Chapter
+
+TITLE = "FLASH-Quad and FLASH: counted, checked and timed"
+EXPERIMENTS = ("flash-counts", "flash-bench")
+
+
+def counts_table(cnt: dict[str, Any]) -> Markdown:
+    """Parameters and forward FLOPs per token of each layer, counted on the module and by formula."""
+    rows = ["| layer | parameters | formula | FLOPs/token | formula |", "|---|--:|--:|--:|--:|"]
+    for key in ("gau", "flash", "transformer"):
+        r = cnt[key]
+        rows.append(f"| {key} | {r['parameters']:,d} | {r['parameters_formula']:,d} | {r['flops_per_token']:,.0f} | "
+                    f"{r['flops_formula']:,d} |")
+    return Markdown("\n".join(rows))
+
+
+def facts(ch: Chapter) -> dict[str, Any]:
+    """The counts' closed forms at the chapter's sizes, the counted table, and every sentence about the benchmark
+    (:func:`analysis.studies.flash.figures.prose`), from the best runs."""
+    counts_run, bench_run = ch.best("flash-counts"), ch.best("flash-bench")
+    return {
+        "counts_label": counts_run.label,
+        "bench_label": bench_run.label,
+        "gpu_status": ch.gpu_status("flash-bench"),
+        "two_gau_256": f"{100 * (fc.two_gau_over_transformer(256) - 1):.1f}%",
+        "two_gau_4096": f"{100 * (fc.two_gau_over_transformer(4096) - 1):.2f}%",
+        "quad_ratio": f"{2 * fc.quadratic_ratio_per_layer(768, 1536, 128):.2f}",
+        "break_even": "; ".join(f"n = {fc.flash_break_even_length(1536, 128, c):.0f} for c = {c}"
+                                for c in (64, 128, 256)) + " (e = 1536, s = 128)",
+        "counts_table": counts_table(counts_run.data["counts"]),
+        **prose(bench_run.data),
+        "ratio_table": Markdown(f"```text\n{ratio_table(bench_run.data)}\n```"),
+        "verdicts_counts": ch.verdicts("flash-counts"),
+        "verdicts_bench": ch.verdicts("flash-bench"),
+    }
+
+
+def figures(ch: Chapter) -> dict[str, Figure]:
+    """Counts against d and n, the normalisers' length leak, the stacks' and the single layers' speed and memory."""
+    counts_data, bench = ch.best("flash-counts").data, ch.best("flash-bench").data
+    return {"fig-flash-counts": counts(counts_data["counts"]), "fig-flash-leak": leak(counts_data["leak"]),
+            "fig-flash-speed": speed(bench), "fig-flash-layers": layers(bench)}
