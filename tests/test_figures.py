@@ -46,7 +46,7 @@ def test_readable_reflows_wide_grids_and_raises_small_text():
     column width; a crowded legend moves into the free slot."""
     import matplotlib.pyplot as plt
 
-    from analysis.figures import COLUMN_PX, MIN_TEXT_PX, readable
+    from analysis.studies.plotting import COLUMN_PX, MIN_TEXT_PX, readable
 
     fig, axes = plt.subplots(1, 3, figsize=(16, 4))
     for i in range(8):
@@ -63,6 +63,13 @@ def test_readable_reflows_wide_grids_and_raises_small_text():
     assert axes[1].title.get_fontsize() >= min_pt - 1e-9
     assert all(t.get_fontsize() >= min_pt - 1e-9 for ax in axes for t in ax.get_xticklabels())
     plt.close(fig)
+
+
+def test_the_book_style_is_one_file():
+    from analysis.studies.plotting import STYLE, STYLE_FILE
+
+    assert STYLE_FILE.name == "book.mplstyle" and STYLE_FILE.exists()
+    assert STYLE["axes.grid"] is True and STYLE["font.size"] == 12.0 and STYLE["grid.alpha"] == 0.3
 
 
 def test_typeset_gives_mathjax_markdown():
