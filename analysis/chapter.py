@@ -21,23 +21,26 @@ from typing import Any
 
 from analysis.mathtext import math_markdown, math_spans
 from analysis.scale import Scale, current_scale
-from analysis.verify import CLAIMS_DIR_ENV, ChapterClaims, Claim
+from analysis.verify import CLAIMS_DIR_ENV, ChapterClaims, Claim, run_name
 
 RECORDED_ORDER: tuple[Scale, ...] = ("cpu", "gpu")  # ascending: the last one present is the strongest evidence
 
 
 @dataclass(frozen=True)
 class RunSet:
-    """One run a chapter shows: its label, its short name ('smoke', 'recorded-cpu', used in claims' statements),
-    its data, provenance and staleness, its scale and whether it is a record."""
+    """One run a chapter shows: its label, data, provenance and staleness, its scale and whether it is a record."""
 
     label: str
-    key: str
     data: dict[str, Any]
     provenance: str
-    stale: tuple[str, ...] = ()
-    scale: str = ""
+    scale: str
     recorded: bool = False
+    stale: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """The run's short name ('smoke', 'recorded-cpu'), which claims' statements name (:func:`run_name`)."""
+        return run_name(self.scale, self.recorded)
 
     @property
     def note(self) -> str:
@@ -58,8 +61,7 @@ def _live_provenance(scale: str, data: dict[str, Any], seconds: float, seed: int
 
 
 def _live_run(scale: str, live: dict[str, Any], seconds: float, seed: int | None = None) -> RunSet:
-    return RunSet(f"this build ({scale} scale)", scale, live, _live_provenance(scale, live, seconds, seed), (),
-                  scale)
+    return RunSet(f"this build ({scale} scale)", live, _live_provenance(scale, live, seconds, seed), scale)
 
 
 def _seed(name: str, scale: str) -> int | None:
@@ -87,8 +89,8 @@ def _recorded_run(name: str, scale: str, directory: str | None) -> RunSet | None
     record, stale = current_record(name, scale, directory)
     if record is None:
         return None
-    return RunSet(f"recorded, {scale} scale" + (" (stale)" if stale else ""), f"recorded-{scale}", record.data,
-                  "recorded: " + record.describe(), tuple(stale), scale, recorded=True)
+    return RunSet(f"recorded, {scale} scale" + (" (stale)" if stale else ""), record.data,
+                  "recorded: " + record.describe(), scale, recorded=True, stale=tuple(stale))
 
 
 def runs_for(name: str, scale: str, live: dict[str, Any], seconds: float = 0.0,

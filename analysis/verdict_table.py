@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.results import load_record, results_dir
-from analysis.verify import Claim
+from analysis.verify import Claim, run_name
 
 SCHEMA = "analysis.verdicts/1"
 # Claims are deterministic functions of the recorded data: the only freedom left is
@@ -41,7 +41,7 @@ def recorded_claims(directory: str | os.PathLike[str] | None = None) -> Iterator
         if record.experiment not in EXPERIMENTS:
             raise ValueError(f"{path}: experiment {record.experiment!r} is not registered")
         yield (f"{record.experiment}.{record.scale}",
-               EXPERIMENTS[record.experiment].claims(record.data, f"recorded-{record.scale}"))
+               EXPERIMENTS[record.experiment].claims(record.data, run_name(record.scale, recorded=True)))
 
 
 def recorded_verdicts(directory: str | os.PathLike[str] | None = None) -> dict[str, Any]:

@@ -75,6 +75,12 @@ def _judge(kind: Kind, predicted: float, measured: float, tolerance: float, appr
     return "fails"
 
 
+def run_name(scale: str, recorded: bool) -> str:
+    """A run's short name, as chapters and claims' statements write it: 'recorded-cpu' for a record, 'smoke' for a
+    live run."""
+    return f"recorded-{scale}" if recorded else scale
+
+
 @dataclass(frozen=True)
 class ClaimId:
     """Which claim a chapter shows: the experiment that makes it, its key there, and the run that measured it
@@ -92,9 +98,7 @@ class ClaimId:
     @property
     def run(self) -> str:
         """The run, as a chapter names it: 'recorded-cpu', 'smoke', or '' when computed."""
-        if self.scale is None:
-            return ""
-        return f"recorded-{self.scale}" if self.recorded else self.scale
+        return "" if self.scale is None else run_name(self.scale, self.recorded)
 
     @property
     def evidence(self) -> str:
