@@ -97,7 +97,7 @@ def source_tokens(source: str) -> str:
 
 ENTRY_POINTS = ("trials", "run_trial", "assemble", "run", "DATA_VERSION")  # what makes an experiment's data
 
-_Ref = tuple[str, str]  # ("name", n) for a bare name, (alias, attr) for an attribute of a name
+_Ref = tuple[str | None, str]  # (None, n) for a bare name, (base, attr) for an attribute of a bare name
 
 
 @dataclass(frozen=True)
@@ -145,7 +145,7 @@ def _references(node: ast.AST) -> frozenset[_Ref]:
             bases.add(id(sub.value))
     for sub in ast.walk(node):
         if isinstance(sub, ast.Name) and id(sub) not in bases:
-            refs.add(("name", sub.id))
+            refs.add((None, sub.id))
     return frozenset(refs)
 
 
@@ -221,7 +221,7 @@ def _targets(module: str, refs: frozenset[_Ref]) -> list[tuple[str, str | None]]
     """The definitions (or whole modules) that ``refs``, read in ``module``, name."""
     out: list[tuple[str, str | None]] = []
     for base, attr in refs:
-        if base == "name":
+        if base is None:
             hit = _resolve(module, attr)
             if hit is not None:
                 out.append(hit)
