@@ -1,0 +1,158 @@
+"""GAU at initialisation: the moments of Swish, the entries of A and the two terms of AV at the source's reference
+point, the output's RMS over a grid of n, s, widths and initialisations against the source's s nu^6 / n and the
+corrected prediction, the lambda^7 law measured locally (experiment ``gau-init``), the size of each residual branch
+across widths and depths (experiment ``coord-check``), and the per-position RMS of a bidirectional and a causal
+layer."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from IPython.display import Markdown
+from matplotlib.figure import Figure
+
+from analysis.experiments import coord_check as cc
+from analysis.experiments import gau_init as gi
+from analysis.studies.gau_init.figures import coord_check, gau_lambda, gau_rms_grid
+
+if TYPE_CHECKING:
+    from analysis.chapter import Chapter
+
+TITLE = "How big is GAU at initialisation?"
+EXPERIMENTS = ("gau-init", "coord-check")
+POSITIONS = (1, 8, 32, 128)  # the positions whose output RMS the chapter prints, 1-based
+
+
+def moments_table(moments: dict[str, dict[str, float]]) -> str:
+    """One line per activation: its mean mu = E[phi(eps)] and second moment nu^2 = E[phi(eps)^2], eps ~ N(0, 1)."""
+    lines = [f"{'activation':10s} {'mean mu':>20s} {'second moment nu^2':>20s}"]
+    lines += [f"{name:10s} {m['mean']:20.15f} {m['second_moment']:20.15f}" for name, m in moments.items()]
+    return "\n".join(lines)
+
+
+def reference_table(label: str, ref: dict[str, Any]) -> str:
+    """The reference grid point: A_ii, A_ij and the off-diagonal row mass c, measured against the source's and the
+    corrected predictions, and the RMS of the two terms of (AV)_i = A_ii V_i + sum_(j != i) A_ij V_j."""
+    return "\n".join([
+        f"{label}: d = {ref['d']}, e = {ref['e']}, s = {ref['s']}, n = {ref['n']}, LeCun",
+        (f"  A_ii : measured {ref['a_diag']:.4g}   source s nu^4/n {ref['pred_a_diag_source']:.4g}   "
+         f"corrected {ref['pred_a_diag']:.4g}"),
+        (f"  A_ij : measured {ref['a_offdiag']:.3g}   source s mu^4/n {ref['pred_a_offdiag_source']:.3g}   "
+         f"corrected {ref['pred_a_offdiag']:.3g}"),
+        (f"  row mass c = sum_(j != i) A_ij : measured {ref['row_offdiag_mass']:.3f}   "
+         f"corrected {ref['pred_row_offdiag_mass']:.3f}"),
+        f"  RMS of A_ii V_i {ref['av_diag_rms']:.4f}   vs   RMS of sum_(j != i) A_ij V_j {ref['av_offdiag_rms']:.4f}",
+    ])
+
+
+def grid_fit(grid: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """How the corrected prediction fits the grid, by the ratio q = measured / predicted RMS of each point: the
+    median q (the upper one of an even count), the share of points with 0.8 <= q <= 1.2, and the worst point, the
+    one of largest |ln q| (the smallest q among equally bad ones). ValueError on an empty grid."""
+    if not grid:
+        raise ValueError("the grid has no point")
+    ratios = sorted(((r["rms"] / r["pred_rms_corrected"], r) for r in grid), key=lambda t: t[0])
+    worst_ratio, worst = max(ratios, key=lambda t: abs(math.log(t[0])))
+    share_20 = sum(1 for q, _ in ratios if 0.8 <= q <= 1.2) / len(ratios)
+    return {"median": ratios[len(ratios) // 2][0], "share_20": share_20, "worst_ratio": worst_ratio, "worst": worst}
+
+
+def exponent_near_one(sweep: dict[str, Any]) -> tuple[float, float, float]:
+    """The local exponent d ln RMS / d ln lambda (:func:`analysis.experiments.gau_init.local_exponents`) between the
+    neighbouring lambdas whose geometric midpoint is nearest 1 (the first on ties), and its least and largest value
+    over the sweep."""
+    mid, exps = gi.local_exponents(sweep, "rms")
+    if not len(exps):
+        raise ValueError("the sweep needs at least two lambdas")
+    i = int(abs(mid - 1).argmin())
+    return float(exps[i]), float(exps.min()), float(exps.max())
+
+
+def position_rms(positions: Sequence[int] = POSITIONS, d: int = 512, e: int = 1024, s: int = 128, n: int = 128,
+                 batch: int = 4, seed: int = 0) -> dict[str, list[float]]:
+    """RMS over batch and features of GAU(x) at each 1-based position, x ~ N(0, I) of shape (batch, n, d), for a
+    bidirectional and then a causal layer (LeCun initialisation, torch's global generator seeded with ``seed``
+    before x is drawn; the caller's generator state is kept)."""
+    import torch
+
+    from analysis.models.gau import GAU, GAUConfig
+
+    out: dict[str, list[float]] = {}
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        x = torch.randn(batch, n, d)
+        for causal in (False, True):
+            layer = GAU(GAUConfig(d=d, e=e, s=s, causal=causal))
+            with torch.no_grad():
+                per_position = layer(x).pow(2).mean((0, 2)).sqrt()
+            out["causal" if causal else "bidirectional"] = [float(per_position[t - 1]) for t in positions]
+    return out
+
+
+def position_table(rms: dict[str, list[float]], positions: Sequence[int] = POSITIONS) -> str:
+    """One line per layer kind: the output RMS at each of ``positions``, to three decimals."""
+    where = ", ".join(str(t) for t in positions)
+    return "\n".join(f"{kind:13s} RMS at positions {where}: " + ", ".join(f"{v:.3f}" for v in values)
+                     for kind, values in rms.items())
+
+
+def _text(block: str) -> Markdown:
+    """A printed block as Markdown: a ```text fence around ``block``."""
+    return Markdown(f"```text\n{block}\n```")
+
+
+def facts(ch: Chapter) -> dict[str, Any]:
+    """Every number the chapter states: Swish's moments (live run; quadrature, the same at every scale), the
+    reference point (:func:`analysis.experiments.gau_init.summary`), the grid's fit (:func:`grid_fit`), the local
+    exponent (:func:`exponent_near_one`) from the best run of gau-init, the GAU branch of the best coord-check run
+    (:func:`analysis.experiments.coord_check.summary`), and the per-position RMS (:func:`position_rms`)."""
+    best = ch.best("gau-init")
+    moments = ch.live("gau-init").data["moments"]
+    summ = gi.summary(best.data)
+    ref = summ["reference"]
+    fit = grid_fit(best.data["grid"])
+    worst = fit["worst"]
+    at_1, lo, hi = exponent_near_one(best.data["sweep"])
+    coord = cc.summary(ch.best("coord-check").data)
+    return {
+        "best_label": best.label,
+        "gpu_status": ch.gpu_status("gau-init"),
+        "moments_table": _text(moments_table(moments)),
+        "mu": f"{moments['swish']['mean']:.6f}",
+        "nu2": f"{moments['swish']['second_moment']:.6f}",
+        # the reference point: A's entries, the two terms of AV, and the output against both predictions
+        "ref_table": _text(reference_table(best.label, ref)),
+        "ref_where": summ["where"],
+        "ref_mass": f"{ref['row_offdiag_mass']:.2f}",
+        "ref_diag": f"{ref['a_diag']:.3f}",
+        "ref_terms": f"{ref['av_offdiag_rms'] / ref['av_diag_rms']:.1f}",
+        "ref_rms": f"{ref['rms']:.3f}",
+        "ref_src": f"{ref['pred_rms_source']:.4f}",
+        "ref_cor": f"{ref['pred_rms_corrected']:.3f}",
+        "ref_ratio_src": f"{summ['over_source']:.1f}",
+        "ref_factor": f"{summ['times_below_input']:.0f}",
+        "src_factor": f"{summ['source_times_below_input']:.0f}",
+        # the grid: measured over corrected RMS
+        "grid_median": f"{fit['median']:.2f}",
+        "grid_share20": f"{100 * fit['share_20']:.0f}%",
+        "grid_worst": f"{fit['worst_ratio']:.2f} (n = {worst['n']}, s = {worst['s']}, d = {worst['d']}, "
+                      f"{worst['init']})",
+        # scaling every weight by lambda
+        "exp_at_1": f"{at_1:.2f}",
+        "exp_range": f"{lo:.1f} to {hi:.1f}",
+        # coordinate checks, and the per-position RMS of a bidirectional and a causal layer
+        "coord_gau": f"{coord['gau_median']:.3f}",
+        "coord_where": coord["where"],
+        "position_table": _text(position_table(position_rms())),
+    }
+
+
+def figures(ch: Chapter) -> dict[str, Figure]:
+    """The output's RMS over the grid, the lambda sweep (best gau-init run) and the coordinate checks (best
+    coord-check run)."""
+    best = ch.best("gau-init").data
+    return {"fig-gau-grid": gau_rms_grid(best), "fig-gau-lambda": gau_lambda(best),
+            "fig-coord": coord_check(ch.best("coord-check").data)}
+

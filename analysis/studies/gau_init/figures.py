@@ -1,0 +1,100 @@
+"""The GAU-at-initialisation chapter's figures: the output's RMS over the grid, the lambda sweep and the coordinate
+checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+from analysis.experiments.coord_check import ARCHS
+from analysis.experiments.gau_init import local_exponents
+from analysis.studies.plotting import STYLE, readable_figure
+
+
+@readable_figure
+def gau_rms_grid(data: dict[str, Any]) -> Figure:
+    """Measured RMS of GAU(x) against n, per s, with the source's and the corrected predictions (log-log)."""
+    widths = sorted({(r["d"], r["e"]) for r in data["grid"]}, reverse=True)
+    inits = sorted({r["init"] for r in data["grid"]})
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(len(inits), len(widths), figsize=(7 * len(widths), 4.8 * len(inits)), squeeze=False)
+        for row, init in zip(axes, inits):
+            for ax, (d, e) in zip(row, widths):
+                ss = sorted({r["s"] for r in data["grid"]})
+                for i, s in enumerate(ss):
+                    rows = sorted((r for r in data["grid"] if r["init"] == init and r["d"] == d and r["s"] == s),
+                                  key=lambda r: r["n"])
+                    n = [r["n"] for r in rows]
+                    ax.errorbar(n, [r["rms"] for r in rows], yerr=[2 * r["rms_std"] for r in rows], fmt="o",
+                                color=f"C{i}", label=f"s = {s}: measured")
+                    ax.plot(n, [r["pred_rms_corrected"] for r in rows], "-", color=f"C{i}")
+                    ax.plot(n, [r["pred_rms_source"] for r in rows], ":", color=f"C{i}")
+                ax.set_xscale("log")
+                ax.set_yscale("log")
+                ax.set_xlabel("n, sequence length (log scale)")
+                ax.set_ylabel("RMS of GAU(x) (log scale)")
+                ax.set_title(f"d = {d}, e = {e}, {init} init")
+                ax.legend(fontsize=8, title=r"solid: corrected; dotted: $s\nu^6/n$", title_fontsize=8)
+        fig.tight_layout()
+    return fig
+
+
+@readable_figure
+def gau_lambda(data: dict[str, Any]) -> Figure:
+    """RMS of GAU(x) when every weight is scaled by lambda, and its local exponent against 7."""
+    sweep = data["sweep"]
+    lam = np.array([r["lambda"] for r in sweep["rows"]])
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 2, figsize=(14, 4.8))
+        axes[0].errorbar(lam, [r["rms"] for r in sweep["rows"]], yerr=[2 * r["rms_std"] for r in sweep["rows"]],
+                         fmt="o", label="measured")
+        axes[0].plot(lam, [r["pred_corrected"] for r in sweep["rows"]], "k-", label="corrected prediction")
+        i1 = int(np.argmin(np.abs(lam - 1)))
+        ref = sweep["rows"][i1]["rms"]
+        axes[0].plot(lam, ref * (lam / lam[i1]) ** 7, "C3:", label=r"$\lambda^7$ through $\lambda = 1$")
+        axes[0].set_xscale("log")
+        axes[0].set_yscale("log")
+        axes[0].set_xlabel(r"$\lambda$, scale of every weight (log scale)")
+        axes[0].set_ylabel("RMS of GAU(x) (log scale)")
+        axes[0].set_title(f"d = {sweep['d']}, e = {sweep['e']}, s = {sweep['s']}, n = {sweep['n']}, LeCun")
+        axes[0].legend()
+        mid, measured = local_exponents(sweep, "rms")
+        _, predicted = local_exponents(sweep, "pred_corrected")
+        axes[1].semilogx(mid, measured, "o", label="measured")
+        axes[1].semilogx(mid, predicted, "k-", label="corrected prediction")
+        axes[1].axhline(7, color="C3", ls=":", label="source: 7")
+        axes[1].set_xlabel(r"$\lambda$ (log scale)")
+        axes[1].set_ylabel(r"local exponent $d \ln \mathrm{RMS} / d \ln \lambda$")
+        axes[1].set_title(r"the $\lambda^7$ law, measured locally")
+        axes[1].legend()
+        fig.tight_layout()
+    return fig
+
+
+@readable_figure
+def coord_check(data: dict[str, Any]) -> Figure:
+    """Median branch ratio RMS(f(x))/RMS(x) against width, per depth, at each measured step (mup-style, log-log)."""
+    steps = sorted({r["step"] for r in data["rows"]})
+    depths = sorted({r["depth"] for r in data["rows"]})
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, len(ARCHS), figsize=(5.5 * len(ARCHS), 4.6), sharey=True)
+        for ax, (block, residual) in zip(axes, ARCHS):
+            for i, depth in enumerate(depths):
+                for step, style in zip(steps, ("-o", "--s", ":^", "-.v", "-x")):
+                    rows = sorted((r for r in data["rows"] if (r["block"], r["residual"], r["depth"], r["step"])
+                                   == (block, residual, depth, step)), key=lambda r: r["width"])
+                    ax.plot([r["width"] for r in rows], [r["median"] for r in rows], style, color=f"C{i}",
+                            label=f"depth {depth}, step {step}" if block == ARCHS[0][0] else None)
+            ax.axhline(0.01, color="k", lw=0.8, ls=":")
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("width d (log scale)")
+            name = "GAU" if block == "gau" else "Transformer"
+            ax.set_title(f"{residual}-norm {name}")
+        axes[0].set_ylabel("median over layers of RMS(f(x)) / RMS(x)")
+        axes[0].legend(fontsize=7, ncol=2)
+        fig.tight_layout()
+    return fig
