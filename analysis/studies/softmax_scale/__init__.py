@@ -1,0 +1,138 @@
+"""The softmax scale that maximises the gradient: the Jacobian identity and the mean-field maximisers for normal and
+cosine scores checked exactly (experiment ``softmax-scale-checks``), the objective on finite samples against the
+extreme-value plateau (``softmax-scale-mc``), a sweep of the scale in byte-level language models
+(``softmax-scale-train``) and cosine attention trained on recall at fixed temperatures (``softmax-scale-recall``)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from IPython.display import Markdown
+from matplotlib.figure import Figure
+
+from analysis.studies.softmax_scale import figures as fg
+from analysis.studies.softmax_scale import prose as pr
+
+if TYPE_CHECKING:
+    from analysis.chapter import Chapter
+
+TITLE = "The softmax scale that maximises the gradient"
+EXPERIMENTS = ("softmax-scale-checks", "softmax-scale-mc", "softmax-scale-train", "softmax-scale-recall")
+
+
+def facts(ch: Chapter) -> dict[str, Any]:
+    """Every number, sentence and table the chapter states, from the best run of each experiment (the tables of
+    the Monte Carlo from all its runs)."""
+    return {"build_scale": Markdown(pr.text_block(f"scale: {ch.scale}")), **checks_facts(ch), **mc_facts(ch),
+            **train_facts(ch), **recall_facts(ch)}
+
+
+def checks_facts(ch: Chapter) -> dict[str, Any]:
+    """The identity's checks, the normal and cosine maximisers against the source's fits, and the length rules."""
+    from analysis.theory import softmax_scale as sc
+
+    checks = ch.best("softmax-scale-checks").data
+    fits, rules, dec = checks["fits"], checks["rules"], checks["decoder"]["rows"]
+    lo, hi = fits["cosine_own_range_alpha"]
+    return {
+        "jacobian_checks": Markdown(pr.text_block(pr.jacobian_checks(sc.symbolic_jacobian_identity(3),
+                                                                     checks["jacobian"]))),
+        # normal scores: where alpha* lies in [2, 3], the source's fit 0.84 sqrt(ln n) on and off its range
+        "n_alpha_2": f"{fits['n_alpha_2']:,.0f}",
+        "n_alpha_3": f"{fits['n_alpha_3']:,.0f}",
+        "fit_own": f"{100 * fits['normal_own']['rel_error']:+.1f}%",
+        "fit_own_n": f"{fits['normal_own']['n']:,.0f}",
+        "fit_wide": f"{100 * fits['normal_wide']['rel_error']:+.1f}%",
+        "max_gap_normal": f"{checks['maximiser']['normal_max_rel_diff']:.1e}",
+        # cosine scores: the slope in d, the fit 3.5 ln n, the range against the source's "25 to 35"
+        "slope_d": f"{checks['large_d']['slope_1024_to_65536']:.3f}",
+        "fit_cos": f"{100 * fits['cosine_own']['rel_error']:+.1f}%",
+        "cos_range": f"{lo:.1f} to {hi:.1f}",
+        "cos_range_vs_source": pr.range_against_source(lo, hi),
+        "mgf_gap": f"{checks['mgf']['max_rel_diff']:.1e}",
+        # length rules and the decoder rule
+        "dec_share": ", ".join(f"{100 * r['share_positions_at_90pct']:.0f}%" for r in dec),
+        "dec_lengths": ", ".join(f"{r['length']:,}" for r in dec),
+        "rules_gap": f"{pr.worst_rule_gap(rules):.2f}",
+        "ei_ratio": f"{rules['entropy_invariant_ratio_min']:.2f} to {rules['entropy_invariant_ratio_max']:.2f}",
+        "cos_n30": f"{rules['cosine_n_at_30']:,.0f}",
+        "cos_a10": f"{rules['cosine_alpha_n10']:.1f}",
+    }
+
+
+def mc_facts(ch: Chapter) -> dict[str, Any]:
+    """The objective on finite samples at the largest n of normal scores (:func:`prose.largest_normal_row`), and
+    the table of every run."""
+    best = ch.best("softmax-scale-mc")
+    row = pr.largest_normal_row(best.data["rows"])
+    return {
+        "mc_label": best.label,
+        "mc_n": f"{row['n']:,}",
+        "mc_mf": f"{row['alpha_mean_field']:.2f}",
+        "mc_fs": f"{row['alpha_finite_sample']:.1f} ± {row['alpha_finite_sample_se']:.1f}",
+        "mc_share": f"{100 * pr.plateau_share(row):.0f}%",
+        "mc_plateau": f"{row['plateau_predicted']:.2f}",
+        "mc_plateau_meas": f"{row['plateau_measured']:.2f} ± {row['plateau_measured_se']:.2f}",
+        "mc_table": Markdown(pr.text_block(pr.mc_table([(r.label, r.data) for r in ch.runs["softmax-scale-mc"]]))),
+    }
+
+
+def train_facts(ch: Chapter) -> dict[str, Any]:
+    """The training sweep's best scales and the ranges within seed noise of them, and how many lengths the claims
+    leave undecided (:func:`prose.undecided`)."""
+    best = ch.best("softmax-scale-train")
+    return {
+        "train_table": Markdown(pr.text_block(pr.train_table(best.data))),
+        "train_gpu_status": ch.gpu_status("softmax-scale-train"),
+        "train_summary": pr.train_summary(best.data, best.label),
+        "train_verdicts": ch.verdicts("softmax-scale-train"),
+        "train_decides": pr.undecided(ch.claims_of("softmax-scale-train")),
+    }
+
+
+def recall_facts(ch: Chapter) -> dict[str, Any]:
+    """The recall sweep's set-up, its best scales beside the predictions, what it can resolve, and its conclusion
+    (:func:`prose.recall_conclusion`)."""
+    from analysis.experiments import config_for, softmax_scale_recall
+
+    rec = ch.best("softmax-scale-recall")
+    cfg = config_for(softmax_scale_recall, rec.scale)
+    rs = softmax_scale_recall.summary(rec.data)
+    rows, pairs, g = rs["rows"], rs["pairs"], rs["growth"]
+    return {
+        "recall_table": Markdown(pr.text_block(pr.recall_table(rs))),
+        "recall_label": rec.label,
+        "recall_k": f"{rec.data['head_dim']}",
+        "recall_steps": f"{cfg.steps}",
+        "recall_grid": pr.grid_text(cfg.scales),
+        "recall_pairs": ", ".join(str(p) for p in pairs),
+        "recall_seeds": f"{len(cfg.seeds)}",
+        "recall_width": pr.value_range(pr.interval_widths(rs), ".3g"),
+        "recall_n0": f"{g['from']}",
+        "recall_n1": f"{g['to']}",
+        "recall_growth_se": f"{100 * (math.exp(g['log_se']) - 1):.1f}%",
+        "recall_growth_preds": f"{g['mean_field']:.2f}x (mean-field), {g['finite_sample']:.2f}x (finite-sample), "
+                               f"{g['log_n']:.2f}x (3.5 ln m) and 1x (QK-norm)",
+        "recall_conclusion": Markdown(pr.recall_conclusion(rs, rec.label)),
+        "recall_ratio": pr.value_range(pr.best_over_mean_field(rs), ".2f"),
+        "recall_acc": ", ".join(f"{rows[p]['best_by_accuracy']:.3g}" for p in pairs),
+        "recall_best": ", ".join(f"{rows[p]['best']:.3g}" for p in pairs),
+        "recall_drift": ", ".join(f"{100 * rows[p]['drift_last_quarter']:+.1f}%" for p in pairs),
+        "recall_verdicts": ch.verdicts("softmax-scale-recall"),
+        "recall_gpu_status": ch.gpu_status("softmax-scale-recall"),
+    }
+
+
+def figures(ch: Chapter) -> dict[str, Figure]:
+    """The normal and cosine maximisers, the objective on finite samples at the smallest and largest n, the length
+    rules, every run of the training sweep, and the recall runs."""
+    checks, mc = ch.best("softmax-scale-checks").data, ch.best("softmax-scale-mc").data
+    return {
+        "fig-scale-normal": fg.scale_normal(checks["fits"]),
+        "fig-cosine": fg.cosine_scores(checks["density"], checks["large_d"]),
+        "fig-finite": fg.finite_sample_curves(mc, pr.shown_lengths(mc["rows"])),
+        "fig-rules": fg.scale_rules(mc, checks["decoder"]),
+        "fig-train": fg.training_sweep([(r.label, r.data) for r in ch.runs["softmax-scale-train"]]),
+        "fig-recall": fg.recall_scale(ch.best("softmax-scale-recall").data),
+    }

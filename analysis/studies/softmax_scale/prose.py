@@ -1,0 +1,205 @@
+"""The softmax-scale chapter's decisions and sentences, each a function of the runs' data: which rows the prose quotes,
+which rule the recall growth is nearest to, which predictions fall inside the best scale's interval, and the
+tables the chapter prints."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
+
+from analysis.experiments.softmax_scale_train import best_setting, indistinguishable_range
+
+# the rival growths of the best recall scale from the fewest to the most pairs (key of the summary's growth, or a
+# fixed ratio): QK-norm practice keeps s = sqrt(k) at every n, so it predicts no growth
+RIVAL_GROWTHS: tuple[tuple[str, str | float], ...] = (
+    ("the mean-field alpha*", "mean_field"),
+    ("the finite-sample maximiser", "finite_sample"),
+    ("the log-n rule", "log_n"),
+    ("QK-norm practice (no growth)", 1.0),
+)
+# the predictions of the best recall scale at each number of pairs (name, key of the summary's row)
+RECALL_PREDICTIONS: tuple[tuple[str, str], ...] = (
+    ("the mean-field alpha*", "mean_field"),
+    ("the finite-sample maximiser", "finite_sample"),
+    ("3.5 ln m", "log_n"),
+    ("sqrt(k)", "qk_norm"),
+)
+SOURCE_COSINE_RANGE = (25.0, 35.0)  # the source's "25 to 35" for cosine scores at d = 128, n = 40 to 20,000
+
+
+class Verdict(Protocol):
+    """What :func:`undecided` reads of a claim: its key and its verdict."""
+
+    key: str
+    verdict: str
+
+
+def text_block(text: str) -> str:
+    """Markdown source of a fenced plain-text block holding ``text``."""
+    return f"```text\n{text}\n```"
+
+
+def jacobian_checks(symbolic: object, jacobian: dict[str, Any]) -> str:
+    """The identity (eq-jacobian-l1) checked twice: sympy's residual for three classes, and autograd's largest
+    relative gap over random (n, alpha, s)."""
+    return (f"sympy, n = 3: {symbolic}\n"
+            f"autograd, {jacobian['trials']} random (n, alpha, s): largest relative gap {jacobian['max_rel_diff']:.1e}")
+
+
+def range_against_source(lo: float, hi: float, source: tuple[float, float] = SOURCE_COSINE_RANGE) -> str:
+    """How far the ends of the source's range lie from the exact range [lo, hi] of alpha*, in per cent of each end:
+    100 (source_end / exact_end - 1)."""
+    return f"{100 * (source[0] / lo - 1):+.0f}% and {100 * (source[1] / hi - 1):+.0f}%"
+
+
+def shown_lengths(rows: Sequence[dict[str, Any]]) -> tuple[int, int]:
+    """The smallest and the largest n among the Monte Carlo's rows: the two lengths the finite-sample figure draws."""
+    if not rows:
+        raise ValueError("rows must not be empty")
+    ns = sorted({int(r["n"]) for r in rows})
+    return ns[0], ns[-1]
+
+
+def largest_normal_row(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The Monte Carlo row of normal scores with the largest n (the first such row on a tie): the one the prose
+    quotes."""
+    normal = [r for r in rows if r["kind"] == "normal"]
+    if not normal:
+        raise ValueError("rows must hold at least one row of normal scores")
+    return max(normal, key=lambda r: r["n"])
+
+
+def plateau_share(row: dict[str, Any]) -> float:
+    """The objective at the mean-field alpha* as a fraction of the plateau h(b_n) of eq-plateau."""
+    return float(row["objective_at_mean_field"] / row["plateau_predicted"])
+
+
+def mc_table(runs: Sequence[tuple[str, dict[str, Any]]]) -> str:
+    """Per run (label, data) of the Monte Carlo, one line per (scores, n): the mean-field alpha*, the typical row's
+    maximiser with its standard error, and the plateau h(b_n) predicted and measured."""
+    lines: list[str] = []
+    for label, data in runs:
+        lines += [label, "  scores       n  mean-field  typical-row max   plateau h(b_n): predicted, measured"]
+        lines += [f"  {r['kind']:6s} {r['n']:7d}  {r['alpha_mean_field']:10.2f}  {r['alpha_finite_sample']:7.2f} ± "
+                  f"{r['alpha_finite_sample_se']:4.2f}   {r['plateau_predicted']:6.2f}, {r['plateau_measured']:5.2f} ± "
+                  f"{r['plateau_measured_se']:.2f}" for r in data["rows"]]
+    return "\n".join(lines)
+
+
+def worst_rule_gap(rules: dict[str, Any]) -> float:
+    """The larger of the two largest gaps from the mean-field alpha* over n = 100 to 1e4: the source's fit
+    0.84 sqrt(ln n) and Scalable-Softmax's s ln n."""
+    return max(rules["fit_gap_100_1e4"], rules["ssmax_gap_100_1e4"])
+
+
+def train_lengths(data: dict[str, Any]) -> list[int]:
+    """The context lengths of the training sweep, ascending."""
+    return sorted({r["ctx"] for r in data["runs"]})
+
+
+def train_table(data: dict[str, Any]) -> str:
+    """Per context length L: the dot-product alpha with the lowest mean validation loss (with its seed standard
+    error), the mean-field alpha*(L/2), and the scales the learned cosine runs ended at."""
+    lines = []
+    for ctx in train_lengths(data):
+        value, loss, se = best_setting(data, ctx, "dot")
+        pred = data["predictions"][str(ctx)]["dot_alpha_mean_field"]
+        learned = [r["final_scale"] for r in data["runs"] if r["ctx"] == ctx and r["learned"]]
+        lines.append(f"L = {ctx}: best dot alpha {value:g} (loss {loss:.3f} ± {se:.3f}); mean-field alpha*(L/2) = "
+                     f"{pred:.2f}; learned cosine scale(s) {', '.join(f'{x:.1f}' for x in learned)}")
+    return "\n".join(lines)
+
+
+def train_summary(data: dict[str, Any], label: str) -> str:
+    """Per context length, the best dot-product alpha and the range of alpha within two seed standard errors of it
+    (:func:`analysis.experiments.softmax_scale_train.indistinguishable_range`), with the run's label."""
+    ranges = []
+    for ctx in train_lengths(data):
+        lo, hi = indistinguishable_range(data, ctx, "dot")
+        value, _, _ = best_setting(data, ctx, "dot")
+        ranges.append(f"at L = {ctx} the lowest loss is at alpha = {value:g}, and alpha from {lo:.2g} to {hi:.2g} "
+                      f"is within two seed standard errors of it")
+    return "; ".join(ranges) + f" ({label})"
+
+
+def undecided(claims: Iterable[Verdict], prefix: str = "train-best-dot-") -> str:
+    """'k of the n lengths': how many of the claims whose key starts with ``prefix`` are inconclusive."""
+    chosen = [c for c in claims if c.key.startswith(prefix)]
+    count = sum(c.verdict == "inconclusive" for c in chosen)
+    return f"{count} of the {len(chosen)} lengths"
+
+
+def grid_text(scales: Sequence[float]) -> str:
+    """The recall sweep's grid of cosine scales in words: how many, the first and the last."""
+    return f"{len(scales)} values from {scales[0]:.3g} to {scales[-1]:.3g} in steps of sqrt 2"
+
+
+def recall_table(summary: dict[str, Any]) -> str:
+    """Per number of pairs: the best scale with its 95% interval, the best by accuracy, its drift over the last
+    quarter of training, and every prediction."""
+    lines = []
+    for p in summary["pairs"]:
+        r = summary["rows"][p]
+        lines.append(f"{p:3d} pairs, mean row length m = {r['row_length']:.3g}: best s = {r['best']:.3g} "
+                     f"(95%: {r['lo']:.3g} to {r['hi']:.3g}), by accuracy {r['best_by_accuracy']:.3g},")
+        lines.append(f"    moved {100 * r['drift_last_quarter']:+.1f}% over the last quarter of training; predicted: "
+                     f"mean-field {r['mean_field']:.3g}, finite-sample {r['finite_sample']:.3g}, 3.5 ln m "
+                     f"{r['log_n']:.3g}, sqrt(k) {r['qk_norm']:.3g}")
+    return "\n".join(lines)
+
+
+def value_range(values: Iterable[float], fmt: str) -> str:
+    """'min to max' of ``values``, each written with the format ``fmt``."""
+    chosen = list(values)
+    return f"{min(chosen):{fmt}} to {max(chosen):{fmt}}"
+
+
+def interval_widths(summary: dict[str, Any]) -> list[float]:
+    """Per number of pairs, the width hi / lo of the best scale's 95% interval (a factor)."""
+    return [summary["rows"][p]["hi"] / summary["rows"][p]["lo"] for p in summary["pairs"]]
+
+
+def best_over_mean_field(summary: dict[str, Any]) -> list[float]:
+    """Per number of pairs, the best scale over the mean-field alpha*(m, k)."""
+    return [summary["rows"][p]["best"] / summary["rows"][p]["mean_field"] for p in summary["pairs"]]
+
+
+def rival_growths(growth: dict[str, Any]) -> dict[str, float]:
+    """Each rule's predicted growth of the best scale from the fewest to the most pairs (:data:`RIVAL_GROWTHS`)."""
+    return {name: float(growth[key]) if isinstance(key, str) else key for name, key in RIVAL_GROWTHS}
+
+
+def distances(measured: float, log_se: float, rivals: dict[str, float]) -> dict[str, float]:
+    """How far the measured growth lies from each rival's, in standard errors of its logarithm:
+    |ln(measured / rival)| / se (measured floored at 1e-9, se at 1e-12)."""
+    return {name: abs(math.log(max(measured, 1e-9) / v)) / max(log_se, 1e-12) for name, v in rivals.items()}
+
+
+def nearest_rival(measured: float, log_se: float, rivals: dict[str, float]) -> tuple[str, float]:
+    """The rival growth nearest the measured one in standard errors of its logarithm (:func:`distances`), and that
+    distance; on a tie, the rival named first."""
+    if not rivals:
+        raise ValueError("rivals must not be empty")
+    dist = distances(measured, log_se, rivals)
+    name = min(dist, key=lambda k: dist[k])
+    return name, dist[name]
+
+
+def inside_counts(summary: dict[str, Any]) -> dict[str, int]:
+    """For each prediction (:data:`RECALL_PREDICTIONS`), at how many numbers of pairs it lies inside the best scale's
+    95% interval [lo, hi] (ends included)."""
+    rows = summary["rows"]
+    return {name: sum(rows[p]["lo"] <= rows[p][key] <= rows[p]["hi"] for p in summary["pairs"])
+            for name, key in RECALL_PREDICTIONS}
+
+
+def recall_conclusion(summary: dict[str, Any], label: str) -> str:
+    """The measured growth of the best scale, the nearest rival growth (:func:`nearest_rival`) and which predictions
+    lie inside the best scale's interval (:func:`inside_counts`), with the run's label."""
+    g = summary["growth"]
+    nearest, distance = nearest_rival(g["measured"], g["log_se"], rival_growths(g))
+    inside = "; ".join(f"{name} at {count} of {len(summary['pairs'])}" for name, count in inside_counts(summary).items())
+    return (f"The best scale grows by {g['measured']:.2f}x from {g['from']} to {g['to']} pairs; of the rival growths, "
+            f"the nearest is {nearest}'s, {distance:.1f} standard errors away. Inside the 95% interval of the best "
+            f"scale lies: {inside} numbers of pairs ({label}).")

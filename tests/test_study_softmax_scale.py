@@ -1,0 +1,185 @@
+"""The softmax-scale chapter's decisions and sentences, on small hand-made data whose answers are known."""
+
+import math
+from types import SimpleNamespace
+
+import pytest
+
+from analysis.studies.softmax_scale import prose as pr
+
+
+def _mc_row(kind, n, **values):
+    row = {"kind": kind, "n": n, "alpha_mean_field": 1.0, "alpha_finite_sample": 3.0, "alpha_finite_sample_se": 0.5,
+           "objective_at_mean_field": 1.0, "plateau_predicted": 2.0, "plateau_measured": 1.9,
+           "plateau_measured_se": 0.1}
+    return {**row, **values}
+
+
+def _recall_summary(growth=None, **rows):
+    """A summary of softmax-scale-recall at 4 and 64 pairs; ``rows`` replaces fields of the row of 64 pairs."""
+    base = {"row_length": 6.5, "best": 5.0, "lo": 4.0, "hi": 6.0, "best_by_accuracy": 6.3,
+            "drift_last_quarter": 0.014, "mean_field": 7.69, "finite_sample": 23.0, "log_n": 6.55, "qk_norm": 8.0}
+    top = {**base, "row_length": 66.5, "best": 8.0, "lo": 7.0, "hi": 10.0, "best_by_accuracy": 9.59,
+           "drift_last_quarter": -0.02, "mean_field": 8.0, "finite_sample": 41.6, "log_n": 14.7, **rows}
+    g = {"measured": 1.6, "log_se": 0.05, "mean_field": 1.76, "finite_sample": 1.81, "log_n": 2.24, "qk_norm": 1.0,
+         "from": 4, "to": 64, **(growth or {})}
+    return {"pairs": [4, 64], "rows": {4: base, 64: top}, "growth": g}
+
+
+def _train_data():
+    """Two lengths (listed out of order). At L = 16 alpha = 1 is best (1.9), 0.5 is within two standard errors
+    (2.2, se 0.2), 2 is not (3.0); at L = 64 only alpha = 4 was run."""
+    def run(ctx, kind, value, loss, learned=False, final_scale=None):
+        return {"ctx": ctx, "kind": kind, "value": value, "val_loss": loss, "learned": learned,
+                "final_scale": value if final_scale is None else final_scale}
+
+    runs = [run(64, "dot", 4.0, 2.5), run(64, "cosine", 8.0, 2.6, learned=True, final_scale=7.77)]
+    runs += [run(16, "dot", v, loss) for v, losses in ((0.5, (2.0, 2.4)), (1.0, (1.9, 1.9)), (2.0, (3.0, 3.0)))
+             for loss in losses]
+    runs += [run(16, "cosine", 4.0, 1.0), run(16, "cosine", 8.0, 2.0, learned=True, final_scale=8.04),
+             run(16, "cosine", 8.0, 2.0, learned=True, final_scale=8.31)]
+    return {"runs": runs, "predictions": {"16": {"dot_alpha_mean_field": 1.19}, "64": {"dot_alpha_mean_field": 1.55}}}
+
+
+def test_text_block_fences_plain_text():
+    assert pr.text_block("a\nb") == "```text\na\nb\n```"
+
+
+def test_jacobian_checks_states_both_checks():
+    text = pr.jacobian_checks(0, {"trials": 200, "max_rel_diff": 1.6e-8})
+    assert text == "sympy, n = 3: 0\nautograd, 200 random (n, alpha, s): largest relative gap 1.6e-08"
+
+
+def test_range_against_source_is_signed_per_end():
+    # 25 / 20 - 1 = +25%, 35 / 40 - 1 = -12.5% (rounded half to even)
+    assert pr.range_against_source(20.0, 40.0) == "+25% and -12%"
+    assert pr.range_against_source(25.0, 35.0) == "+0% and +0%"
+    assert pr.range_against_source(10.0, 70.0, source=(20.0, 35.0)) == "+100% and -50%"
+
+
+def test_shown_lengths_are_the_extreme_n_over_both_kinds():
+    rows = [_mc_row("normal", 256), _mc_row("cosine", 16), _mc_row("normal", 64), _mc_row("cosine", 4096)]
+    assert pr.shown_lengths(rows) == (16, 4096)
+    assert pr.shown_lengths([_mc_row("normal", 64)]) == (64, 64)
+    with pytest.raises(ValueError, match="rows must not be empty"):
+        pr.shown_lengths([])
+
+
+def test_largest_normal_row_ignores_cosine_rows_and_keeps_the_first_on_a_tie():
+    first, second = _mc_row("normal", 1024, alpha_mean_field=2.1), _mc_row("normal", 1024, alpha_mean_field=9.9)
+    rows = [_mc_row("normal", 16), first, _mc_row("cosine", 16384), second]
+    assert pr.largest_normal_row(rows) is first
+    with pytest.raises(ValueError, match="at least one row of normal scores"):
+        pr.largest_normal_row([_mc_row("cosine", 16)])
+
+
+def test_plateau_share():
+    assert pr.plateau_share(_mc_row("normal", 16, objective_at_mean_field=2.6, plateau_predicted=4.0)) == 0.65
+
+
+def test_mc_table_has_a_header_per_run_and_a_line_per_row():
+    rows = [_mc_row("normal", 16), _mc_row("cosine", 16384, alpha_mean_field=33.19)]
+    text = pr.mc_table([("live", {"rows": rows}), ("recorded", {"rows": rows[:1]})])
+    lines = text.split("\n")
+    assert lines[0] == "live" and lines[4] == "recorded" and len(lines) == 7
+    assert lines[1] == lines[5] == "  scores       n  mean-field  typical-row max   plateau h(b_n): predicted, measured"
+    assert lines[2] == "  normal      16        1.00     3.00 ± 0.50     2.00,  1.90 ± 0.10"
+    assert lines[3].startswith("  cosine   16384       33.19")
+    assert pr.mc_table([]) == ""
+
+
+def test_worst_rule_gap_takes_the_larger_gap():
+    assert pr.worst_rule_gap({"fit_gap_100_1e4": 0.4, "ssmax_gap_100_1e4": 0.1}) == 0.4
+    assert pr.worst_rule_gap({"fit_gap_100_1e4": 0.1, "ssmax_gap_100_1e4": 0.3}) == 0.3
+
+
+def test_train_table_per_length_best_dot_alpha_and_learned_scales():
+    data = _train_data()
+    assert pr.train_lengths(data) == [16, 64]
+    assert pr.train_table(data).split("\n") == [
+        "L = 16: best dot alpha 1 (loss 1.900 ± 0.000); mean-field alpha*(L/2) = 1.19; learned cosine scale(s) 8.0, 8.3",
+        "L = 64: best dot alpha 4 (loss 2.500 ± 0.000); mean-field alpha*(L/2) = 1.55; learned cosine scale(s) 7.8",
+    ]
+
+
+def test_train_summary_widens_the_close_scales_by_the_grids_sqrt_2():
+    # L = 16: alpha = 0.5 is within 2 SE of the best (0.3 <= 0.4), alpha = 2 is not: 0.5/sqrt 2 to 1 * sqrt 2
+    text = pr.train_summary(_train_data(), "recorded, cpu scale")
+    assert text == ("at L = 16 the lowest loss is at alpha = 1, and alpha from 0.35 to 1.4 is within two seed "
+                    "standard errors of it; at L = 64 the lowest loss is at alpha = 4, and alpha from 2.8 to 5.7 "
+                    "is within two seed standard errors of it (recorded, cpu scale)")
+
+
+def test_undecided_counts_inconclusive_claims_with_the_prefix_only():
+    claims = [SimpleNamespace(key="train-best-dot-32", verdict="inconclusive"),
+              SimpleNamespace(key="train-best-dot-128", verdict="holds"),
+              SimpleNamespace(key="recall-best-scale-4", verdict="inconclusive")]
+    assert pr.undecided(claims) == "1 of the 2 lengths"
+    assert pr.undecided(claims, prefix="recall-") == "1 of the 1 lengths"
+    assert pr.undecided([]) == "0 of the 0 lengths"
+
+
+def test_grid_text():
+    assert pr.grid_text((2.0, 2.828, 4.0, 64.0)) == "4 values from 2 to 64 in steps of sqrt 2"
+
+
+def test_recall_table_two_lines_per_number_of_pairs():
+    lines = pr.recall_table(_recall_summary()).split("\n")
+    assert len(lines) == 4
+    assert lines[0] == "  4 pairs, mean row length m = 6.5: best s = 5 (95%: 4 to 6), by accuracy 6.3,"
+    assert lines[1] == ("    moved +1.4% over the last quarter of training; predicted: mean-field 7.69, "
+                        "finite-sample 23, 3.5 ln m 6.55, sqrt(k) 8")
+    assert lines[2].startswith(" 64 pairs, mean row length m = 66.5: best s = 8 (95%: 7 to 10)")
+    assert "moved -2.0%" in lines[3]
+
+
+def test_value_range_and_the_ratios_it_reports():
+    s = _recall_summary()
+    assert pr.interval_widths(s) == [1.5, 10 / 7]
+    assert pr.value_range(pr.interval_widths(s), ".3g") == "1.43 to 1.5"
+    assert pr.best_over_mean_field(s) == pytest.approx([5 / 7.69, 1.0])
+    assert pr.value_range(pr.best_over_mean_field(s), ".2f") == "0.65 to 1.00"
+    assert pr.value_range([3.0], ".1f") == "3.0 to 3.0"
+
+
+def test_rival_growths_fix_qk_norm_at_one():
+    rivals = pr.rival_growths(_recall_summary(growth={"qk_norm": 1.3})["growth"])
+    assert rivals == {"the mean-field alpha*": 1.76, "the finite-sample maximiser": 1.81, "the log-n rule": 2.24,
+                      "QK-norm practice (no growth)": 1.0}
+
+
+def test_distances_are_in_standard_errors_of_the_log_with_floors():
+    d = pr.distances(2.0, 0.1, {"same": 2.0, "double": 4.0, "half": 1.0})
+    assert d["same"] == 0.0 and d["double"] == pytest.approx(math.log(2) / 0.1) and d["half"] == d["double"]
+    floored = pr.distances(0.0, 0.0, {"one": 1.0})  # measured floored at 1e-9, se at 1e-12
+    assert floored["one"] == pytest.approx(math.log(1e9) / 1e-12)
+
+
+def test_nearest_rival_picks_the_smallest_distance_and_the_first_on_a_tie():
+    rivals = {"a": 1.0, "b": 1.5, "c": 3.0}
+    assert pr.nearest_rival(1.6, 0.05, rivals) == ("b", pytest.approx(math.log(1.6 / 1.5) / 0.05))
+    # 2 is as far from 1 as from 4 in log: the first named wins
+    assert pr.nearest_rival(2.0, 0.1, {"low": 1.0, "high": 4.0})[0] == "low"
+    assert pr.nearest_rival(2.0, 0.1, {"high": 4.0, "low": 1.0})[0] == "high"
+    with pytest.raises(ValueError, match="rivals must not be empty"):
+        pr.nearest_rival(1.0, 0.1, {})
+
+
+def test_inside_counts_include_the_ends_of_the_interval():
+    # at 4 pairs [4, 6] holds none of the predictions; at 64 pairs [7, 10] holds the mean-field 8 and, at its end,
+    # sqrt(k) = 10
+    s = _recall_summary(qk_norm=10.0)
+    assert pr.inside_counts(s) == {"the mean-field alpha*": 1, "the finite-sample maximiser": 0, "3.5 ln m": 0,
+                                   "sqrt(k)": 1}
+    assert pr.inside_counts(_recall_summary(mean_field=11.0))["the mean-field alpha*"] == 0
+
+
+def test_recall_conclusion_names_the_nearest_rival_and_the_predictions_inside():
+    text = pr.recall_conclusion(_recall_summary(), "recorded, cpu scale")
+    # ln(1.76 / 1.6) / 0.05 = 1.9 standard errors, nearer than 1.81 (2.5) or 1.0 (9.4)
+    assert text == ("The best scale grows by 1.60x from 4 to 64 pairs; of the rival growths, the nearest is the "
+                    "mean-field alpha*'s, 1.9 standard errors away. Inside the 95% interval of the best scale lies: "
+                    "the mean-field alpha* at 1 of 2; the finite-sample maximiser at 0 of 2; 3.5 ln m at 0 of 2; "
+                    "sqrt(k) at 1 of 2 numbers of pairs (recorded, cpu scale).")
+    flat = pr.recall_conclusion(_recall_summary(growth={"measured": 1.02}), "x")
+    assert "the nearest is QK-norm practice (no growth)'s, 0.4 standard errors away" in flat
