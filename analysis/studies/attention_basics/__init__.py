@@ -1,0 +1,131 @@
+"""Scaled dot-product attention, heads and positions: the variance and shape of q.k, the softmax's saturation without
+1/sqrt(d) against a law derived here, multi-head attention's parameter count and the symmetry of identically
+initialised heads, and sinusoidal positions (the shift matrix M_k, the dot product, scores through projections,
+RoPE, permutation equivariance), all from experiment ``attention-basics``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from analysis.experiments import attention_basics as ab
+from analysis.studies.attention_basics.figures import head_symmetry, positions_figure, qk_saturation
+from analysis.theory import transformer_basics as tb
+
+if TYPE_CHECKING:
+    from analysis.chapter import Chapter
+
+TITLE = "Scaled dot-product attention, heads and positions"
+EXPERIMENTS = ("attention-basics",)
+LAW_FROM_D = 64  # the saturated law (eq-saturation-law) is drawn from this width on, where rows saturate
+VERDICT_KEYS = ("qk-variance", "qk-normal", "unscaled-saturates", "scaled-entropy-flat", "mha-params", "heads-dropout",
+                "heads-symmetry-stable", "pe-shift", "pe-projected", "rope-relative")  # named in the verdict's prose
+
+
+def saturation_law(n: int, widths: Sequence[int], from_d: int = LAW_FROM_D) -> dict[int, float]:
+    """The saturated law's median softmax-Jacobian norm 2 exp(-t), P(|q| G > t) = 1/2 (eq-saturation-law), for
+    every width d >= ``from_d`` among ``widths``, with n keys."""
+    return {d: tb.saturated_jacobian_median(n, d) for d in widths if d >= from_d}
+
+
+def extreme_widths(rows: Sequence[Mapping[str, Any]]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """The rows of the smallest and the largest width d (the first and the last of a sweep in ascending d)."""
+    if not rows:
+        raise ValueError("no widths")
+    return min(rows, key=lambda r: r["d"]), max(rows, key=lambda r: r["d"])
+
+
+def ratio_with_se(row: Mapping[str, Any]) -> str:
+    """Var[q.k]/d with its standard error, 'ratio ± se' at 4 decimals."""
+    return f"{row['var'] / row['d']:.4f} ± {row['var_se'] / row['d']:.4f}"
+
+
+def heads_text(counts: Sequence[Mapping[str, Any]]) -> str:
+    """The head counts whose parameters were counted, '1, 2, 4'."""
+    return ", ".join(str(r["heads"]) for r in counts)
+
+
+def growth(spread: Sequence[float]) -> float:
+    """How many times the head spread grew from its first to its last step; ValueError when it starts at 0."""
+    if not spread or spread[0] == 0:
+        raise ValueError("the spread must start above 0 to have a growth factor")
+    return spread[-1] / spread[0]
+
+
+def verdict_words(verdict: Callable[[str], str], keys: Sequence[str] = VERDICT_KEYS) -> dict[str, str]:
+    """'v-<key>': the verdict word ('holds', 'fails', ...) of each claim ``key`` the verdict's prose names."""
+    return {f"v-{key}": verdict(key) for key in keys}
+
+
+def facts(ch: Chapter) -> dict[str, Any]:
+    """Every number the chapter states, from the best run of attention-basics (formatted as the prose prints it), and
+    the verdict of each claim its summary names."""
+    best = ch.best("attention-basics")
+    d = best.data
+    qk, sat, n = d["qk"], d["saturation"], d["keys"]
+    worst = ab.worst_variance_row(qk)
+    law = saturation_law(n, [r["d"] for r in sat])
+    lo, hi = extreme_widths(sat)
+    runs = d["symmetry"]["runs"]
+    pert = runs["identical + 1e-6 perturbation"]
+    pos, perm = d["positions"], d["permutation"]
+    tb.symbolic_checks()  # the sympy identities the prose cites (eq-pe-dot among them): raises when one fails
+    return {
+        "best_label": best.label,
+        "gpu_status": ch.gpu_status("attention-basics"),
+        # q.k: its variance (exact) and excess kurtosis (6/d)
+        "qk_pairs": f"{qk[0].get('pairs', 0):,}",
+        "qk_worst_d": f"{worst['d']}",
+        "qk_worst_ratio": ratio_with_se(worst),
+        "qk_k1": f"{qk[0]['kurtosis']:.2f} ± {qk[0]['kurtosis_se']:.2f}",
+        "qk_d1": f"{qk[0]['d']}",
+        "qk_pred1": f"{6 / qk[0]['d']:.2f}",
+        # saturation: entropy and Jacobian norm at the largest width, with and without 1/sqrt(d)
+        "sat_n": f"{n}",
+        "sat_d": f"{hi['d']}",
+        "sat_scaled_h": f"{hi['scaled']['entropy_mean']:.3f}",
+        "sat_unscaled_h": f"{hi['unscaled']['entropy_mean']:.3f}",
+        "sat_scaled_j": f"{hi['scaled']['jac_median']:.3g}",
+        "sat_unscaled_j": f"{hi['unscaled']['jac_median']:.2g} ± {hi['unscaled']['jac_median_se']:.1g}",
+        "sat_law": f"{law[hi['d']]:.2g}",
+        "sat_ratio": f"{hi['scaled']['jac_median'] / hi['unscaled']['jac_median']:,.0f}",
+        "sat_mf": f"{np.log(n) - 0.5:.3f}",
+        "sat_lo_h": f"{lo['scaled']['entropy_mean']:.3f} ± {lo['scaled']['entropy_se']:.3f}",
+        "sat_lo_d": f"{lo['d']}",
+        "autograd_gap": f"{d['autograd_jacobian_gap']:.1e}",
+        # heads: parameter count, W^V W^O merge, symmetry under training
+        "mha_count": f"{d['mha'][0]['torch']:,}",
+        "mha_heads": heads_text(d["mha"]),
+        "wo_gap": f"{d['merged_wo_gap']:.1e}",
+        "sym_steps": f"{runs['identical']['steps'][-1]}",
+        "sym_drop": f"{runs['identical + attention dropout']['spread'][-1]:.2g}",
+        "sym_pert0": f"{pert['spread'][0]:.1e}",
+        "sym_pert1": f"{pert['spread'][-1]:.2g}",
+        "sym_growth": f"{growth(pert['spread']):,.0f}",
+        "sym_indep": f"{runs['independent init']['spread'][-1]:.2f}",
+        # positions: M_k, the dot product, projected scores, RoPE, permutations
+        "pe_err64": f"{max(pos['m_err64']):.1e}",
+        "pe_err32": f"{max(pos['m_err32']):.1e}",
+        "pe_P": f"{pos['positions']:,}",
+        "pe_dot_err": f"{pos['dot_pred_err']:.1e}",
+        "pe_mirror": f"{pos['dot_mirror_err']:.0e}",
+        "pe_proj": f"{ab.projected_spread(pos):.2f}",
+        "pe_rope": f"{pos['rope_spread']:.1e}",
+        "perm_no": f"{perm['without_pe']:.1e}",
+        "perm_pe": f"{perm['with_pe']:.2f}",
+        # the verdict
+        "verdict_list": ch.verdicts("attention-basics"),
+        **verdict_words(lambda key: ch.claim("attention-basics", key).verdict_text()),
+    }
+
+
+def figures(ch: Chapter) -> dict[str, Figure]:
+    """q.k's moments and the softmax's saturation (with the saturated law), the heads' spread during training, and
+    sinusoidal positions, from the best run."""
+    d = ch.best("attention-basics").data
+    law = saturation_law(d["keys"], [r["d"] for r in d["saturation"]])
+    return {"fig-qk": qk_saturation(d, law), "fig-heads": head_symmetry(d["symmetry"]["runs"]),
+            "fig-pe": positions_figure(d["positions"])}

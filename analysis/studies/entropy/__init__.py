@@ -1,0 +1,184 @@
+"""Entropy, loss and the probability of the right answer: the entropy of the notes' spread prediction in closed form
+against their summation and a 50-digit reference, where it peaks, the bound it is on the entropy of any prediction
+with the same loss, checked by sampling (experiment ``entropy-bound``), and byte-level language models (Transformer,
+GAU, FLASH) measured against the bound and against a Markov source of known entropy rate (experiment
+``entropy-lm``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from IPython.display import Markdown
+from matplotlib.figure import Figure
+
+from analysis.experiments import entropy_bound
+from analysis.studies.entropy.figures import (architecture_clouds, bound_sampling, entropy_curves, lm_clouds,
+                                             markov_curve)
+from analysis.theory import entropy as ent
+
+if TYPE_CHECKING:
+    from analysis.chapter import Chapter
+
+TITLE = "Entropy, loss and the probability of the right answer"
+EXPERIMENTS = ("entropy-bound", "entropy-lm")
+NOTES_EXAMPLE = (0.8, 100_000)  # the notes' example: p on the correct class, K classes
+
+
+def text_block(lines: Sequence[str]) -> Markdown:
+    """Lines of plain text as a fenced ``text`` block of Markdown (monospaced, as printed)."""
+    return Markdown("```text\n" + "\n".join(lines) + "\n```")
+
+
+def plus_minus(value: float, se: float, digits: int) -> str:
+    """'value ± se', both with ``digits`` decimals."""
+    return f"{value:.{digits}f} ± {se:.{digits}f}"
+
+
+def symbolic_lines(rows: Sequence[tuple[str, Any]], zero: Sequence[Any]) -> list[str]:
+    """One 'label value' line per sympy result; ValueError unless every expression in ``zero`` is exactly 0 (the
+    identity the lines show)."""
+    nonzero = [z for z in zero if z != 0]
+    if nonzero:
+        raise ValueError(f"sympy did not reduce the identity to 0: {', '.join(map(str, nonzero))}")
+    return [f"{label} {value}" for label, value in rows]
+
+
+def spread_identity_lines(sym: Mapping[str, Any]) -> list[str]:
+    """The K-term sum, its closed form (eq-spread-entropy) and their difference, which must simplify to 0."""
+    return symbolic_lines((("direct sum :", sym["direct"]), ("closed form:", sym["closed_form"]),
+                           ("difference simplifies to:", sym["difference"])), (sym["difference"],))
+
+
+def grouping_identity_lines(ident: Mapping[str, Any]) -> list[str]:
+    """The grouping rule H(q) = h(p) + (1-p) H(r) and H(r) = ln m - KL(r || u), each as a difference that must be 0."""
+    return symbolic_lines((("H(q) - [h(p) + (1-p) H(r)]      =", ident["difference"]),
+                           ("ln(m) - H(r) - KL(r || uniform) =", ident["entropy_deficit_minus_kl"])),
+                          (ident["difference"], ident["entropy_deficit_minus_kl"]))
+
+
+def direct_lines(direct: Mapping[str, Any]) -> list[str]:
+    """The closed form against the direct sum (in units of the rounding bound eps (4H + 2)) and against the 50-digit
+    reference (in ulps)."""
+    return [(f"closed form vs direct sum: at most {direct['direct_over_bound']:.2f} x the rounding bound "
+             f"(direct sum alone: up to {direct['direct_max_ulps']:.1e} ulps from the reference)"),
+            f"closed form vs 50-digit reference: at most {direct['closed_max_ulps']:.2f} ulps"]
+
+
+def monotone_lines(mono: Mapping[Any, Mapping[str, Any]], peaks: Mapping[Any, Mapping[str, Any]]) -> list[str]:
+    """Per K: the increases of H(p, K) on the notes' p range and on [1e-12, 1], and the grid's largest H minus
+    H(1/K) = ln K."""
+    return ["increases of H on the notes' p range: " + str({k: v["increases_on_notes_range"] for k, v in mono.items()}),
+            "increases of H on p in [1e-12, 1]:    " + str({k: v["increases_on_full_range"] for k, v in mono.items()}),
+            "largest H on the grid minus H(1/K):   " + str({k: f"{v['grid_max_minus_peak']:.1e}"
+                                                            for k, v in peaks.items()})]
+
+
+def increases_on_notes_range(mono: Mapping[Any, Mapping[str, Any]]) -> int:
+    """How many times H(p, K) increases on the notes' p range, summed over their K (0: falling throughout)."""
+    return sum(int(m["increases_on_notes_range"]) for m in mono.values())
+
+
+def closest_gap(rows: Sequence[Mapping[str, Any]]) -> float:
+    """The smallest gap H_max - H of any sampled distribution to the bound (eq-entropy-bound), over all cells."""
+    if not rows:
+        raise ValueError("no sampled cells")
+    return min(float(r["min_gap"]) for r in rows)
+
+
+def provenance_notes(notes: Sequence[str], corpus_sha256: str) -> list[str]:
+    """The runs' provenance lines, the first (this build's) naming the corpus it trained on by its sha256 prefix."""
+    if not notes:
+        raise ValueError("no runs")
+    return [f"{notes[0]}, corpus sha256 {corpus_sha256[:12]}", *notes[1:]]
+
+
+def recorded_scales_text(scales: Sequence[str]) -> str:
+    """The scales recorded ('cpu scale, gpu scale'; 'none yet'), and that no gpu-scale run is among them when none
+    is."""
+    return ((", ".join(f"{s} scale" for s in scales) or "none yet")
+            + ("" if "gpu" in scales else "; no gpu-scale run has been recorded"))
+
+
+def architectures(data: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The corpus runs by architecture: the Transformer's first, then the others in the record's order."""
+    return {"Transformer": data["real"], **data.get("others", {})}
+
+
+def parameters_text(arch: Mapping[str, Mapping[str, Any]]) -> str:
+    """'Transformer 254,592, GAU 261,376, FLASH 261,888 parameters'."""
+    return ", ".join(f"{name} {run['parameters']:,}" for name, run in arch.items()) + " parameters"
+
+
+def calibration_lines(arch: Mapping[str, Mapping[str, Any]]) -> str:
+    """A Markdown bullet per architecture: its last snapshot's loss, entropy and loss - entropy (calibration, with
+    its standard error), and its largest excess over the bound at any snapshot."""
+    lines = []
+    for name, run in arch.items():
+        late = run["snapshots"][-1]
+        lines.append(f"- {name}: loss {late['val_loss']:.3f}, entropy {late['mean_entropy']:.3f}, loss - entropy "
+                     f"{plus_minus(late['loss_minus_entropy'], late['loss_minus_entropy_se'], 3)} nats, largest excess "
+                     f"over the bound {max(s['max_excess_over_bound'] for s in run['snapshots']):.2g}")
+    return "\n".join(lines)
+
+
+def facts(ch: Chapter) -> dict[str, Any]:
+    """Every number and printed check the chapter states: the closed form's accuracy, the curves' monotonicity, the
+    sampled gap (from the best entropy-bound run); the live language model's provenance, Markov excess and calibration,
+    and the best entropy-lm run's architectures."""
+    bound = ch.best("entropy-bound").data
+    direct, mono = bound["direct"], bound["monotone"]
+    runs, live, best_lm = ch.runs["entropy-lm"], ch.live("entropy-lm").data, ch.best("entropy-lm")
+    notes = provenance_notes([r.note for r in runs], live["real"]["corpus"]["sha256"])
+    mk, late = live["markov"], live["real"]["snapshots"][-1]
+    arch = architectures(best_lm.data)
+    p, k = NOTES_EXAMPLE
+    return {
+        "scale": ch.scale,
+        "scale_note": text_block([f"scale: {ch.scale}"]),
+        # the closed form, against sympy, the direct sum and the 50-digit reference
+        "sympy_spread": text_block(spread_identity_lines(ent.symbolic_spread_entropy())),
+        "direct_cases": f"{direct['cases']}",
+        "direct_max_k": f"{direct['max_classes']:,}",
+        "direct_over_bound": f"{direct['direct_over_bound']:.2f}",
+        "direct_max_ulps": f"{direct['direct_max_ulps']:.1e}",
+        "closed_max_ulps": f"{direct['closed_max_ulps']:.2f}",
+        "extreme_cases": f"{direct['extreme_cases']}",
+        "direct_summary": text_block(direct_lines(direct)),
+        # the curves: monotone on the notes' range, peaked at p = 1/K; the notes' example
+        "mono_increases": f"{increases_on_notes_range(mono)}",
+        "monotone_summary": text_block(monotone_lines(mono, bound["peaks"])),
+        "example_h": f"{float(ent.spread_prediction_entropy(p, k)):.4f}",
+        "example_l": f"{float(ent.cross_entropy_loss(p)):.4f}",
+        # the bound: the grouping identity and the sampled distributions
+        "sympy_grouping": text_block(grouping_identity_lines(ent.symbolic_grouping_identity(3))),
+        "sampled_count": f"{bound['sampled']['count']:,}",
+        "sampled_min_gap": f"{closest_gap(bound['sampled']['rows']):.2e}",
+        # the language model: provenance, the Markov source, calibration late in training
+        "lm_provenance": "; ".join(notes),
+        "provenance_lines": text_block(notes),
+        "gpu_status": ch.gpu_status("entropy-lm"),
+        "recorded_scales": recorded_scales_text([r.scale for r in runs if r.recorded]),
+        "markov_excess": plus_minus(mk["excess_loss"], mk["excess_loss_se"], 4),
+        "markov_true": f"{mk['true_loss']:.4f}",
+        "markov_rate": f"{mk['entropy_rate']:.4f}",
+        "calib_gap": plus_minus(late["loss_minus_entropy"], late["loss_minus_entropy_se"], 3),
+        # the architectures against the bound
+        "arch_params": parameters_text(arch),
+        "arch_label": best_lm.label,
+        "arch_calibration": Markdown(calibration_lines(arch)),
+    }
+
+
+def figures(ch: Chapter) -> dict[str, Figure]:
+    """The notes' curves extended, the sampled distributions under the bound, the runs' token clouds, the Markov
+    source's training curve (live run) and the architectures' clouds and calibration (best run)."""
+    runs = ch.runs["entropy-lm"]
+    title = f"first-order Markov source over 26 letters, {ch.scale} scale"
+    return {
+        "fig-curves": entropy_curves(entropy_bound.NOTES_CLASSES, entropy_bound.NOTES_P_RANGE),
+        "fig-bound-sampled": bound_sampling(ch.best("entropy-bound").data["sampled"]),
+        "fig-lm-cloud": lm_clouds([(r.label, r.data) for r in runs]),
+        "fig-markov": markov_curve(ch.live("entropy-lm").data["markov"], title),
+        "fig-arch": architecture_clouds(ch.best("entropy-lm").data),
+    }

@@ -1,0 +1,76 @@
+"""The attention study's decisions and formatting, on small hand-made inputs whose answer is known."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import pytest
+from matplotlib.figure import Figure
+
+from analysis.studies import attention_basics as st
+from analysis.studies.attention_basics.figures import head_symmetry, positions_figure, qk_saturation
+from analysis.theory import transformer_basics as tb
+
+
+def test_the_saturation_law_is_drawn_from_the_saturated_widths_only(monkeypatch):
+    monkeypatch.setattr(tb, "saturated_jacobian_median", lambda n, d: 1000 * n + d)  # which (n, d) it is asked for
+    assert st.saturation_law(16, [1, 32, 64, 128], from_d=64) == {64: 16_064, 128: 16_128}
+    assert st.saturation_law(16, [1, 32, 64]) == {64: 16_064}  # from d = 64 by default
+    assert st.saturation_law(16, [1, 2, 4]) == {}  # no width at or above 64: nothing to draw
+
+
+def test_extreme_widths_pick_the_smallest_and_largest_d_whatever_the_order():
+    rows = [{"d": 64, "x": "b"}, {"d": 1, "x": "a"}, {"d": 2048, "x": "c"}]
+    lo, hi = st.extreme_widths(rows)
+    assert (lo["x"], hi["x"]) == ("a", "c")
+    one = [{"d": 8}]
+    assert st.extreme_widths(one) == (one[0], one[0])
+    with pytest.raises(ValueError):
+        st.extreme_widths([])
+
+
+def test_ratio_with_se_divides_both_by_d():
+    assert st.ratio_with_se({"d": 64, "var": 63.75, "var_se": 0.1344}) == "0.9961 ± 0.0021"
+
+
+def test_heads_text_lists_the_head_counts_in_order():
+    assert st.heads_text([{"heads": 1}, {"heads": 2}, {"heads": 64}]) == "1, 2, 64"
+    assert st.heads_text([{"heads": 8}]) == "8"
+
+
+def test_growth_is_last_over_first_and_needs_a_nonzero_start():
+    assert st.growth([1.2e-6, 1e-3, 0.07]) == pytest.approx(0.07 / 1.2e-6)
+    assert st.growth([0.5, 0.25]) == 0.5  # a shrinking spread reads below 1
+    with pytest.raises(ValueError):
+        st.growth([0.0, 0.1])
+    with pytest.raises(ValueError):
+        st.growth([])
+
+
+def test_verdict_words_name_every_key_the_summary_uses():
+    words = st.verdict_words(lambda key: "holds" if key.startswith("pe") else "fails")
+    assert list(words) == [f"v-{k}" for k in st.VERDICT_KEYS]
+    assert words["v-pe-shift"] == "holds" and words["v-qk-normal"] == "fails"
+    assert st.verdict_words(str.upper, ("a-b",)) == {"v-a-b": "A-B"}
+
+
+def test_the_figures_draw_hand_made_data_with_labels():
+    qk = [{"d": d, "var": d * 1.01, "var_se": 0.01 * d, "kurtosis": 6 / d, "kurtosis_se": 0.1} for d in (1, 4, 64)]
+    side = {"entropy_mean": 2.0, "entropy_se": 0.01, "jac_median": 0.1, "jac_median_se": 0.01, "jac_q10": 0.05,
+            "jac_q90": 0.2}
+    data = {"qk": qk, "saturation": [{"d": d, "scaled": side, "unscaled": side} for d in (1, 64, 128)], "keys": 16}
+    runs = {"identical": {"steps": [0, 10, 100], "spread": [0.0, 0.0, 0.0]},
+            "independent init": {"steps": [0, 10, 100], "spread": [1.4, 1.4, 1.5]}}
+    pos = {"dot_curve_k": [-2, -1, 0, 1, 2], "dot_curve": [1.0, 2.0, 3.0, 2.0, 1.0], "d": 8, "pe32_pos": [0, 10, 100],
+           "pe32_err_by_pos": [0.0, 1e-6, 1e-5], "m_err64": [1e-13, 2e-13], "rope_spread": 1e-12,
+           "projected": [{"k": k, "std": 0.5, "mean": 1.0 + k} for k in (0, 1, 2)]}
+    figs = [qk_saturation(data, {64: 1e-2, 128: 1e-3}), head_symmetry(runs), positions_figure(pos)]
+    for fig in figs:
+        assert isinstance(fig, Figure)
+        panels = [ax for ax in fig.axes if ax.has_data()]
+        assert panels and all(ax.get_xlabel() and ax.get_title() and ax.get_ylabel() for ax in panels)
+        plt.close(fig)
+    assert len(figs[0].axes) == 4 and len(figs[2].axes) == 3
+    labels = figs[1].axes[0].get_legend_handles_labels()[1]
+    assert labels == ["identical (exactly 0 throughout)", "independent init"]

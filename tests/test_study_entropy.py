@@ -1,0 +1,146 @@
+"""The entropy study's decisions and formatting, on small hand-made inputs whose answer is known."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import pytest
+import sympy as sp
+from matplotlib.figure import Figure
+
+from analysis.studies import entropy as st
+from analysis.studies.entropy.figures import (architecture_clouds, bound_sampling, entropy_curves, lm_clouds,
+                                              markov_curve)
+
+
+def test_text_block_fences_the_lines_as_printed():
+    assert st.text_block(["a: 1", "b:  2"]).data == "```text\na: 1\nb:  2\n```"
+
+
+def test_plus_minus_rounds_both_to_the_same_decimals():
+    assert st.plus_minus(1.14375, 0.03876, 4) == "1.1438 ± 0.0388"
+    assert st.plus_minus(-1.0434, 0.0401, 3) == "-1.043 ± 0.040"
+
+
+def test_symbolic_lines_print_label_and_value_when_the_identity_is_zero():
+    x = sp.Symbol("x")
+    assert st.symbolic_lines((("sum :", x + 1), ("difference:", sp.Integer(0))), (sp.Integer(0),)) == [
+        "sum : x + 1", "difference: 0"]
+
+
+def test_symbolic_lines_refuse_an_identity_that_is_not_zero():
+    x = sp.Symbol("x")
+    with pytest.raises(ValueError, match="did not reduce"):
+        st.symbolic_lines((("difference:", x),), (x, sp.Integer(0)))
+
+
+def test_spread_identity_lines_name_the_three_results():
+    p, k = sp.symbols("p K")
+    lines = st.spread_identity_lines({"direct": p, "closed_form": k, "difference": sp.Integer(0)})
+    assert lines == ["direct sum : p", "closed form: K", "difference simplifies to: 0"]
+    with pytest.raises(ValueError):
+        st.spread_identity_lines({"direct": p, "closed_form": k, "difference": p - k})
+
+
+def test_grouping_identity_lines_need_both_differences_zero():
+    zero = sp.Integer(0)
+    assert st.grouping_identity_lines({"difference": zero, "entropy_deficit_minus_kl": zero}) == [
+        "H(q) - [h(p) + (1-p) H(r)]      = 0", "ln(m) - H(r) - KL(r || uniform) = 0"]
+    with pytest.raises(ValueError):
+        st.grouping_identity_lines({"difference": zero, "entropy_deficit_minus_kl": sp.log(2)})
+
+
+def test_direct_lines_state_the_bound_ratio_and_the_ulps():
+    lines = st.direct_lines({"direct_over_bound": 0.2149, "direct_max_ulps": 3.51e9, "closed_max_ulps": 0.5794})
+    assert lines == [("closed form vs direct sum: at most 0.21 x the rounding bound (direct sum alone: up to 3.5e+09 "
+                      "ulps from the reference)"), "closed form vs 50-digit reference: at most 0.58 ulps"]
+
+
+def test_monotone_lines_keep_the_keys_as_the_record_holds_them():
+    mono = {"1000": {"increases_on_notes_range": 0, "increases_on_full_range": 7}}
+    peaks = {"1000": {"grid_max_minus_peak": -1.1e-13}}
+    assert st.monotone_lines(mono, peaks) == ["increases of H on the notes' p range: {'1000': 0}",
+                                              "increases of H on p in [1e-12, 1]:    {'1000': 7}",
+                                              "largest H on the grid minus H(1/K):   {'1000': '-1.1e-13'}"]
+    live = st.monotone_lines({10: {"increases_on_notes_range": 2, "increases_on_full_range": 3}},
+                             {10: {"grid_max_minus_peak": 0.0}})
+    assert live[0].endswith("{10: 2}") and live[2].endswith("{10: '0.0e+00'}")
+
+
+def test_increases_are_summed_over_the_classes():
+    assert st.increases_on_notes_range({"10": {"increases_on_notes_range": 0},
+                                        "20": {"increases_on_notes_range": 0}}) == 0
+    assert st.increases_on_notes_range({1: {"increases_on_notes_range": 2}, 2: {"increases_on_notes_range": 3}}) == 5
+    assert st.increases_on_notes_range({}) == 0
+
+
+def test_closest_gap_is_the_smallest_over_all_cells():
+    rows = [{"min_gap": 0.3}, {"min_gap": 4.27e-8}, {"min_gap": 0.01}]
+    assert st.closest_gap(rows) == 4.27e-8
+    assert st.closest_gap([{"min_gap": 0.5}, {"min_gap": -1e-3}]) == -1e-3  # a crossing of the bound shows
+    with pytest.raises(ValueError):
+        st.closest_gap([])
+
+
+def test_provenance_names_the_corpus_on_the_live_run_only():
+    sha = "f89ea14e58df0123456789"
+    assert st.provenance_notes(["this build", "recorded: cpu"], sha) == [
+        "this build, corpus sha256 f89ea14e58df", "recorded: cpu"]
+    assert st.provenance_notes(["this build"], sha) == ["this build, corpus sha256 f89ea14e58df"]
+    with pytest.raises(ValueError):
+        st.provenance_notes([], sha)
+
+
+@pytest.mark.parametrize("scales, text", [
+    ([], "none yet; no gpu-scale run has been recorded"),
+    (["cpu"], "cpu scale; no gpu-scale run has been recorded"),
+    (["cpu", "gpu"], "cpu scale, gpu scale"),
+    (["gpu"], "gpu scale"),
+])
+def test_recorded_scales_say_when_no_gpu_run_is_recorded(scales, text):
+    assert st.recorded_scales_text(scales) == text
+
+
+def test_architectures_put_the_transformer_first():
+    data = {"real": {"parameters": 1}, "others": {"GAU": {"parameters": 2}, "FLASH": {"parameters": 3}}}
+    assert list(st.architectures(data)) == ["Transformer", "GAU", "FLASH"]
+    assert list(st.architectures({"real": {"parameters": 1}})) == ["Transformer"]
+
+
+def test_parameters_text_lists_every_architecture():
+    arch = {"Transformer": {"parameters": 254_592}, "GAU": {"parameters": 261_376}}
+    assert st.parameters_text(arch) == "Transformer 254,592, GAU 261,376 parameters"
+
+
+def _snap(step, loss, entropy, excess, gap=0.07, se=0.015):
+    return {"step": step, "val_loss": loss, "mean_entropy": entropy, "loss_minus_entropy": gap,
+            "loss_minus_entropy_se": se, "max_excess_over_bound": excess, "loss": [loss, loss + 0.5],
+            "entropy": [entropy, entropy - 0.1]}
+
+
+def test_calibration_lines_state_the_last_snapshot_and_the_largest_excess_of_any():
+    arch = {"Transformer": {"snapshots": [_snap(0, 5.5, 5.5, -0.2), _snap(10, 1.8834, 1.8131, -0.013)]},
+            "GAU": {"snapshots": [_snap(0, 5.5, 5.5, -0.0021), _snap(10, 1.725, 1.643, -0.5, 0.082, 0.014)]}}
+    assert st.calibration_lines(arch).split("\n") == [
+        ("- Transformer: loss 1.883, entropy 1.813, loss - entropy 0.070 ± 0.015 nats, largest excess over the bound "
+         "-0.013"),
+        "- GAU: loss 1.725, entropy 1.643, loss - entropy 0.082 ± 0.014 nats, largest excess over the bound -0.0021"]
+
+
+def test_the_figures_draw_hand_made_data_with_labels():
+    snaps = [_snap(0, 5.5, 5.5, -0.2), _snap(10, 2.0, 1.9, -0.01)]
+    lm = {"real": {"snapshots": snaps}, "others": {"GAU": {"snapshots": snaps}}}
+    rows = [{"p": p, "concentration": c, "loss": 0.7, "median_gap": 0.1 / c, "entropy_sample": [3.0, 3.1]}
+            for p in (0.5, 0.9) for c in (1.0, 100.0)]
+    markov = {"train_steps": [1, 2, 3], "train_loss": [3.2, 2.9, 2.6], "entropy_rate": 2.36, "uniform_loss": 3.26,
+              "model_loss": 2.5, "excess_loss_se": 0.04}
+    figs = [entropy_curves((10, 1000), (0.01, 0.99)), bound_sampling({"rows": rows, "classes": 100}),
+            lm_clouds([("live", lm), ("again", lm)]), markov_curve(markov, "title"), architecture_clouds(lm)]
+    for fig in figs:
+        assert isinstance(fig, Figure)
+        panels = [ax for ax in fig.axes if ax.has_data() and not hasattr(ax, "_colorbar")]
+        assert panels and all(ax.get_xlabel() and ax.get_title() for ax in panels)
+        plt.close(fig)
+    assert len(figs[2].axes) == 2 * 2 + 1  # two runs by two snapshots, and one colour bar
+    assert len(figs[4].axes) == 3  # two architectures' clouds and the calibration panel
