@@ -1,0 +1,117 @@
+"""Deep GAU without warmup: post-norm GAU stacks against post-norm, pre-norm and DeepNorm Transformers of equal
+parameters, each trained at every learning rate of a grid with and without warmup, and the largest learning rate at
+which every seed trains against depth (experiment ``deep-gau``). It cites the previous chapter's records of
+``gau-init`` and ``coord-check`` for the size of GAU's output at initialisation."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from IPython.display import Markdown
+from matplotlib.figure import Figure
+
+from analysis.experiments import deep_gau as dg
+from analysis.studies.deep_gau.figures import deep_gau
+
+if TYPE_CHECKING:
+    from analysis.chapter import Chapter, RunSet
+
+TITLE = "Deep GAU without warmup"
+EXPERIMENTS = ("deep-gau",)
+NO_BOUNDARY = "none of the grid"  # a boundary of 0: no learning rate of the grid trains every seed
+# the boundaries the prose cites: glue key -> architecture and where ("0": largest depth without warmup, "w": largest
+# depth with warmup, "s": smallest depth without warmup)
+CITED_BOUNDARIES = {"g": ("post-norm GAU", "0ws"), "t": ("post-norm Transformer", "0ws"),
+                    "p": ("pre-norm Transformer", "0"), "n": ("DeepNorm Transformer", "0")}
+LOSSES = (("post", "t0"), ("pre", "p0"), ("deepnorm", "n0"))  # residual -> glue suffix of the Transformers' losses
+
+
+def facts(ch: Chapter) -> dict[str, Any]:
+    """Every number, table and sentence the chapter states, from the best run of deep-gau and the previous
+    chapter's records of gau-init and coord-check (not re-run here)."""
+    from analysis.chapter import recorded
+
+    best = ch.best("deep-gau")
+    s = dg.summary(best.data)
+    return {
+        "best_label": best.label,
+        "gpu_status": ch.gpu_status("deep-gau"),
+        **threshold_facts(s),
+        **previous_facts(recorded("gau-init", ch.directory), recorded("coord-check", ch.directory)),
+        "deep_boundaries": Markdown("```text\n" + boundary_table(s) + "\n```"),
+        "deep_d": f"{s['depth']}",
+        "deep_2d": f"{2 * s['depth']}",
+        "deep_d0": f"{s['depths'][0]}",
+        **boundary_facts(s),
+        **loss_facts(s),
+        "verdict_list": ch.verdicts("deep-gau"),
+    }
+
+
+def figures(ch: Chapter) -> dict[str, Figure]:
+    """The stability boundary against depth, the loss against the learning rate and the update sizes at init."""
+    return {"fig-deep": deep_gau(ch.best("deep-gau").data)}
+
+
+def threshold_facts(s: dict[str, Any]) -> dict[str, str]:
+    """The corpus's unigram entropy, the margin below it that a run must reach to count as trained (three seed
+    spreads: unigram entropy - threshold) and the grid's step between neighbouring learning rates."""
+    return {"deep_margin": f"{s['unigram'] - s['threshold']:.2g}", "deep_unigram": f"{s['unigram']:.3f} nats/byte",
+            "deep_step": f"{s['grid_step']:.3g}"}
+
+
+def previous_facts(init: RunSet, coord: RunSet) -> dict[str, str]:
+    """From the previous chapter's runs: how many times smaller than its input a bidirectional GAU layer's output
+    is (measured and per the source) and where, the median GAU branch in causal language models and where, and
+    which runs these are."""
+    from analysis.experiments import coord_check, gau_init
+
+    init_sum, coord_sum = gau_init.summary(init.data), coord_check.summary(coord.data)
+    return {"prev_bidir": f"{init_sum['times_below_input']:.0f}",
+            "prev_source": f"{init_sum['source_times_below_input']:.0f}",
+            "prev_where": init_sum["where"],
+            "prev_coord": f"{coord_sum['gau_median']:.2f}",
+            "prev_coord_where": coord_sum["where"],
+            "prev_provenance": f"gau-init and coord-check, {init.label} and {coord.label}"}
+
+
+def warmup_label(warmup: int) -> str:
+    """'no warmup' for 0 steps, 'warmup 50' otherwise."""
+    return "no warmup" if warmup == 0 else f"warmup {warmup}"
+
+
+def bound_text(bound: float) -> str:
+    """A boundary at two significant digits, or 'none of the grid' when no learning rate trains (a boundary of 0)."""
+    return f"{bound:.2g}" if bound > 0 else NO_BOUNDARY
+
+
+def boundary_table(s: dict[str, Any]) -> str:
+    """The boundaries of :func:`analysis.experiments.deep_gau.summary`: a line per architecture and warmup, the
+    largest learning rate at which every seed trains at each depth (0: none)."""
+    lines = [f"largest learning rate at which every seed trains (0: none), by depth {s['depths']}"]
+    for name, by_warmup in s["boundaries"].items():
+        for w, bounds in by_warmup.items():
+            lines.append(f"  {name:22s} {warmup_label(w):10s}: " + ", ".join(f"{b:.2g}" for b in bounds))
+    return "\n".join(lines)
+
+
+def boundary_facts(s: dict[str, Any]) -> dict[str, str]:
+    """The boundaries the prose cites (:data:`CITED_BOUNDARIES`): at the largest depth without and with warmup and
+    at the smallest depth without warmup, as :func:`bound_text` words them."""
+    where = {"0": (0, -1), "w": (s["warmup"], -1), "s": (0, 0)}
+    out = {}
+    for key, (name, cited) in CITED_BOUNDARIES.items():
+        for c in cited:
+            warmup, depth = where[c]
+            out[f"deep_b{key}{c}"] = bound_text(s["boundaries"][name][warmup][depth])
+    return out
+
+
+def loss_facts(s: dict[str, Any]) -> dict[str, str]:
+    """At the largest depth without warmup, each architecture's best validation loss, and GAU's against each
+    Transformer's (three standard errors, from the summary)."""
+    out = {"deep_g0": f"{s['gau']['val_loss']:.3f}"}
+    for residual, short in LOSSES:
+        out[f"deep_{short}"] = f"{s[residual]['val_loss']:.3f}"
+        out[f"deep_vs_{short}"] = s[f"gau_vs_{residual}"]
+    return out

@@ -1,0 +1,191 @@
+"""Normalisation and depth: per-token norms and incremental decoding, the notes' LayerNorm examples and RMSNorm
+formula, DeepNorm's constants, the one-step update against depth for post-norm, pre-norm and DeepNorm, and whether
+pre-norm trades depth for width in trained models (experiment ``norms-depth``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from IPython.display import Markdown
+from matplotlib.figure import Figure
+
+from analysis.experiments import norms_depth as nd
+from analysis.studies.norms_depth.figures import depth_updates, residual_streams
+
+if TYPE_CHECKING:
+    from analysis.chapter import Chapter
+
+TITLE = "Normalisation and depth"
+EXPERIMENTS = ("norms-depth",)
+DEEPNORM_DEPTHS = (6, 12, 100, 1000)  # the rows of the table of DeepNorm's constants (N = M)
+DEEPNORM_HEAD = ("N = M", "alpha (encoder- or decoder-only)", "beta", "enc-dec: encoder alpha", "encoder beta",
+                 "decoder alpha", "decoder beta")
+
+
+def facts(ch: Chapter) -> dict[str, Any]:
+    """Every number, table and verdict the chapter states, from the best run of norms-depth (DeepNorm's constants
+    from their closed forms)."""
+    best = ch.best("norms-depth")
+    d = best.data
+    return {
+        "best_label": best.label,
+        "gpu_status": ch.gpu_status("norms-depth"),
+        "dec_table": decoding_table(d["decoding"]),
+        **decoding_facts(d["decoding"]),
+        **norm_facts(d["norms"]),
+        **deepnorm_facts(),
+        **depth_facts(d["depth"]),
+        **stream_facts(nd.summary(d)),
+        "verdict_list": ch.verdicts("norms-depth"),
+        "premise_verdict": ch.claim("norms-depth", "prenorm-cosine").verdict_text(),
+        "conclusion_verdict": ch.claim("norms-depth", "prenorm-width").verdict_text(),
+    }
+
+
+def figures(ch: Chapter) -> dict[str, Figure]:
+    """The update size against depth, and the residual streams of the trained pre- and post-norm models."""
+    d = ch.best("norms-depth").data
+    return {"fig-depth": depth_updates(d["depth"]), "fig-streams": residual_streams(d["trained"])}
+
+
+# --- incremental decoding ---------------------------------------------------------------------------------------
+
+
+def decoding_table(rows: list[dict[str, Any]]) -> Markdown:
+    """One line per decoding model: its label and the largest relative gap between incremental and full decoding."""
+    lines = [f"{r['label']:52s} max relative gap {r['gap']:.2e}" for r in rows]
+    return Markdown("```text\n" + "\n".join(lines) + "\n```")
+
+
+def gap_of(rows: list[dict[str, Any]], word: str) -> float:
+    """The decoding gap of the first model whose label contains ``word``; ValueError when none does."""
+    for r in rows:
+        if word in r["label"]:
+            return float(r["gap"])
+    raise ValueError(f"no decoding model labelled with {word!r}")
+
+
+def decoding_facts(rows: list[dict[str, Any]]) -> dict[str, str]:
+    """The worst gap over the per-token models and their count, and the gaps of the norm over positions and of
+    training-mode BatchNorm."""
+    per_token = [r for r in rows if r["per_token"]]
+    return {"dec_worst": f"{max(r['gap'] for r in per_token):.1e}", "dec_count": f"{len(per_token)}",
+            "dec_seq": f"{gap_of(rows, 'positions'):.2f}", "dec_bn": f"{gap_of(rows, 'BatchNorm'):.2f}"}
+
+
+# --- the notes' LayerNorm and RMSNorm examples ---------------------------------------------------------------
+
+
+def vector_text(values: list[float]) -> str:
+    """'0.3651, 0.7303, ...': a vector at four decimals, as the notes print it."""
+    return ", ".join(f"{v:.4f}" for v in values)
+
+
+def norm_facts(ex: dict[str, Any]) -> dict[str, str]:
+    """The LayerNorm gaps (printed, shifted, scaled and the closed form's prediction), the three RMSNorm versions
+    on [1,2,3,4], the larger gap of the two implementations (the quoted Llama code, torch.nn.RMSNorm) to the
+    standard x/RMS(x), and the notes' formula's gap."""
+    rv, gaps = ex["rms_versions"], ex["rms_gap_to_standard"]
+    return {
+        "ln_printed": f"{ex['printed_error']:.1e}",
+        "ln_gap_shift": f"{ex['gap_1234_2345']:.1g}",
+        "ln_gap_scale": f"{ex['gap_1234_2468']:.2e}",
+        "ln_gap_pred": f"{ex['gap_1234_2468_predicted']:.2e}",
+        "rms_std": vector_text(rv["standard x / RMS(x)"][0]),
+        "rms_notes": vector_text(rv["notes (x - mean) / RMS(x)"][0]),
+        "rms_ln": vector_text(rv["LayerNorm"][0]),
+        "rms_code_gap": f"{max(gaps['quoted Llama code'], gaps['torch.nn.RMSNorm']):.1e}",
+        "rms_notes_gap": f"{gaps['notes (x - mean) / RMS(x)']:.2f}",
+    }
+
+
+# --- DeepNorm's constants ---------------------------------------------------------------------------------------
+
+
+def deepnorm_row(n_layers: int) -> tuple[float, ...]:
+    """N, the decoder-only (alpha, beta) and the encoder-decoder's encoder and decoder (alpha, beta) at N = M
+    (DeepNet, sec. 4: :func:`analysis.theory.transformer_basics.deepnorm_constants`)."""
+    from analysis.theory import transformer_basics as tb
+
+    e = tb.deepnorm_constants("decoder", n_layers)
+    x = tb.deepnorm_constants("encoder-decoder", n_layers, n_layers)
+    return (n_layers, e["alpha"], e["beta"], x["encoder_alpha"], x["encoder_beta"], x["decoder_alpha"],
+            x["decoder_beta"])
+
+
+def table_cell(value: float) -> str:
+    """An HTML cell: a float at three decimals, an int (a depth) as it is."""
+    return f"<td>{value:.3f}</td>" if isinstance(value, float) else f"<td>{value}</td>"
+
+
+def deepnorm_table(depths: tuple[int, ...] = DEEPNORM_DEPTHS) -> Markdown:
+    """The table of DeepNorm's constants, one row per depth, in the style of the book's tables (raw HTML)."""
+    from analysis.verify import claims_table_css
+
+    rows = ["<tr>" + "".join(table_cell(v) for v in deepnorm_row(n)) + "</tr>" for n in depths]
+    return Markdown(claims_table_css() + '<table class="claims-table"><thead><tr>'
+                    + "".join(f"<th>{h}</th>" for h in DEEPNORM_HEAD) + "</tr></thead><tbody>" + "".join(rows)
+                    + "</tbody></table>")
+
+
+def deepnorm_facts() -> dict[str, Any]:
+    """sympy's alpha and beta from DeepNorm's two conditions (eq-deepnorm), alpha^2 beta^2 of the encoder-decoder's
+    encoder at N = M = 6, and the table of constants."""
+    from analysis.chapter import typeset
+    from analysis.theory import transformer_basics as tb
+
+    sym = tb.symbolic_checks()
+    ed = tb.deepnorm_constants("encoder-decoder", 6, 6)
+    return {"dn_alpha": typeset(sym["deepnorm_alpha"]), "dn_beta": typeset(sym["deepnorm_beta"]),
+            "dn_ab_enc": f"{ed['encoder_alpha'] ** 2 * ed['encoder_beta'] ** 2:.4f}", "dn_table": deepnorm_table()}
+
+
+# --- update size against depth ----------------------------------------------------------------------------------
+
+
+def mean_text(pair: tuple[float, float], signed: bool = False, digits: int = 2) -> str:
+    """'0.51 ± 0.06' (with a sign: '+0.633 ± 0.079'): a mean and its standard error."""
+    mean, se = pair
+    return f"{mean:+.{digits}f} ± {se:.{digits}f}" if signed else f"{mean:.{digits}f} ± {se:.{digits}f}"
+
+
+def mean_at(rows: list[dict[str, Any]], residual: str, depth: int) -> float:
+    """The one-step model update at ``depth`` for ``residual``, mean over seeds."""
+    return nd.mean_update(rows, residual, depth)[0]
+
+
+def depth_facts(rows: list[dict[str, Any]]) -> dict[str, str]:
+    """The log-log slope of the model update against depth per residual arrangement, the depths' range, the mean
+    updates at the largest depth, and post-norm's update over DeepNorm's at the smallest and the largest depth."""
+    dmin, dmax = min(r["depth"] for r in rows), max(r["depth"] for r in rows)
+    post_lo, post_hi = mean_at(rows, "post", dmin), mean_at(rows, "post", dmax)
+    dn_lo, dn_hi = mean_at(rows, "deepnorm", dmin), mean_at(rows, "deepnorm", dmax)
+    return {
+        **{f"slope_{res}": mean_text(nd.slope(rows, res)) for res in nd.RESIDUALS},
+        "depth_range": f"{dmin} to {dmax}",
+        "mu_post_max": f"{post_hi:.2f}",
+        "mu_dn_max": f"{dn_hi:.3f}",
+        "mu_pre_max": f"{mean_at(rows, 'pre', dmax):.2f}",
+        "dmax": f"{dmax}",
+        "dn_ratio": f"{post_hi / dn_hi:.1f}",
+        "dn_ratio_lo": f"{post_lo / dn_lo:.1f}",
+        "dmin": f"{dmin}",
+    }
+
+
+# --- does pre-norm trade depth for width? -----------------------------------------------------------------------
+
+
+def stream_facts(s: dict[str, Any]) -> dict[str, str]:
+    """From :func:`analysis.experiments.norms_depth.summary`: per residual the sequential loss, the penalties of
+    groups of 2 and of the largest group, the late cosine and the stream-norm growth; pre-norm's penalties compared
+    with post-norm's, the pair penalty as a share of the loss, the largest group and the number of sublayers."""
+    out: dict[str, str] = {}
+    for res in ("pre", "post"):
+        r = s[res]
+        out |= {f"loss1_{res}": f"{r['loss1']:.3f}", f"pen2_{res}": mean_text(r["pen2"], signed=True, digits=3),
+                f"penmax_{res}": mean_text(r["penmax"], signed=True, digits=3), f"cos_{res}": f"{r['cosine']:.3f}",
+                f"norm_growth_{res}": f"{r['norm_growth']:.1f}"}
+    return out | {"pen_compare": s["pen2_compare"], "penmax_compare": s["penmax_compare"],
+                  "pen_frac": f"{100 * s['pen2_share_of_loss']:.0f}%", "gmax": f"{s['gmax']}",
+                  "n_sub": f"{s['sublayers']}"}

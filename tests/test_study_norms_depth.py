@@ -1,0 +1,109 @@
+"""The normalisation chapter's decisions, on small hand-made inputs."""
+
+import pytest
+
+from analysis.studies import norms_depth as st
+
+DECODING = [
+    {"label": "post-norm Transformer, LayerNorm", "per_token": True, "gap": 3e-16},
+    {"label": "pre-norm Transformer, RMSNorm", "per_token": True, "gap": 1.1e-15},
+    {"label": "post-norm Transformer, norm over positions", "per_token": False, "gap": 0.912},
+    {"label": "post-norm Transformer, BatchNorm (training mode)", "per_token": False, "gap": 0.5512},
+]
+
+
+def test_decoding_facts_take_the_worst_per_token_gap_and_find_the_mixing_norms_by_label():
+    f = st.decoding_facts(DECODING)
+    assert f == {"dec_worst": "1.1e-15", "dec_count": "2", "dec_seq": "0.91", "dec_bn": "0.55"}
+
+
+def test_the_worst_gap_ignores_the_mixing_norms():
+    rows = [dict(r, gap=r["gap"] * 10) if not r["per_token"] else r for r in DECODING]
+    assert st.decoding_facts(rows)["dec_worst"] == "1.1e-15"
+
+
+def test_gap_of_takes_the_first_matching_label_and_refuses_a_missing_one():
+    rows = DECODING + [{"label": "another BatchNorm", "per_token": False, "gap": 9.0}]
+    assert st.gap_of(rows, "BatchNorm") == 0.5512
+    with pytest.raises(ValueError, match="GroupNorm"):
+        st.gap_of(rows, "GroupNorm")
+
+
+def test_decoding_table_is_one_padded_line_per_model_in_a_text_block():
+    text = st.decoding_table(DECODING[:2]).data
+    lines = text.splitlines()
+    assert lines[0] == "```text" and lines[-1] == "```" and len(lines) == 4
+    assert lines[1] == f"{'post-norm Transformer, LayerNorm':52s} max relative gap 3.00e-16"
+
+
+def test_norm_facts_take_the_larger_implementation_gap():
+    ex = {"printed_error": 4.8e-5, "gap_1234_2345": 0.0, "gap_1234_2468": 4.05e-6, "gap_1234_2468_predicted": 4.02e-6,
+          "rms_versions": {"standard x / RMS(x)": [[0.36514, 1.0]], "notes (x - mean) / RMS(x)": [[-0.5, 0.5]],
+                           "LayerNorm": [[-1.34164, 1.34164]]},
+          "rms_gap_to_standard": {"quoted Llama code": 2e-8, "torch.nn.RMSNorm": 1.1e-7,
+                                  "notes (x - mean) / RMS(x)": 0.951}}
+    f = st.norm_facts(ex)
+    assert f["rms_code_gap"] == "1.1e-07" and f["rms_notes_gap"] == "0.95" and f["ln_gap_shift"] == "0"
+    assert f["rms_std"] == "0.3651, 1.0000" and f["rms_ln"] == "-1.3416, 1.3416"
+    ex["rms_gap_to_standard"]["quoted Llama code"] = 3e-6
+    assert st.norm_facts(ex)["rms_code_gap"] == "3.0e-06"
+
+
+def test_table_cell_formats_floats_only():
+    assert st.table_cell(6) == "<td>6</td>"
+    assert st.table_cell(1.86121) == "<td>1.861</td>"
+
+
+def test_deepnorm_rows_follow_the_closed_forms():
+    n, alpha, beta, enc_a, enc_b, dec_a, dec_b = st.deepnorm_row(6)
+    assert n == 6 and alpha == pytest.approx(12**0.25) and beta == pytest.approx(48**-0.25)
+    assert enc_a * enc_b == pytest.approx(0.81 * 0.87) and dec_a == pytest.approx(18**0.25)
+    assert dec_b == pytest.approx(72**-0.25)
+
+
+def test_deepnorm_table_has_a_row_per_depth_and_the_books_table_style():
+    html = st.deepnorm_table((6, 1000)).data
+    assert html.count("<tr>") == 3 and html.startswith("<style>") and "<td>1000</td>" in html
+    assert f"<td>{2000 ** 0.25:.3f}</td>" in html
+
+
+def test_mean_text_with_and_without_sign():
+    assert st.mean_text((0.514, 0.0612)) == "0.51 ± 0.06"
+    assert st.mean_text((0.6334, 0.0791), signed=True, digits=3) == "+0.633 ± 0.079"
+    assert st.mean_text((-0.01, 0.002), signed=True, digits=3) == "-0.010 ± 0.002"
+
+
+def _depth_rows() -> list[dict]:
+    """Updates growing like depth^slope: post 0.5, pre 0.25, DeepNorm 0.5 at a tenth of post-norm's size."""
+    rows = []
+    for depth in (2, 8, 32):
+        for seed, wobble in ((0, 1.0), (1, 1.0)):
+            for res, (c, k) in {"post": (1.0, 0.5), "pre": (0.5, 0.25), "deepnorm": (0.1, 0.5)}.items():
+                rows.append({"depth": depth, "residual": res, "seed": seed, "model_update": c * wobble * depth**k})
+    return rows
+
+
+def test_depth_facts_use_the_smallest_and_largest_depth():
+    f = st.depth_facts(_depth_rows())
+    assert f["depth_range"] == "2 to 32" and f["dmin"] == "2" and f["dmax"] == "32"
+    assert f["slope_post"] == "0.50 ± 0.00" and f["slope_pre"] == "0.25 ± 0.00"
+    assert f["mu_post_max"] == f"{32**0.5:.2f}" and f["mu_dn_max"] == f"{0.1 * 32**0.5:.3f}"
+    assert f["dn_ratio"] == "10.0" and f["dn_ratio_lo"] == "10.0"
+
+
+def test_mean_at_averages_seeds():
+    rows = [{"depth": 4, "residual": "post", "model_update": v} for v in (1.0, 3.0)]
+    assert st.mean_at(rows, "post", 4) == 2.0
+
+
+def test_stream_facts_format_both_arrangements_and_the_comparisons():
+    s = {"gmax": 8, "sublayers": 16, "pen2_compare": "indistinguishable from", "penmax_compare": "smaller than",
+         "pen2_share_of_loss": 0.3397,
+         "pre": {"loss1": 1.8634, "pen2": (0.6334, 0.0791), "penmax": (1.363, 0.057), "cosine": 0.978,
+                 "norm_growth": 5.61},
+         "post": {"loss1": 1.823, "pen2": (0.583, 0.021), "penmax": (1.902, 0.112), "cosine": 0.873,
+                  "norm_growth": 1.2}}
+    f = st.stream_facts(s)
+    assert f["pen2_pre"] == "+0.633 ± 0.079" and f["cos_post"] == "0.873" and f["norm_growth_pre"] == "5.6"
+    assert f["pen_frac"] == "34%" and f["gmax"] == "8" and f["n_sub"] == "16" and f["penmax_compare"] == "smaller than"
+    assert len(f) == 15
