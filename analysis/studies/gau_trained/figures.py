@@ -1,0 +1,149 @@
+"""The figures of the chapter on GAU and FLASH trained: quality at equal parameters (loss against steps and time,
+recall against pairs) and transfer across lengths per attention normalisation."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+from analysis.experiments.gau_length import NORM_LABELS, _runs, recall_curve, summary
+from analysis.experiments.gau_quality import (
+    ARCH_LABELS,
+    ARCHS,
+    _text_runs,
+    recall_table,
+)
+from analysis.studies.plotting import STYLE, readable_figure
+
+
+@readable_figure
+def quality(data: dict[str, Any]) -> Figure:
+    """Validation loss against steps and against measured training seconds per architecture (mean over seeds, band
+    of 2 SE), and held-out recall accuracy against the number of pairs."""
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 3, figsize=(18, 5))
+        for i, arch in enumerate(ARCHS):
+            runs = _text_runs(data, arch)
+            curves = np.array([r["curve"] for r in runs], dtype=float)  # (seeds, evals, 3)
+            mean, se = curves.mean(0), curves.std(0, ddof=1) / np.sqrt(len(runs)) if len(runs) > 1 else 0 * curves[0]
+            for ax, axis in ((axes[0], 0), (axes[1], 1)):
+                x = mean[1:, axis]
+                ax.plot(x, mean[1:, 2], "-", color=f"C{i}", label=ARCH_LABELS[arch])
+                ax.fill_between(x, mean[1:, 2] - 2 * se[1:, 2], mean[1:, 2] + 2 * se[1:, 2], color=f"C{i}",
+                                alpha=0.2)
+            rec = recall_table(data, arch)
+            axes[2].errorbar(rec["pairs"], rec["mean"], yerr=[2 * e for e in rec["se"]], fmt="-o", color=f"C{i}",
+                             capsize=3, label=ARCH_LABELS[arch])
+        for ax, xlabel in ((axes[0], "optimiser steps"), (axes[1], "training time on this machine (s, one thread)")):
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel("validation loss (nats/byte)")
+            lo = min(line.get_ydata().min() for line in ax.get_lines())
+            ax.set_ylim(lo - 0.05, lo + 1.2)
+        axes[0].set_title("loss against steps (band: 2 SE over seeds)")
+        axes[1].set_title("the same runs against training time")
+        axes[0].legend()
+        axes[2].axhline(data["chance"], color="grey", ls=":", lw=1.2, label="chance (1/values)")
+        axes[2].set_xscale("log", base=2)
+        axes[2].set_xticks(data["pairs"], [str(p) for p in data["pairs"]])
+        axes[2].minorticks_off()
+        axes[2].set_ylim(-0.03, 1.05)
+        axes[2].set_xlabel("pairs a query chooses among (log scale)")
+        axes[2].set_ylabel("held-out recall accuracy")
+        axes[2].set_title("single-token recall (2 SE over seeds)")
+        axes[2].legend(loc="lower left")
+        fig.tight_layout()
+    return fig
+
+
+def _log_bins(values: np.ndarray, start: int, stop: int, per_octave: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """Means of values[start:stop] in bins equally spaced in log position; returns (bin centre positions, means)."""
+    edges = np.unique(np.geomspace(start, stop, max(2, int(per_octave * math.log2(stop / start)) + 1)).astype(int))
+    centres, means = [], []
+    for a, b in itertools.pairwise(edges):
+        if b > a:
+            centres.append(math.sqrt(a * (b - 1)) if a > 0 else (b - 1) / 2)
+            means.append(float(np.mean(values[a:b])))
+    return np.array(centres), np.array(means)
+
+
+@readable_figure
+def length(data: dict[str, Any]) -> Figure:
+    """Recall accuracy against evaluation length per normalisation (spread and near layouts); text loss against
+    position with the full context and with the last n tokens only; the entropy and the mass of the query rows'
+    attention against length (the layer that attends most sharply at the training length)."""
+    s = summary(data)
+    n, ctx, long = s["train_span"], s["ctx"], s["long"]
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(2, 2, figsize=(13, 9.5))
+        ax = axes[0, 0]
+        for i, norm in enumerate(s["norms"]):
+            for layout, style in (("spread", "-o"), ("near", "--s")):
+                c = s[norm][layout]
+                ax.errorbar(c["span"], c["mean"], yerr=[2 * e for e in c["se"]], fmt=style, color=f"C{i}", ms=5,
+                            capsize=2, label=f"{NORM_LABELS[norm]}, {layout}")
+        ax.axvline(n, color="k", ls=":", lw=1.2)
+        ax.axhline(data["chance"], color="grey", ls=":", lw=1)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(s["spans"], [str(v) for v in s["spans"]])
+        ax.minorticks_off()
+        ax.set_xlabel(f"evaluation length (log scale; dotted: training length {n})")
+        ax.set_ylabel("recall accuracy at the queries")
+        ax.set_title("recall: solid spread filler, dashed filler first")
+        ax.set_ylim(-0.03, 1.05)
+        ax.legend(fontsize=9, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
+        ax = axes[0, 1]
+        for i, norm in enumerate(s["norms"]):
+            runs = _runs(data, "text", norm)
+            full = np.mean([r["position_loss"] for r in runs], axis=0)
+            cut = np.mean([r["truncated_loss"] for r in runs], axis=0)
+            x, y = _log_bins(full, 8, long)
+            ax.plot(x, y, "-", color=f"C{i}", label=NORM_LABELS[norm])
+            xc, yc = _log_bins(np.concatenate([np.full(ctx - 1, np.nan), cut]), ctx, long)
+            ax.plot(xc, yc, "--", color=f"C{i}")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("position in the sequence (log scale)")
+        ax.set_ylabel("loss (nats/byte)")
+        ax.set_title(f"text: solid full context, dashed last {ctx} tokens")
+        lo = min(np.nanmin(line.get_ydata()) for line in ax.get_lines())
+        hi = max(np.nanmax(line.get_ydata()) for line in ax.get_lines())
+        ax.set_ylim(lo - 0.1, min(hi + 0.1, math.log(256) + 0.5))
+        ax.axhline(math.log(256), color="grey", ls=":", lw=1)
+        ax.axvline(ctx, color="k", ls=":", lw=1.2)
+        ax.legend(fontsize=9, loc="upper left")
+        for ax, metric, ylabel in ((axes[1, 0], "entropy", "entropy of the query rows (nats)"),
+                                   (axes[1, 1], "mass", "row mass: sum of weights (log)")):
+            for i, norm in enumerate(s["norms"]):
+                sharpest = int(np.argmin([c["mean"][s["spans"].index(n)] for c in s[norm]["entropy_near"]]))
+                c = recall_curve(data, norm, "near", f"{metric}:{sharpest}")
+                ax.errorbar(c["span"], c["mean"], yerr=[2 * e for e in c["se"]], fmt="-o", color=f"C{i}", ms=5,
+                            capsize=2, label=f"{NORM_LABELS[norm]} (layer {sharpest + 1})")
+            ax.axvline(n, color="k", ls=":", lw=1.2)
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(s["spans"], [str(v) for v in s["spans"]])
+            ax.minorticks_off()
+            ax.set_xlabel("evaluation length, filler first (log scale)")
+            ax.set_ylabel(ylabel)
+            ax.legend(fontsize=9)
+        spans = np.array(s["spans"], dtype=float)
+        axes[1, 0].plot(spans, np.log(spans), "k--", lw=1, label="ln n (uniform row)")
+        axes[1, 0].legend(fontsize=9)
+        axes[1, 0].set_title("attention entropy at the query rows")
+        axes[1, 1].set_yscale("log")
+        axes[1, 1].set_title("attention mass at the query rows")
+        fig.tight_layout()
+    return fig
+
+
+@readable_figure
+def no_run(text: str) -> Figure:
+    """A panel that only says ``text``: the place of a figure whose run this build does not have."""
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(8, 1.5))
+        ax.axis("off")
+        ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
+    return fig

@@ -1,0 +1,58 @@
+"""The widening chapter's solved factors, its table of the source's factors and its formatting, on small inputs whose
+answers are known."""
+
+from __future__ import annotations
+
+import importlib
+import math
+
+import numpy as np
+import sympy as sp
+
+from analysis.studies import widening
+
+wf = importlib.import_module("analysis.studies.widening.figures")
+
+
+def test_solved_factors_are_the_exact_widenings():
+    k, eps = sp.symbols("k epsilon", positive=True)
+    solved = widening.solved_factors()
+    expected = {"ffn2_w": k ** sp.Rational(-3, 2), "ffn2_b": 1 / sp.sqrt(k), "eps": eps / k,
+                "gau": k ** sp.Rational(-1, 4)}
+    assert set(solved) == set(expected)
+    for name, value in expected.items():
+        assert sp.simplify(solved[name] - value) == 0, (name, solved[name])
+    assert solved["ffn2_w"].subs(k, 2) == sp.sqrt(2) / 4  # w / (2 sqrt 2), the source's summary table
+
+
+def test_pm_formats_mean_and_standard_error():
+    assert wf._pm((1.23456, 0.0004)) == "1.235 ± 0.000"
+    assert wf._pm((-0.5, 0.25), 1) == "-0.5 ± 0.2"
+
+
+def test_printed_is_exact_within_the_tolerance_only():
+    assert wf.printed_is_exact({"printed": 0.5, "derived": 0.5})
+    assert wf.printed_is_exact({"printed": 0.5, "derived": 0.5 + 1e-13})
+    assert not wf.printed_is_exact({"printed": 0.5, "derived": 1 / math.sqrt(2)})
+    assert not wf.printed_is_exact({"printed": 0.5, "derived": 0.5 + 1e-13}, tol=1e-14)
+
+
+def test_table_names_a_row_once_and_colours_the_exact_factor():
+    data = {"table": {"rows": {
+        "ffn2": {"tensors": [{"tensor": "w", "printed": 0.353553, "derived": 0.353553},
+                             {"tensor": "b", "printed": 0.5, "derived": 1 / math.sqrt(2)}], "logit_rel": 0.0123},
+        "odd <row>": {"tensors": [{"tensor": "x<y", "printed": 1.0, "derived": 1.0}], "logit_rel": 0.0}}}}
+    html = wf.table_html(data)
+    rows = html.split("<tbody>")[1].split("</tr>")[:-1]
+    assert len(rows) == 3
+    assert "FeedForward W<sub>2</sub>" in rows[0] and "relative" in rows[0]
+    assert "<td></td><td><code>b</code>" in rows[1] and rows[1].endswith("<td></td>")  # named and measured once
+    assert 'color:#1b7f3b">0.353553' in rows[0] and 'color:#b3261e">0.707107' in rows[1]
+    assert "odd &lt;row&gt;" in rows[2] and "<code>x&lt;y</code>" in rows[2]
+    assert html.startswith("<style>") and "\n" not in html  # one HTML block when glued as Markdown
+
+
+def test_mean_curve_averages_the_seeds_ignoring_nan():
+    x, y = wf._mean_curve([([0, 10, 20], [3.0, 2.0, np.nan]), ([0, 10, 20], [1.0, np.nan, 1.5])])
+    assert x.tolist() == [0, 10, 20]
+    assert y.tolist() == [2.0, 2.0, 1.5]
