@@ -5,8 +5,10 @@ matplotlib.use("Agg")
 import pytest
 from matplotlib.figure import Figure
 
-from analysis import figures
-from analysis.experiments import entropy_bound, entropy_lm, run_experiment
+from analysis.experiments import run_experiment
+from analysis.studies.entropy.experiments import entropy_bound, entropy_lm
+from analysis.studies.entropy.figures import (architecture_clouds, bound_sampling, entropy_curves, lm_clouds,
+                                              markov_curve)
 
 
 @pytest.fixture(scope="module")
@@ -29,11 +31,11 @@ def assert_labelled(fig: Figure) -> None:
 def test_every_figure_is_labelled(lm_data):
     bound = entropy_bound.run(entropy_bound.CONFIGS["smoke"])
     figs = [
-        figures.entropy_curves(entropy_bound.NOTES_CLASSES, entropy_bound.NOTES_P_RANGE),
-        figures.bound_sampling(bound["sampled"]),
-        figures.lm_clouds([("live", lm_data), ("again", lm_data)]),
-        figures.markov_curve(lm_data["markov"], "title"),
-        figures.architecture_clouds(lm_data),
+        entropy_curves(entropy_bound.NOTES_CLASSES, entropy_bound.NOTES_P_RANGE),
+        bound_sampling(bound["sampled"]),
+        lm_clouds([("live", lm_data), ("again", lm_data)]),
+        markov_curve(lm_data["markov"], "title"),
+        architecture_clouds(lm_data),
     ]
     for fig in figs:
         assert isinstance(fig, Figure)
