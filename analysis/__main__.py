@@ -71,7 +71,7 @@ def cmd_entropy(args: argparse.Namespace) -> None:
 
 def cmd_scale(args: argparse.Namespace) -> None:
     """Mean-field and finite-sample softmax scales for normal or cosine scores."""
-    from analysis.experiments.softmax_scale_mc import finite_sample_alpha
+    from analysis.studies.softmax_scale.experiments.softmax_scale_mc import finite_sample_alpha
     from analysis.theory import softmax_scale as sc
 
     if args.scores == "cosine" and args.d is None:
@@ -123,7 +123,7 @@ def cmd_gau_magnitude(args: argparse.Namespace) -> None:
     """The source's and the corrected prediction of RMS(GAU(x)) at initialisation, and the measured value."""
     import numpy as np
 
-    from analysis.experiments.gau_init import measure
+    from analysis.studies.gau_init.experiments.gau_init import measure
     from analysis.theory.gau_init import gau_output_rms
     from analysis.core.runner import pick_device
 

@@ -68,7 +68,7 @@ def test_corrupted_record_is_reported_not_replaced(tmp_path, monkeypatch, capsys
 
 
 def test_a_bug_exits_1_with_its_traceback(monkeypatch, capsys):
-    from analysis.experiments import entropy_lm
+    from analysis.studies.entropy.experiments import entropy_lm
 
     def broken(cfg, trial, device):
         raise ValueError("a bug deep inside run")

@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from analysis.experiments import config_for, entropy_bound, entropy_lm, get_experiment, run_and_record, run_experiment
+from analysis.experiments import config_for, get_experiment, run_and_record, run_experiment
+from analysis.studies.entropy.experiments import entropy_bound, entropy_lm
 from analysis.results import load_record
 
 

@@ -22,35 +22,35 @@ def _patched(monkeypatch, module: str, name: str) -> None:
 
 
 def test_code_fingerprint_follows_the_definitions_the_data_depends_on(monkeypatch):
-    base = fp.code_fingerprint("analysis.experiments.deep_gau")
-    assert len(base) == 16 and base == fp.code_fingerprint("analysis.experiments.deep_gau")
+    base = fp.code_fingerprint("analysis.studies.deep_gau.experiments.deep_gau")
+    assert len(base) == 16 and base == fp.code_fingerprint("analysis.studies.deep_gau.experiments.deep_gau")
     _patched(monkeypatch, "analysis.models.gau", "GAU")  # reached: run_trial -> LanguageModel -> GAU
-    assert fp.code_fingerprint("analysis.experiments.deep_gau") != base
+    assert fp.code_fingerprint("analysis.studies.deep_gau.experiments.deep_gau") != base
     monkeypatch.undo()
     fp._parsed.cache_clear()
-    for module, name in [("analysis.experiments.deep_gau", "claims"), ("analysis.experiments.deep_gau", "trial_plan"),
+    for module, name in [("analysis.studies.deep_gau.experiments.deep_gau", "claims"), ("analysis.studies.deep_gau.experiments.deep_gau", "trial_plan"),
                          ("analysis.experiments.base", "compare")]:  # the claims, the plan, code the trials do not call
         _patched(monkeypatch, module, name)
-        assert fp.code_fingerprint("analysis.experiments.deep_gau") == base, name
+        assert fp.code_fingerprint("analysis.studies.deep_gau.experiments.deep_gau") == base, name
         monkeypatch.undo()
     fp._parsed.cache_clear()
 
 
 def test_closure_resolves_module_attributes_and_imports_inside_functions():
-    closure = fp.code_closure("analysis.experiments.gau_init")
+    closure = fp.code_closure("analysis.studies.gau_init.experiments.gau_init")
     assert ("analysis.theory.gau_init", "gau_output_rms") in closure  # read as th.gau_output_rms
-    assert ("analysis.experiments.gau_init", "claims") not in closure
-    deep = fp.code_closure("analysis.experiments.deep_gau")
+    assert ("analysis.studies.gau_init.experiments.gau_init", "claims") not in closure
+    deep = fp.code_closure("analysis.studies.deep_gau.experiments.deep_gau")
     assert ("analysis.data", "file_corpus") in deep  # imported inside base.corpus_of
     assert ("analysis.experiments.base", "corpus_of") in deep
 
 
 def test_fingerprint_names_definitions_not_modules(monkeypatch):
     """Moving a definition to another module (a study's package, say) leaves every fingerprint unchanged."""
-    base = fp.code_fingerprint("analysis.experiments.deep_gau")
+    base = fp.code_fingerprint("analysis.studies.deep_gau.experiments.deep_gau")
     real = fp.code_closure
     monkeypatch.setattr(fp, "code_closure", lambda *a: {(f"moved.{m}", n): t for (m, n), t in real(*a).items()})
-    assert fp.code_fingerprint("analysis.experiments.deep_gau") == base
+    assert fp.code_fingerprint("analysis.studies.deep_gau.experiments.deep_gau") == base
 
 
 def test_docstrings_comments_and_layout_do_not_count():
@@ -84,12 +84,12 @@ def test_from_package_import_resolves_the_package_and_the_module():
     """``from analysis import widening`` names the package (its __init__) and analysis.widening."""
     assert fp._module_path("analysis") == fp.PACKAGE_ROOT / "__init__.py"
     assert fp._module_path("analysis.widening") == fp.PACKAGE_ROOT / "widening.py"
-    assert len(fp.code_fingerprint("analysis.experiments.widening")) == 16
+    assert len(fp.code_fingerprint("analysis.studies.widening.experiments.widening")) == 16
 
 
 def test_split_experiments_do_not_depend_on_the_trial_machinery():
     """An experiment split into trials reaches analysis.core.trial only: editing how trials are run or stored
     does not make its records stale."""
-    modules = {m for m, _ in fp.code_closure("analysis.experiments.gau_length")}
+    modules = {m for m, _ in fp.code_closure("analysis.studies.gau_trained.experiments.gau_length")}
     assert "analysis.core.trial" in modules
     assert not {"analysis.core.trials", "analysis.core.runner", "analysis.core.campaign", "analysis.results"} & modules

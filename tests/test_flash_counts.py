@@ -3,7 +3,7 @@ import sympy as sp
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from analysis.experiments import flash_counts as fx
+from analysis.studies.flash.experiments import flash_counts as fx
 from analysis.models.gau import GAU, GAUConfig
 from analysis.models.lm import Attention, FeedForward, ModelConfig
 from analysis.theory import flash_counts as fc
@@ -84,7 +84,7 @@ def test_claims_and_verdicts_at_smoke_scale():
 def test_bench_point_out_of_memory_is_recorded_and_the_sweep_goes_on():
     import dataclasses
 
-    from analysis.experiments import flash_bench as fb
+    from analysis.studies.flash.experiments import flash_bench as fb
 
     cfg = dataclasses.replace(fb.CONFIGS["smoke"], process_cap_gb=0.3, lengths=(32,), isolate=True)
     data = fb.run(cfg, names=("FLASH-Quad (ours)", "Transformer++"))
@@ -96,7 +96,7 @@ def test_bench_point_out_of_memory_is_recorded_and_the_sweep_goes_on():
 
 
 def test_bench_smoke_runs_every_implementation_and_states_every_claim():
-    from analysis.experiments import flash_bench as fb
+    from analysis.studies.flash.experiments import flash_bench as fb
 
     data = fb.run(fb.CONFIGS["smoke"])
     assert {r["implementation"] for r in data["rows"] if r["status"] == "ok"} == set(fb.IMPLEMENTATIONS + fb.LAYERS)
@@ -116,7 +116,7 @@ def test_bench_smoke_runs_every_implementation_and_states_every_claim():
 
 
 def test_bench_counts_the_lean_and_fused_attention_as_the_causal_half():
-    from analysis.experiments import flash_bench as fb
+    from analysis.studies.flash.experiments import flash_bench as fb
     from analysis.theory import flash_counts as fcounts
 
     cfg = fb.CONFIGS["cpu"]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from analysis.__main__ import main
-from analysis.experiments import gau_init as exp
+from analysis.studies.gau_init.experiments import gau_init as exp
 from analysis.experiments import run_experiment
 from analysis.theory import gau_init as th
 
@@ -71,7 +71,7 @@ def test_cli_moments_and_magnitude(capsys):
 
 
 def test_coord_check_smoke():
-    from analysis.experiments import coord_check
+    from analysis.studies.gau_init.experiments import coord_check
 
     cfg = coord_check.CONFIGS["smoke"]
     data = run_experiment("coord-check", cfg)

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from analysis.data import stdlib_corpus
-from analysis.experiments import gau_length, gau_quality, run_experiment
+from analysis.experiments import run_experiment
+from analysis.studies.gau_trained.experiments import gau_length, gau_quality
 from analysis.length import (
     FILLER,
     SpacedLookupTask,

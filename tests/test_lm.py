@@ -128,7 +128,8 @@ def test_bad_config(kw, message):
 
 
 def test_deep_gau_experiment_smoke():
-    from analysis.experiments import deep_gau, run_experiment
+    from analysis.experiments import run_experiment
+    from analysis.studies.deep_gau.experiments import deep_gau
 
     cfg = deep_gau.CONFIGS["smoke"]
     data = run_experiment("deep-gau", cfg)
@@ -157,7 +158,7 @@ def _boundary_data(outcomes):
 
 
 def test_the_boundary_is_the_largest_learning_rate_at_which_every_seed_trains():
-    from analysis.experiments import deep_gau
+    from analysis.studies.deep_gau.experiments import deep_gau
 
     lrs = (1e-3, 1e-2, 1e-1)
     outcomes = {}

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.experiments import softmax_scale_checks as checks
-from analysis.experiments import softmax_scale_mc as mc
+from analysis.studies.softmax_scale.experiments import softmax_scale_checks as checks
+from analysis.studies.softmax_scale.experiments import softmax_scale_mc as mc
 from analysis.experiments import run_experiment
-from analysis.experiments import softmax_scale_train as train
+from analysis.studies.softmax_scale.experiments import softmax_scale_train as train
 from analysis.theory import softmax_scale as sc
 
 
@@ -126,7 +126,7 @@ def test_training_sweep_smoke():
 
 def _recall_data(best_by_pairs, seeds=4, noise=0.0):
     """softmax-scale-recall data whose mean loss is a parabola in ln s with its minimum at best_by_pairs[p]."""
-    from analysis.experiments.softmax_scale_recall import _grid
+    from analysis.studies.softmax_scale.experiments.softmax_scale_recall import _grid
 
     rng = np.random.default_rng(0)
     runs = []
@@ -143,7 +143,7 @@ def _recall_data(best_by_pairs, seeds=4, noise=0.0):
 
 
 def test_recall_best_scale_finds_the_minimum_between_grid_points_and_its_interval_covers_it():
-    from analysis.experiments import softmax_scale_recall as rec
+    from analysis.studies.softmax_scale.experiments import softmax_scale_recall as rec
 
     exact = _recall_data({4: 7.0, 64: 20.0})
     noisy = _recall_data({4: 7.0, 64: 20.0}, noise=0.02)
@@ -168,7 +168,7 @@ def test_recall_best_scale_finds_the_minimum_between_grid_points_and_its_interva
 
 
 def test_recall_best_scale_counts_a_diverged_run_as_chance_and_rejects_bad_grids():
-    from analysis.experiments import softmax_scale_recall as rec
+    from analysis.studies.softmax_scale.experiments import softmax_scale_recall as rec
 
     data = _recall_data({16: 8.0})
     for r in data["runs"]:

@@ -44,6 +44,18 @@ def test_a_studys_experiments_are_found_by_discovery():
     assert EXPERIMENTS["ffn-basics"].NAME == "ffn-basics"
 
 
+def test_every_experiment_lives_in_the_study_that_shows_it():
+    """Each experiment's module is in the experiments/ folder of a study whose chapter lists it."""
+    homes = {}
+    for name, module in MODULES.items():
+        parts = module.split(".")
+        assert parts[:2] == ["analysis", "studies"] and parts[3] == "experiments", module
+        homes[name] = parts[2]
+    assert set(homes) == set(EXPERIMENTS)
+    for name, study in homes.items():
+        assert name in get_study(study).EXPERIMENTS, (name, study)
+
+
 def test_unknown_study_is_refused():
     with pytest.raises(ValueError, match="chapter must be one of the studies"):
         get_study("no_such_chapter")

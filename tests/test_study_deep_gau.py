@@ -5,7 +5,7 @@ from analysis.studies import deep_gau as st
 
 
 def _summary(gau_deep_warm: float = 3e-3) -> dict:
-    """A summary as analysis.experiments.deep_gau.summary returns it, for depths 2 and 24 and warmup 0 and 50."""
+    """A summary as analysis.studies.deep_gau.experiments.deep_gau.summary returns it, for depths 2 and 24 and warmup 0 and 50."""
     bounds = {"post-norm GAU": {0: [3e-2, 3e-3], 50: [3e-2, gau_deep_warm]},
               "post-norm Transformer": {0: [1e-2, 0.0], 50: [3e-2, 0.0]},
               "pre-norm Transformer": {0: [3e-2, 3.2e-3], 50: [3e-2, 3e-2]},

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from analysis.chapter import RunSet
-from analysis.experiments.gau_length import LEARNED, NORM_LABELS
-from analysis.experiments.gau_quality import ARCHS
+from analysis.studies.gau_trained.experiments.gau_length import LEARNED, NORM_LABELS
+from analysis.studies.gau_trained.experiments.gau_quality import ARCHS
 from analysis.studies import gau_trained as gt
 
 

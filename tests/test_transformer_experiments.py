@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from analysis.experiments import attention_basics as ab
+from analysis.studies.attention_basics.experiments import attention_basics as ab
 from analysis.studies.ffn_basics.experiments import ffn_basics as fb
-from analysis.experiments import norms_depth as nd
+from analysis.studies.norms_depth.experiments import norms_depth as nd
 from analysis.models.lm import LanguageModel, ModelConfig
 
 

@@ -12,7 +12,7 @@ import torch
 
 from analysis import widening as W
 from analysis.__main__ import main
-from analysis.experiments.widening import CONFIGS, exactness_cases, spread
+from analysis.studies.widening.experiments.widening import CONFIGS, exactness_cases, spread
 from analysis.models.bert import Bert, BertConfig
 from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.widening import default_dtype

@@ -5,8 +5,9 @@ A study ``analysis/studies/<chapter>/`` (found by discovery; the chapter is ``bo
 * ``__init__.py``: ``TITLE``, ``EXPERIMENTS`` (the experiments whose runs the chapter shows, in order),
   ``facts(ch) -> dict`` (every number and decision the chapter's prose states, computed from its runs, as the text
   or Markdown it glues) and ``figures(ch) -> dict`` (its figures, by the names its prose cites);
+* ``figures.py``: the functions that draw its figures;
 * ``experiments/<name>.py``: the experiments it owns, each following :mod:`analysis.experiments.base` and found
-  by the experiments' discovery like those of ``analysis/experiments/``.
+  by the experiments' discovery (:mod:`analysis.experiments`).
 
 A chapter's notebook is then: ``ch = show("<chapter>")`` (open the chapter, glue its facts and figures), its
 prose, and ``ch.claims``. ``tests/test_studies.py`` checks that every glue name a chapter's prose uses is a fact or

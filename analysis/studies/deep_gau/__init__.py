@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.display import Markdown
 from matplotlib.figure import Figure
 
-from analysis.experiments import deep_gau as dg
+from analysis.studies.deep_gau.experiments import deep_gau as dg
 from analysis.studies.deep_gau.figures import deep_gau
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def previous_facts(init: RunSet, coord: RunSet) -> dict[str, str]:
     """From the previous chapter's runs: how many times smaller than its input a bidirectional GAU layer's output
     is (measured and per the source) and where, the median GAU branch in causal language models and where, and
     which runs these are."""
-    from analysis.experiments import coord_check, gau_init
+    from analysis.studies.gau_init.experiments import coord_check, gau_init
 
     init_sum, coord_sum = gau_init.summary(init.data), coord_check.summary(coord.data)
     return {"prev_bidir": f"{init_sum['times_below_input']:.0f}",
@@ -86,7 +86,7 @@ def bound_text(bound: float) -> str:
 
 
 def boundary_table(s: dict[str, Any]) -> str:
-    """The boundaries of :func:`analysis.experiments.deep_gau.summary`: a line per architecture and warmup, the
+    """The boundaries of :func:`analysis.studies.deep_gau.experiments.deep_gau.summary`: a line per architecture and warmup, the
     largest learning rate at which every seed trains at each depth (0: none)."""
     lines = [f"largest learning rate at which every seed trains (0: none), by depth {s['depths']}"]
     for name, by_warmup in s["boundaries"].items():

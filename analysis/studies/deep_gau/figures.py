@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.experiments.deep_gau import ARCHS, arch_label, boundary, lr_curve
+from analysis.studies.deep_gau.experiments.deep_gau import ARCHS, arch_label, boundary, lr_curve
 from analysis.studies.plotting import STYLE, readable_figure
 
 

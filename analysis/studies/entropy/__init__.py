@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.display import Markdown
 from matplotlib.figure import Figure
 
-from analysis.experiments import entropy_bound
+from analysis.studies.entropy.experiments import entropy_bound
 from analysis.studies.entropy.figures import (architecture_clouds, bound_sampling, entropy_curves, lm_clouds,
                                              markov_curve)
 from analysis.theory import entropy as ent

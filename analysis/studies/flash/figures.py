@@ -9,9 +9,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.experiments import flash_bench as fb
-from analysis.experiments.flash_bench import IMPLEMENTATIONS, LAYERS
-from analysis.experiments.flash_counts import shown
+from analysis.studies.flash.experiments import flash_bench as fb
+from analysis.studies.flash.experiments.flash_bench import IMPLEMENTATIONS, LAYERS
+from analysis.studies.flash.experiments.flash_counts import shown
 from analysis.studies.plotting import STYLE, readable
 from analysis.theory import flash_counts as fc
 

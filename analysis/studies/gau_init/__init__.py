@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from IPython.display import Markdown
 from matplotlib.figure import Figure
 
-from analysis.experiments import coord_check as cc
-from analysis.experiments import gau_init as gi
+from analysis.studies.gau_init.experiments import coord_check as cc
+from analysis.studies.gau_init.experiments import gau_init as gi
 from analysis.studies.gau_init.figures import coord_check, gau_lambda, gau_rms_grid
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def grid_fit(grid: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def exponent_near_one(sweep: dict[str, Any]) -> tuple[float, float, float]:
-    """The local exponent d ln RMS / d ln lambda (:func:`analysis.experiments.gau_init.local_exponents`) between the
+    """The local exponent d ln RMS / d ln lambda (:func:`analysis.studies.gau_init.experiments.gau_init.local_exponents`) between the
     neighbouring lambdas whose geometric midpoint is nearest 1 (the first on ties), and its least and largest value
     over the sweep."""
     mid, exps = gi.local_exponents(sweep, "rms")
@@ -105,9 +105,9 @@ def _text(block: str) -> Markdown:
 
 def facts(ch: Chapter) -> dict[str, Any]:
     """Every number the chapter states: Swish's moments (live run; quadrature, the same at every scale), the
-    reference point (:func:`analysis.experiments.gau_init.summary`), the grid's fit (:func:`grid_fit`), the local
+    reference point (:func:`analysis.studies.gau_init.experiments.gau_init.summary`), the grid's fit (:func:`grid_fit`), the local
     exponent (:func:`exponent_near_one`) from the best run of gau-init, the GAU branch of the best coord-check run
-    (:func:`analysis.experiments.coord_check.summary`), and the per-position RMS (:func:`position_rms`)."""
+    (:func:`analysis.studies.gau_init.experiments.coord_check.summary`), and the per-position RMS (:func:`position_rms`)."""
     best = ch.best("gau-init")
     moments = ch.live("gau-init").data["moments"]
     summ = gi.summary(best.data)

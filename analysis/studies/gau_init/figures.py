@@ -9,8 +9,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.experiments.coord_check import ARCHS
-from analysis.experiments.gau_init import local_exponents
+from analysis.studies.gau_init.experiments.coord_check import ARCHS
+from analysis.studies.gau_init.experiments.gau_init import local_exponents
 from analysis.studies.plotting import STYLE, readable_figure
 
 

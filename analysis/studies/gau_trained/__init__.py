@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.display import Markdown
 from matplotlib.figure import Figure
 
-from analysis.experiments import gau_length, gau_quality
+from analysis.studies.gau_trained.experiments import gau_length, gau_quality
 from analysis.studies.gau_trained.figures import length, no_run, quality
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.experiments.gau_length import NORM_LABELS, _runs, recall_curve, summary
-from analysis.experiments.gau_quality import (
+from analysis.studies.gau_trained.experiments.gau_length import NORM_LABELS, _runs, recall_curve, summary
+from analysis.studies.gau_trained.experiments.gau_quality import (
     ARCH_LABELS,
     ARCHS,
     _text_runs,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.display import Markdown
 from matplotlib.figure import Figure
 
-from analysis.experiments import norms_depth as nd
+from analysis.studies.norms_depth.experiments import norms_depth as nd
 from analysis.studies.norms_depth.figures import depth_updates, residual_streams
 
 if TYPE_CHECKING:
@@ -177,7 +177,7 @@ def depth_facts(rows: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def stream_facts(s: dict[str, Any]) -> dict[str, str]:
-    """From :func:`analysis.experiments.norms_depth.summary`: per residual the sequential loss, the penalties of
+    """From :func:`analysis.studies.norms_depth.experiments.norms_depth.summary`: per residual the sequential loss, the penalties of
     groups of 2 and of the largest group, the late cosine and the stream-norm growth; pre-norm's penalties compared
     with post-norm's, the pair penalty as a share of the loss, the largest group and the number of sublayers."""
     out: dict[str, str] = {}

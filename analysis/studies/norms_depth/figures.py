@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.experiments.norms_depth import mean_update
+from analysis.studies.norms_depth.experiments.norms_depth import mean_update
 from analysis.studies.plotting import STYLE, readable_figure
 
 

@@ -94,7 +94,8 @@ def train_facts(ch: Chapter) -> dict[str, Any]:
 def recall_facts(ch: Chapter) -> dict[str, Any]:
     """The recall sweep's set-up, its best scales beside the predictions, what it can resolve, and its conclusion
     (:func:`prose.recall_conclusion`)."""
-    from analysis.experiments import config_for, softmax_scale_recall
+    from analysis.experiments import config_for
+    from analysis.studies.softmax_scale.experiments import softmax_scale_recall
 
     rec = ch.best("softmax-scale-recall")
     cfg = config_for(softmax_scale_recall, rec.scale)

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.experiments.softmax_scale_recall import by_budget, loss_table, summary
+from analysis.studies.softmax_scale.experiments.softmax_scale_recall import by_budget, loss_table, summary
 from analysis.studies.plotting import STYLE, readable_figure
 from analysis.theory import softmax_scale as sc
 

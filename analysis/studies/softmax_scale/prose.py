@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
-from analysis.experiments.softmax_scale_train import best_setting, indistinguishable_range
+from analysis.studies.softmax_scale.experiments.softmax_scale_train import best_setting, indistinguishable_range
 
 # the rival growths of the best recall scale from the fewest to the most pairs (key of the summary's growth, or a
 # fixed ratio): QK-norm practice keeps s = sqrt(k) at every n, so it predicts no growth
@@ -113,7 +113,7 @@ def train_table(data: dict[str, Any]) -> str:
 
 def train_summary(data: dict[str, Any], label: str) -> str:
     """Per context length, the best dot-product alpha and the range of alpha within two seed standard errors of it
-    (:func:`analysis.experiments.softmax_scale_train.indistinguishable_range`), with the run's label."""
+    (:func:`analysis.studies.softmax_scale.experiments.softmax_scale_train.indistinguishable_range`), with the run's label."""
     ranges = []
     for ctx in train_lengths(data):
         lo, hi = indistinguishable_range(data, ctx, "dot")

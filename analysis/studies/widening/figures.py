@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.experiments import widening as wx
+from analysis.studies.widening.experiments import widening as wx
 from analysis.studies.plotting import readable
 from analysis.verify import claims_table_css, fmt
 

@@ -258,7 +258,7 @@ def peak_resident_bytes() -> int:
 def _child(cfg: Config, name: str, n: int) -> dict[str, Any]:
     """measure_point in a fresh interpreter whose address space is capped at the memory cap: a point that would
     exhaust the machine fails alone (recorded as out of memory), and its peak resident memory is its own."""
-    code = ("import dataclasses, json, sys; from analysis.experiments import flash_bench as b; "
+    code = ("import importlib, json, sys; b = importlib.import_module(sys.argv[4]); "
             "cfg = b.Config(**json.loads(sys.argv[1])); "
             "print('RESULT ' + json.dumps(b.measure_point(cfg, sys.argv[2], int(sys.argv[3]))))")
     cap = int(cfg.process_cap_gb * 2**30)
@@ -267,8 +267,8 @@ def _child(cfg: Config, name: str, n: int) -> dict[str, Any]:
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
     fields = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(cfg).items()}
-    proc = subprocess.run([sys.executable, "-c", code, json.dumps(fields), name, str(n)], capture_output=True,
-                          text=True, preexec_fn=limit, check=False)
+    argv = [sys.executable, "-c", code, json.dumps(fields), name, str(n), __name__]
+    proc = subprocess.run(argv, capture_output=True, text=True, preexec_fn=limit, check=False)
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             return dict(json.loads(line[len("RESULT "):]))

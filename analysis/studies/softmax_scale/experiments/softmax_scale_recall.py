@@ -26,7 +26,7 @@ import torch
 
 from analysis.core.trial import Trial
 from analysis.experiments.base import Workload, run_seed
-from analysis.experiments.softmax_scale_mc import finite_sample_alpha
+from analysis.studies.softmax_scale.experiments.softmax_scale_mc import finite_sample_alpha
 from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.recall import LookupTask, recall_metrics
 from analysis.theory import softmax_scale as sc
