@@ -14,7 +14,7 @@ only more keys). On text, :func:`truncated_context_loss` gives the loss at the s
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -120,16 +120,21 @@ def attention_rows(model: nn.Module, x: torch.Tensor, rows: torch.Tensor) -> lis
             return a
 
         gau.attention = capture
+    configs = [gau.cfg for gau in gaus]
+    for gau in gaus:  # the matrix is read on the dense path (the lean one computes the same rows without it)
+        if gau.cfg.chunk is None:
+            gau.cfg = replace(gau.cfg, backend="dense")
     was = model.training
     try:
         model.eval()
         model(x)
     finally:
-        for gau in gaus:
+        for gau, cfg in zip(gaus, configs):
             del gau.attention  # the instance attribute; the class's method shows again
+            gau.cfg = cfg
         model.train(was)
     if len(captured) != len(gaus):
-        raise ValueError("a GAU layer computed its attention without the full matrix (FLASH or query blocks)")
+        raise ValueError("a GAU layer computed its attention without the full matrix (FLASH's chunks)")
     out = []
     for a in captured:
         a = a.double()[rows]  # (rows, n)

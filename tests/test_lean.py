@@ -36,8 +36,9 @@ def test_relu2_attention_matches_dense_and_passes_gradcheck(causal, n, block):
 @pytest.mark.parametrize("causal", [False, True])
 def test_lean_gau_layer_matches_dense_with_padding_outputs_and_gradients(norm, causal):
     torch.manual_seed(0)
-    dense = GAU(GAUConfig(d=16, e=32, s=8, norm=norm, causal=causal, rope=True)).double()
+    dense = GAU(GAUConfig(d=16, e=32, s=8, norm=norm, causal=causal, rope=True, backend="dense")).double()
     lean = GAU(GAUConfig(d=16, e=32, s=8, norm=norm, causal=causal, rope=True, query_block=5)).double()
+    assert lean.cfg.lean and not dense.cfg.lean  # the default (auto) is the lean path here
     lean.load_state_dict(dense.state_dict())
     x = torch.randn(3, 23, 16, dtype=torch.float64)
     mask = torch.ones(3, 23, dtype=torch.bool)
@@ -67,7 +68,7 @@ def saved_bytes(layer, n):
 
 def test_lean_saved_memory_is_linear_in_length_and_dense_is_not():
     torch.manual_seed(0)
-    dense = GAU(GAUConfig(d=16, e=32, s=8, causal=True))
+    dense = GAU(GAUConfig(d=16, e=32, s=8, causal=True, backend="dense"))
     lean = GAU(GAUConfig(d=16, e=32, s=8, causal=True, query_block=32))
     parameters = sum(p.numel() * p.element_size() for p in lean.parameters())
     for layer, low, high in ((lean, 1.9, 2.01), (dense, 3.0, 4.01)):
@@ -79,13 +80,75 @@ def test_lean_saved_memory_is_linear_in_length_and_dense_is_not():
     "kw, message",
     [
         ({"query_block": 0}, "query_block must be a positive integer"),
-        ({"query_block": 8, "norm": "softmax"}, "query_block applies to quadratic relu"),
-        ({"query_block": 8, "chunk": 4}, "query_block applies to quadratic relu"),
+        ({"query_block": None}, "query_block must be a positive integer"),
+        ({"backend": "fused"}, "backend must be one of auto, lean, dense"),
+        ({"backend": "lean", "norm": "softmax"}, "backend 'lean' applies to quadratic relu"),
+        ({"backend": "lean", "chunk": 4}, "backend 'lean' applies to quadratic relu"),
     ],
 )
-def test_bad_query_block(kw, message):
+def test_bad_backend_or_query_block(kw, message):
     with pytest.raises(ValueError, match=message):
         GAUConfig(d=16, e=32, s=8, **kw)
+
+
+@pytest.mark.parametrize(
+    "kw, lean",
+    [
+        ({}, True),
+        ({"norm": "relu2_n2"}, True),
+        ({"backend": "dense"}, False),
+        ({"norm": "softmax"}, False),
+        ({"norm": "softmax_log512"}, False),
+        ({"chunk": 4}, False),
+        ({"backend": "lean", "norm": "relu2_n2"}, True),
+    ],
+)
+def test_auto_backend_is_lean_exactly_where_it_applies(kw, lean):
+    cfg = GAUConfig(d=16, e=32, s=8, **kw)
+    assert cfg.lean is lean
+    assert cfg.lean_applies is (cfg.chunk is None and cfg.norm.startswith("relu2"))
+
+
+def test_language_model_defaults_to_the_lean_gau_and_keeps_the_switch():
+    from analysis.models.gau import GAU as Layer
+    from analysis.models.lm import LanguageModel, ModelConfig
+
+    def layers(**kw):
+        model = LanguageModel(ModelConfig(vocab=16, d=16, layers=2, s=8, ctx=32, **kw))
+        return [m for m in model.modules() if isinstance(m, Layer)]
+
+    assert all(m.cfg.lean and m.cfg.query_block == 256 for m in layers())
+    assert not any(m.cfg.lean for m in layers(gau_backend="dense"))
+    assert not any(m.cfg.lean for m in layers(gau_norm="softmax"))
+    assert not any(m.cfg.lean for m in layers(block="flash", chunk=4))
+    assert all(m.cfg.query_block == 7 for m in layers(gau_query_block=7))
+    with pytest.raises(ValueError, match="gau_backend must be one of"):
+        ModelConfig(gau_backend="fast")
+    with pytest.raises(ValueError, match="gau_backend 'lean' applies to GAU blocks"):
+        ModelConfig(gau_backend="lean", gau_norm="softmax")
+    with pytest.raises(ValueError, match="gau_query_block must be a positive integer"):
+        ModelConfig(gau_query_block=0)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_lean_under_bfloat16_autocast_matches_dense_to_bf16_rounding(causal):
+    """Under CPU bf16 autocast the lean blocks run in bf16 (as autocast runs the dense matmuls) and sum their
+    gradients in float32: outputs and gradients stay within bf16 rounding (2^-8 relative) of the dense path's."""
+    torch.manual_seed(0)
+    dense = GAU(GAUConfig(d=32, e=64, s=16, causal=causal, backend="dense"))
+    lean = GAU(GAUConfig(d=32, e=64, s=16, causal=causal, query_block=8))
+    lean.load_state_dict(dense.state_dict())
+    x = torch.randn(2, 40, 32)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out_d, out_l = dense(x), lean(x)
+    assert out_l.dtype == out_d.dtype == torch.bfloat16
+    scale = out_d.float().abs().max()
+    assert (out_l.float() - out_d.float()).abs().max() < 2**-6 * scale
+    out_d.float().pow(2).sum().backward()
+    out_l.float().pow(2).sum().backward()
+    for (name, a), b in zip(lean.named_parameters(), dense.parameters()):
+        assert a.grad is not None and a.grad.dtype == torch.float32, name
+        assert (a.grad - b.grad).abs().max() < 2**-5 * b.grad.abs().max() + 1e-6, name
 
 
 def test_relu2_attention_bad_inputs():

@@ -78,6 +78,11 @@ def test_attention_rows_reads_every_gau_layer_and_restores_it() -> None:
         assert (r["entropy"] <= np.log(keys) + 1e-9).all() and (r["entropy"] >= -1e-12).all()
     assert "attention" not in vars(model.sublayers[0].f)  # the capture is gone
     assert torch.equal(model(x), before)
+    relu2 = LanguageModel(ModelConfig(d=32, layers=2, s=16, ctx=32))  # the lean path by default
+    before = relu2(x)
+    rows = attention_rows(relu2, x, torch.ones_like(x, dtype=torch.bool))
+    assert len(rows) == 2 and all(m.f.cfg.lean for m in relu2.sublayers)  # read densely, then the lean path again
+    assert torch.equal(relu2(x), before)
     flash = LanguageModel(ModelConfig(d=32, layers=1, s=16, block="flash", chunk=8, ctx=32))
     with pytest.raises(ValueError, match="full matrix"):
         attention_rows(flash, x, torch.ones_like(x, dtype=torch.bool))

@@ -38,6 +38,7 @@ def test_causal_language_model_for_every_block_and_residual(block, residual):
 
 _DECODERS = ([dict(block="gau", gau_norm=n) for n in GAU_NORMS] + [dict(block="flash", chunk=c) for c in (4, 8)]
              + [dict(block="gau", gau_norm=n, gau_query_block=5) for n in ("relu2_ns", "relu2_n2")]
+             + [dict(block="gau", gau_norm=n, gau_backend="dense") for n in ("relu2_ns", "relu2_n2")]
              + [dict(block="transformer", attn=a, positions=p) for a in ("dot", "cosine") for p in ("rope", "learned")])
 
 

@@ -16,8 +16,11 @@ sees (c, or the in-chunk position when causal), plus linear attention across chu
 Q_g^lin sum_h K_h^lin^T V_h / n, causal with an exclusive cumulative sum over chunks normalised by
 the (g - 1) c keys it sums. A length that c does not divide is padded and the padding masked.
 
-``query_block`` = B computes the relu^2 attention B query rows at a time and recomputes each block in the backward
-pass (:mod:`analysis.models.lean`): the same output, memory linear in n, and a causal row skips the keys after it.
+``backend`` picks how quadratic relu^2 attention is computed. ``"lean"`` computes it ``query_block`` = B query rows
+at a time and recomputes each block in the backward pass (:mod:`analysis.models.lean`): the same output (equal in
+float64 to rounding), memory linear in n, and a causal row skips the keys after it. ``"dense"`` forms the n x n
+matrix A (needed to read or replace A). ``"auto"``, the default, is lean wherever it applies (relu2_ns or relu2_n2
+without chunks) and dense elsewhere (softmax, FLASH).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from analysis.models.lean import relu2_attention
 
 NORMS = ("relu2_ns", "relu2_n2", "softmax", "softmax_log512")
 INITS = ("lecun", "xavier", "std0.02")
+BACKENDS = ("auto", "lean", "dense")
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,8 @@ class GAUConfig:
     chunk: int | None = None  # FLASH mixed chunk attention when set
     init: str = "lecun"
     qk_scale_init: float = 1.0  # the source assumes Q(Z) = K(Z) = Z at initialisation
-    query_block: int | None = None  # relu^2 attention in query blocks recomputed in backward: memory linear in n
+    backend: str = "auto"  # "lean" (query blocks), "dense" (the n x n matrix), or "auto": lean wherever it applies
+    query_block: int = 256  # rows per block of the lean path: memory linear in n
 
     def __post_init__(self) -> None:
         for name in ("d", "e", "s"):
@@ -65,14 +70,25 @@ class GAUConfig:
             raise ValueError(f"chunk must be a positive integer or None; got {self.chunk!r}")
         if self.chunk is not None and self.norm not in ("relu2_ns",):
             raise ValueError(f"FLASH mixed chunk attention uses relu2_ns; got norm {self.norm!r}")
-        if self.query_block is not None:
-            if not isinstance(self.query_block, int) or self.query_block < 1:
-                raise ValueError(f"query_block must be a positive integer or None; got {self.query_block!r}")
-            if self.chunk is not None or self.norm not in ("relu2_ns", "relu2_n2"):
-                raise ValueError("query_block applies to quadratic relu^2 attention (no chunk, norm relu2_ns or "
-                                 f"relu2_n2); got chunk {self.chunk!r}, norm {self.norm!r}")
+        if not isinstance(self.query_block, int) or isinstance(self.query_block, bool) or self.query_block < 1:
+            raise ValueError(f"query_block must be a positive integer; got {self.query_block!r}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {self.backend!r}")
+        if self.backend == "lean" and not self.lean_applies:
+            raise ValueError("backend 'lean' applies to quadratic relu^2 attention (no chunk, norm relu2_ns or "
+                             f"relu2_n2); got chunk {self.chunk!r}, norm {self.norm!r}")
         if self.rope and self.s % 2:
             raise ValueError(f"rope needs an even key size s; got {self.s}")
+
+    @property
+    def lean_applies(self) -> bool:
+        """Whether the lean query-block path computes this layer exactly: quadratic relu^2 attention, no chunks."""
+        return self.chunk is None and self.norm in ("relu2_ns", "relu2_n2")
+
+    @property
+    def lean(self) -> bool:
+        """Whether the layer runs the lean path: backend "lean", or "auto" where it applies."""
+        return self.backend == "lean" or (self.backend == "auto" and self.lean_applies)
 
 
 def init_linear(layer: nn.Linear, scheme: str) -> None:
@@ -138,7 +154,7 @@ class GAU(nn.Module):
             if self.cfg.rope:
                 pos = torch.arange(n, device=x.device)
                 q, k = rope(q, pos), rope(k, pos)
-            mixed = self.blocked(q, k, v, mask) if self.cfg.query_block else self.attention(q, k, mask) @ v
+            mixed = self.blocked(q, k, v, mask) if self.cfg.lean else self.attention(q, k, mask) @ v
         return self.to_out(u * mixed)
 
     def attention(self, q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -169,7 +185,7 @@ class GAU(nn.Module):
         seen = mask.to(q.dtype).cumsum(-1) if cfg.causal else mask.to(q.dtype).sum(-1, keepdim=True).expand_as(mask)
         seen = seen.clamp(min=1)
         scale = 1 / (seen * cfg.s) if cfg.norm == "relu2_ns" else 1 / seen**2
-        return relu2_attention(q, k, v, cfg.causal, int(cfg.query_block or 1)) * scale[..., None]
+        return relu2_attention(q, k, v, cfg.causal, cfg.query_block) * scale[..., None]
 
     def _mixed_chunk(self, z: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """FLASH: quadratic relu^2 inside chunks plus linear attention across chunks."""

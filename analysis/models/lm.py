@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from analysis.models.gau import BACKENDS as GAU_BACKENDS
 from analysis.models.gau import GAU, GAUConfig, init_linear, rope
 
 BLOCKS = ("gau", "flash", "transformer")
@@ -64,7 +65,8 @@ class ModelConfig:
     s: int = 128
     gau_norm: str = "relu2_ns"
     chunk: int = 64  # FLASH chunk length
-    gau_query_block: int | None = None  # GAU attention by query blocks, recomputed in backward (memory linear in n)
+    gau_backend: str = "auto"  # GAU attention: "lean" (query blocks), "dense" (n x n), "auto" (lean where it applies)
+    gau_query_block: int = 256  # rows per block of the lean GAU path (memory linear in n)
 
     def __post_init__(self) -> None:
         for name in ("vocab", "d", "layers", "ctx", "heads", "ffn_mult", "s", "chunk"):
@@ -75,6 +77,14 @@ class ModelConfig:
                               ("attn", ATTENTIONS), ("positions", POSITIONS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
+        if self.gau_backend not in GAU_BACKENDS:
+            raise ValueError(f"gau_backend must be one of {', '.join(GAU_BACKENDS)}; got {self.gau_backend!r}")
+        if not isinstance(self.gau_query_block, int) or isinstance(self.gau_query_block, bool) \
+                or self.gau_query_block < 1:
+            raise ValueError(f"gau_query_block must be a positive integer; got {self.gau_query_block!r}")
+        if self.gau_backend == "lean" and (self.block != "gau" or self.gau_norm not in ("relu2_ns", "relu2_n2")):
+            raise ValueError("gau_backend 'lean' applies to GAU blocks with relu^2 attention (gau_norm relu2_ns or "
+                             f"relu2_n2); got block {self.block!r}, gau_norm {self.gau_norm!r}")
         if not 0.0 <= self.attn_dropout < 1.0:
             raise ValueError(f"attn_dropout must be in [0, 1); got {self.attn_dropout!r}")
         for name in ("attn_alpha", "cosine_scale"):
@@ -279,7 +289,8 @@ class LanguageModel(nn.Module):
             else:
                 gau = GAU(GAUConfig(d=cfg.d, e=cfg.expanded, s=cfg.s, norm=cfg.gau_norm, causal=True, rope=True,
                                     chunk=cfg.chunk if cfg.block == "flash" else None, init=cfg.init,
-                                    query_block=cfg.gau_query_block if cfg.block == "gau" else None))
+                                    backend=cfg.gau_backend if cfg.block == "gau" else "auto",
+                                    query_block=cfg.gau_query_block))
                 sublayers.append(Residual(gau, cfg))
         self.sublayers = nn.ModuleList(sublayers)
         self.final_norm = make_norm(cfg.norm, cfg.d) if cfg.residual in ("pre", "sandwich") else nn.Identity()

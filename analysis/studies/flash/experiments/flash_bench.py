@@ -131,13 +131,13 @@ def build(name: str, cfg: Config) -> nn.Module:
     """One of :data:`IMPLEMENTATIONS` (stacks) or :data:`LAYERS` (one GAU layer) at the config's sizes (the peer
     raises ImportError when not installed); compiled ones are wrapped in ``torch.compile``."""
     d, s, c = cfg.d, cfg.s, cfg.chunk
-    block = cfg.query_block if lean(name) else None
+    backend = "lean" if lean(name) else "dense"
     module: nn.Module
     if name in LAYERS:
         if name.startswith("FLASH-pytorch"):
             module = _peer_gau(cfg, matched=name == MATCHED_PEER)
         else:
-            module = GAU(GAUConfig(d=d, e=2 * d, s=s, causal=True, query_block=block))
+            module = GAU(GAUConfig(d=d, e=2 * d, s=s, causal=True, backend=backend, query_block=cfg.query_block))
         if "compiled" in name:
             compiled: nn.Module = torch.compile(module, backend=cfg.compile_backend)  # type: ignore[assignment]
             return compiled
@@ -153,7 +153,8 @@ def build(name: str, cfg: Config) -> nn.Module:
     if k == "transformer":
         return _Stack(LanguageModel(_transformer_config(cfg)))
     return _Stack(LanguageModel(ModelConfig(d=d, layers=2 * cfg.layers, block=k, residual="pre", s=s, chunk=c,
-                                            gau_query_block=block)))
+                                            gau_backend=backend if k == "gau" else "auto",
+                                            gau_query_block=cfg.query_block)))
 
 
 def saved_bytes(module: nn.Module, x: torch.Tensor) -> int:
@@ -558,7 +559,8 @@ def model_config(name: str, cfg: Config, n: int) -> ModelConfig:
     if k == "transformer":
         return _transformer_config(cfg, n)
     return ModelConfig(d=cfg.d, layers=1 if name in LAYERS else 2 * cfg.layers, block=k, residual="pre", s=cfg.s,
-                       chunk=cfg.chunk, ctx=n, gau_query_block=cfg.query_block if lean(name) else None)
+                       chunk=cfg.chunk, ctx=n, gau_backend="lean" if lean(name) else "dense" if k == "gau" else "auto",
+                       gau_query_block=cfg.query_block)
 
 
 def plan(cfg: Config) -> list[Workload]:
