@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import textwrap
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,14 +71,15 @@ def _seed(name: str, scale: str) -> int | None:
 
 
 def _run_live(name: str, scale: str) -> tuple[dict[str, Any], float]:
-    """Run experiment ``name`` at ``scale``: its data and the seconds it took."""
+    """Run experiment ``name`` at ``scale``: its data and the seconds its trials ran. With ``ANALYSIS_LIVE_CACHE``
+    set to a folder, a trial that today's code already ran there under the same config is read back, not run again
+    (the test command sets it, so that the tests, the chapters and the book share one smoke run)."""
     from analysis.core.runner import run_in_process
     from analysis.core.trials import Experiment
     from analysis.experiments import config_for, get_experiment
 
     exp = Experiment(get_experiment(name))
-    start = time.perf_counter()
-    return run_in_process(exp, scale, config_for(exp.module, scale)), time.perf_counter() - start
+    return run_in_process(exp, scale, config_for(exp.module, scale), cache=os.environ.get("ANALYSIS_LIVE_CACHE") or None)
 
 
 def _recorded_run(name: str, scale: str, directory: str | None) -> RunSet | None:

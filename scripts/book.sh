@@ -11,6 +11,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bash scripts/setup.sh
 export ANALYSIS_SCALE=${ANALYSIS_SCALE:-smoke}
+# Live runs keep their trials here, keyed by config and code: the tests, the chapters and the
+# book then share one run of each experiment, and a trial is run again only when its code changed.
+export ANALYSIS_LIVE_CACHE=${ANALYSIS_LIVE_CACHE-$root/_build/live-trials}
 config=$(.venv/bin/python scripts/book_config.py --scale "$ANALYSIS_SCALE" --out _build/config)
 # The execution cache keys on a notebook's code only: drop it (and the claims the chapters
 # wrote) when the library, the records, the requirements or the scale changed.

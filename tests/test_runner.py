@@ -126,3 +126,37 @@ def test_cli_refuses_bad_campaigns_with_one_line(tmp_path):
                           (["--address", "x:1"], "--address applies only to --executor ray")):
         out = _campaign(tmp_path, *args)
         assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_a_live_run_reads_back_the_trials_todays_code_made_in_its_cache(tmp_path, monkeypatch):
+    """The live-run cache: the first run stores every trial, the second reads them all back (running none) with the
+    same data and seconds; a trial stored by other code is run again and overwritten."""
+    import analysis.core.runner as runner
+    from analysis.core.trials import load_trial, stored_trials
+
+    exp = Experiment(EXPERIMENTS["gau-init"])
+    cfg = config_for(exp.module, "smoke")
+    first, seconds = runner.run_in_process(exp, "smoke", cfg, threads=1, cache=tmp_path)
+    files = sorted(tmp_path.glob("trials/gau-init.smoke/*.json"))
+    assert len(files) == len(exp.trials(cfg)) and seconds > 0
+
+    def refuse(task):
+        raise AssertionError(f"ran {task.trial.key} although today's code had stored it")
+
+    monkeypatch.setattr(runner, "execute", refuse)
+    again, seconds_again = runner.run_in_process(exp, "smoke", cfg, threads=1, cache=tmp_path)
+    assert again == first and seconds_again == pytest.approx(seconds)
+
+    older = load_trial(files[0])
+    doc = json.loads(files[0].read_text())
+    doc["fingerprint"]["code"] = "older code"
+    files[0].write_text(json.dumps(doc))
+    ran: list[str] = []
+    monkeypatch.setattr(runner, "execute", lambda task: ran.append(task.trial.key) or execute(task))
+    assert runner.run_in_process(exp, "smoke", cfg, threads=1, cache=tmp_path)[0] == first
+    assert ran == [older.key]  # only the trial made by other code ran again
+    assert stored_trials("gau-init", "smoke", tmp_path)[older.id].fingerprint["code"] == exp.code
+    files[1].write_text("{ torn")
+    monkeypatch.setattr(runner, "execute", lambda task: ran.append(task.trial.key) or execute(task))
+    assert runner.run_in_process(exp, "smoke", cfg, threads=1, cache=tmp_path)[0] == first
+    assert len(ran) == 2  # and a torn file is run again

@@ -112,14 +112,41 @@ def execute(task: TrialTask) -> TrialFile:
                      to_jsonable(dict(task.trial.params)), result, prov, fingerprint(exp.module, task.config))
 
 
-def run_in_process(exp: Experiment, scale: str, cfg: Any, threads: int | None = None) -> dict[str, Any]:
-    """Every trial of ``cfg`` run here, one after another, and assembled; nothing is stored (a chapter's live run)."""
-    results, device = [], "cpu"
+def run_in_process(exp: Experiment, scale: str, cfg: Any, threads: int | None = None,
+                   cache: str | os.PathLike[str] | None = None) -> tuple[dict[str, Any], float]:
+    """Every trial of ``cfg`` run here, one after another, and assembled (a chapter's live run), with the seconds its
+    trials ran. Nothing is stored, except in ``cache``: a folder of trial files from which a trial made by today's
+    code under the same config is taken instead of run again, and into which each trial run here is written."""
+    from analysis.core.trials import load_trial, trial_path
+
+    results, device, seconds = [], "cpu", 0.0
     for trial in exp.trials(cfg):
-        tf = execute(TrialTask(exp.name, scale, cfg, trial, exp.trial_id(cfg, trial), threads or default_threads(1)))
+        task = TrialTask(exp.name, scale, cfg, trial, exp.trial_id(cfg, trial), threads or default_threads(1))
+        tf = _cached(task, exp.code, cache) if cache is not None else None
+        if tf is None:
+            tf = execute(task)
+            if cache is not None:
+                save_trial(tf, cache)
         results.append(from_jsonable(tf.result))
         device = str(tf.provenance["device_type"])
-    return exp.assemble(cfg, results, device)
+        seconds += tf.wall_time_s
+    return exp.assemble(cfg, results, device), seconds
+
+
+def _cached(task: TrialTask, code: str, cache: str | os.PathLike[str]) -> TrialFile | None:
+    """The trial file of ``task`` in ``cache`` when today's code made it; else None."""
+    from analysis.core.trials import load_trial, trial_path
+    from analysis.results import ResultsFileError
+
+    probe = TrialFile(task.experiment, task.scale, task.trial.key, task.trial_id, task.trial.seed, {}, {}, {}, {})
+    path = trial_path(probe, cache)
+    if not path.is_file():
+        return None
+    try:
+        tf = load_trial(path)
+    except ResultsFileError:
+        return None  # a torn or foreign file is run again and overwritten
+    return tf if tf.fingerprint.get("code") == code else None
 
 
 class Executor(Protocol):

@@ -90,7 +90,7 @@ def run_experiment(name: str, cfg: Any, scale: str = "smoke") -> dict[str, Any]:
     from analysis.core.runner import run_in_process
     from analysis.core.trials import Experiment
 
-    return run_in_process(Experiment(get_experiment(name)), validate_scale(scale), cfg)
+    return run_in_process(Experiment(get_experiment(name)), validate_scale(scale), cfg)[0]
 
 
 def run_and_record(name: str, scale: str, directory: str | None = None, progress: bool = True,
