@@ -370,6 +370,26 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
+# --- check ------------------------------------------------------------------------------
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Causal, padding and length-law checks of an attention layer or decoder named as package.module:factory."""
+    from analysis.check import CheckInputError, check_module, load_target
+
+    try:
+        module = load_target(args.target)
+        report = check_module(module, args.kind, target=args.target, d=args.d, vocab=args.vocab,
+                              lengths=args.lengths, mask=args.mask, mask_arg=args.mask_arg, checks=args.checks,
+                              seed=args.seed)
+    except CheckInputError as err:
+        raise UsageError(str(err)) from None
+    except ValueError as err:  # the library's own input checks speak for the arguments
+        raise UsageError(str(err)) from None
+    _emit(args, report.to_json(), report.lines())
+    return 0 if report.passed else EXIT_FAILURE
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser with every subcommand."""
     from analysis.scale import SCALES
@@ -455,6 +475,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no line per finished trial")
     p.set_defaults(func=cmd_campaign)
 
+    p = sub.add_parser("check", help="check an attention layer or decoder for causal leaks, padding dependence "
+                                     "and length-dependent scaling (exit 1 when a check fails)")
+    p.add_argument("target", help="package.module:factory (a callable returning an nn.Module) or package.module:obj")
+    p.add_argument("--kind", choices=("layer", "lm"), default="layer",
+                   help="layer: (batch, n, d) -> (batch, n, d); lm: token ids (batch, n) -> logits (batch, n, vocab)")
+    p.add_argument("--d", type=int, help="the layer's width (default: the first Linear's input width)")
+    p.add_argument("--vocab", type=int, help="the decoder's vocabulary (default: the first Embedding's size)")
+    p.add_argument("--lengths", type=int, nargs="+", default=[32, 37, 45, 64, 77, 100, 128],
+                   help="the prefix, then the longer total lengths (default: 32 37 45 64 77 100 128)")
+    p.add_argument("--mask", choices=("none", "key-padding", "attention"), default="none",
+                   help="how the module takes padding: none; key-padding, a (batch, n) mask True at real tokens; "
+                        "attention, an (n, n) mask True where query t may attend key j")
+    p.add_argument("--mask-arg", help="the forward's keyword for the mask (default: the first of mask, key_mask, "
+                                      "attention_mask, attn_mask it takes)")
+    p.add_argument("--checks", nargs="+", choices=("causal", "padding"), default=["causal", "padding"],
+                   help="which checks (padding needs --mask; a bidirectional layer takes --checks padding)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_check)
+
     p = sub.add_parser("list", help="list the experiments and whether their records are current or stale")
     p.set_defaults(func=cmd_list)
 
@@ -479,7 +519,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not getattr(args, "func", None):
             parser.print_help()
             return EXIT_USAGE
-        args.func(args)
+        status = args.func(args)
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -496,7 +536,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception:  # anything else is a bug, not a usage error: show where it happened
         traceback.print_exc()
         return EXIT_FAILURE
-    return 0
+    return int(status or 0)
 
 
 if __name__ == "__main__":
