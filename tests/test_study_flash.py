@@ -1,0 +1,46 @@
+"""The FLASH chapter's live run of `analysis check`: every decision its prose states about the table."""
+
+import pytest
+
+from analysis.studies.flash.checks import CHUNK, check_facts, check_table, run_checks
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return run_checks()
+
+
+def test_the_books_layers_multihead_attention_and_flash_pytorch_flash_pass_in_both_dtypes(rows):
+    passing = [r for r in rows if r.label.startswith("this book's") or "MultiheadAttention" in r.label
+               or r.label == "FLASH-pytorch FLASH (causal)"]
+    assert len(passing) == 7
+    for row in passing:
+        assert row.report.passed, row.report.lines()
+        assert {r.dtype for r in row.report.results} == {"float64", "float32"}
+
+
+def test_the_printed_forms_leak_by_the_law_their_formula_says(rows):
+    by = {r.label: r.report for r in rows}
+    assert [w.law for w in by["source as printed: relu²(qk)/(ns)"].laws] == ["1/n (the total length)"]
+    assert [w.law for w in by["paper appendix: relu²(qk/n)"].laws] == ["1/n^2 (the total length, squared)"]
+    flash = by["source as printed: FLASH 1/((g−1)n/c)"]
+    assert not flash.passed and all(r.first_position == CHUNK for r in flash.results)  # from the second chunk on
+
+
+def test_flash_pytorch_gau_leaks_as_one_over_n_squared_in_both_checks(rows):
+    by = {r.label: r.report for r in rows}
+    if "FLASH-pytorch GAU (causal)" not in by:
+        pytest.skip("FLASH-pytorch is not installed")
+    peer = by["FLASH-pytorch GAU (causal)"]
+    assert {w.check for w in peer.laws} == {"causal", "padding"}
+    assert {w.law for w in peer.laws} == {"1/n^2 (the total length, squared)"}
+    facts = check_facts(rows)
+    assert facts["check_peer_law"] == "1/n² (the total length, squared)"
+    assert facts["check_leaking"] == "4 of the 11 modules"
+
+
+def test_the_table_has_a_row_per_module_and_marks_leaks(rows):
+    text = check_table(rows).data
+    assert text.count("\n") == len(rows) + 1
+    assert text.count("**leaks**") == sum(1 for r in rows for x in r.report.results if not x.passed
+                                          and (x.check, x.dtype) != ("padding", "float32"))
