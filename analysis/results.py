@@ -80,7 +80,8 @@ def device_name() -> str:
 
 
 def provenance(wall_time_s: float) -> dict[str, Any]:
-    """Device, torch and CUDA versions, Python, git commit (and whether the tree was dirty), date, wall time."""
+    """Device, torch and CUDA versions, Python, git commit (and whether the tree was dirty), date, wall time, and the
+    CPU's vector capability as torch uses it."""
     import torch
 
     # records written earlier in the same session do not make the code dirty
@@ -94,6 +95,8 @@ def provenance(wall_time_s: float) -> dict[str, Any]:
         "git_dirty": None if status is None else bool(status),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "wall_time_s": round(float(wall_time_s), 2),
+        # the vector instructions torch's CPU kernels use: float results can differ between AVX2 and AVX-512 machines
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
     }
 
 
@@ -129,8 +132,9 @@ class Record:
         p = self.provenance
         commit = (p.get("git_commit") or "unknown")[:10] + (" (dirty tree)" if p.get("git_dirty") else "")
         cuda = f", CUDA {p['cuda']}" if p.get("cuda") else ""
+        isa = f" with {p['cpu_capability']} kernels" if p.get("cpu_capability") and not p.get("cuda") else ""
         return (
-            f"{self.experiment} at {self.scale} scale, measured on {p.get('device')}, torch {p.get('torch')}{cuda}, "
+            f"{self.experiment} at {self.scale} scale, measured on {p.get('device')}{isa}, torch {p.get('torch')}{cuda}, "
             f"commit {commit}, {str(p.get('date', ''))[:10]}, seed {self.seed}, {p.get('wall_time_s')} s"
         )
 

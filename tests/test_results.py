@@ -96,3 +96,10 @@ def test_names_and_values_are_validated(tmp_path):
     with pytest.raises(TypeError, match="cannot store a object"):
         to_jsonable(object())
     assert to_jsonable({"a": (np.float32(1.5), math.inf)}) == {"a": [1.5, "inf"]}
+
+
+def test_provenance_names_the_cpu_kernels_and_the_record_says_which():
+    p = provenance(1.5)
+    assert p["cpu_capability"] == torch.backends.cpu.get_cpu_capability() and p["wall_time_s"] == 1.5
+    rec = Record("x", "cpu", 0, {}, {}, {**p, "cuda": None})
+    assert f"with {p['cpu_capability']} kernels" in rec.describe()

@@ -286,7 +286,7 @@ def combined_provenance(files: Sequence[TrialFile]) -> dict[str, Any]:
     out["git_dirty"] = any(bool(q.get("git_dirty")) for q in p)
     out["date"] = max(str(q.get("date", "")) for q in p)
     out["wall_time_s"] = round(sum(float(q.get("wall_time_s", 0.0)) for q in p), 2)
-    for extra in ("threads", "executor", "device_type"):
+    for extra in ("threads", "executor", "device_type", "cpu_capability"):
         if any(extra in q for q in p):
             out[extra] = _joined([q.get(extra) for q in p])
     return out
