@@ -7,6 +7,7 @@ import importlib
 import math
 
 import numpy as np
+import pytest
 import sympy as sp
 
 from analysis.studies import widening
@@ -56,3 +57,16 @@ def test_mean_curve_averages_the_seeds_ignoring_nan():
     x, y = wf._mean_curve([([0, 10, 20], [3.0, 2.0, np.nan]), ([0, 10, 20], [1.0, np.nan, 1.5])])
     assert x.tolist() == [0, 10, 20]
     assert y.tolist() == [2.0, 2.0, 1.5]
+
+
+def test_the_stationary_sentences_follow_the_gap_against_the_tolerance_set_in_advance():
+    from analysis.studies.widening.figures import stationary_sentences
+
+    within = stationary_sentences(6.3e-13)
+    assert "within the 1e-12 rounding tolerance" in within["stationary_detail"]
+    assert within["stationary_summary"] == "They also keep a stationary point stationary."
+    beyond = stationary_sentences(1.6e-12)
+    assert beyond["stationary_detail"].startswith("1.6 times the 1e-12 rounding tolerance")
+    assert "still open" in beyond["stationary_summary"] and "stays open" in beyond["stationary_detail"]
+    with pytest.raises(ValueError, match="gap must be a finite"):
+        stationary_sentences(float("nan"))
