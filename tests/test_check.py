@@ -2,10 +2,6 @@
 
 import json
 import math
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -21,9 +17,6 @@ from analysis.check import (
 )
 from analysis.models.gau import GAU, GAUConfig
 from analysis.models.lm import LanguageModel, ModelConfig
-
-ROOT = Path(__file__).resolve().parents[1]
-
 
 class Planted(nn.Module):
     """Causal single-head attention, correct or with one planted leak."""
@@ -196,8 +189,11 @@ def test_bad_targets_and_modules_give_one_line():
         check_module(nn.Linear(8, 8), mask="key-padding")
 
 
-def _cli(tmp_path, *args):
-    (tmp_path / "targets.py").write_text(
+def _cli(tmp_path, monkeypatch, capsys, *args):
+    """The command in this process (as `python -m analysis check ...`): exit status, stdout, stderr."""
+    from analysis.__main__ import main
+
+    (tmp_path / "check_targets.py").write_text(
         "import torch\nfrom torch import nn\n"
         "from analysis.models.gau import GAU, GAUConfig\n"
         "def good():\n    return GAU(GAUConfig(d=16, e=32, s=8, causal=True))\n"
@@ -206,32 +202,34 @@ def _cli(tmp_path, *args):
         "def number():\n    return 3\n"
         "class Narrow(nn.Module):\n    def forward(self, x):\n        return x[..., :2]\n"
         "narrow = Narrow()\n")
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
     before = sorted(p.name for p in tmp_path.iterdir())
-    done = subprocess.run([sys.executable, "-m", "analysis", "check", *args], capture_output=True, text=True,
-                          timeout=300, env=env, cwd=tmp_path)
+    status = main(["check", *args])
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != "__pycache__") == before  # nothing written
-    return done
+    out = capsys.readouterr()
+    return status, out.out, out.err
 
 
-def test_the_command_exits_0_when_every_check_passes_and_1_when_one_fails(tmp_path):
-    ok = _cli(tmp_path, "targets:good", "--mask", "key-padding", "--mask-arg", "key_mask")
-    assert ok.returncode == 0, ok.stderr
-    assert "verdict: passes every check" in ok.stdout and "threshold" in ok.stdout
+def test_the_command_exits_0_when_every_check_passes_and_1_when_one_fails(tmp_path, monkeypatch, capsys):
+    status, out, err = _cli(tmp_path, monkeypatch, capsys, "check_targets:good", "--mask", "key-padding",
+                            "--mask-arg", "key_mask")
+    assert status == 0, err
+    assert "verdict: passes every check" in out and "threshold" in out
     pytest.importorskip("flash_pytorch")
-    bad = _cli(tmp_path, "targets:leaky", "--mask", "key-padding", "--json")
-    assert bad.returncode == 1, bad.stderr
-    doc = json.loads(bad.stdout)
+    status, out, err = _cli(tmp_path, monkeypatch, capsys, "check_targets:leaky", "--mask", "key-padding", "--json")
+    assert status == 1, err
+    doc = json.loads(out)
     assert doc["passed"] is False and doc["laws"][0]["law"] == "1/n^2 (the total length, squared)"
 
 
 @pytest.mark.parametrize("args, message", [
     (["no_such_module_x:make"], "does not import"),
-    (["targets:number"], "returned int, not an nn.Module"),
-    (["targets:narrow", "--d", "8"], "not (batch, n, 8)"),
-    (["targets:good", "--lengths", "64", "32"], "lengths must be at least two increasing"),
+    (["check_targets:number"], "returned int, not an nn.Module"),
+    (["check_targets:narrow", "--d", "8"], "not (batch, n, 8)"),
+    (["check_targets:good", "--lengths", "64", "32"], "lengths must be at least two increasing"),
 ])
-def test_the_command_exits_2_with_one_line_on_bad_input(tmp_path, args, message):
-    done = _cli(tmp_path, *args)
-    assert done.returncode == 2 and done.stdout == ""
-    assert len(done.stderr.strip().splitlines()) == 1 and message in done.stderr, done.stderr
+def test_the_command_exits_2_with_one_line_on_bad_input(tmp_path, monkeypatch, capsys, args, message):
+    status, out, err = _cli(tmp_path, monkeypatch, capsys, *args)
+    assert status == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and message in err, err
