@@ -73,7 +73,7 @@ def _seed(name: str, scale: str) -> int | None:
 def _run_live(name: str, scale: str) -> tuple[dict[str, Any], float]:
     """Run experiment ``name`` at ``scale``: its data and the seconds its trials ran. With ``ANALYSIS_LIVE_CACHE``
     set to a folder, a trial that today's code already ran there under the same config is read back, not run again
-    (the test command sets it, so that the tests, the chapters and the book share one smoke run)."""
+    (the test and book commands set it, so that the tests, the chapters and the book share one smoke run)."""
     from analysis.core.runner import run_in_process
     from analysis.core.trials import Experiment
     from analysis.experiments import config_for, get_experiment

@@ -271,6 +271,7 @@ class _Caller:
 
 
 def _inputs(kind: str, width: int, length: int, seed: int, dtype: torch.dtype) -> torch.Tensor:
+    """Token ids for a decoder; N(0, 1) inputs in ``dtype`` (drawn in float64, the same for every dtype) for a layer."""
     g = torch.Generator().manual_seed(seed)
     if kind == "lm":
         return torch.randint(0, width, (2, length), generator=g)
@@ -322,7 +323,7 @@ def check_module(module: nn.Module, kind: str = "layer", *, target: str = "modul
         skipped.append("padding (the module takes no mask: pass --mask key-padding or attention)")
     for mod, dtype in variants:
         call = _Caller(mod, kind, width, mask, mask_arg)
-        x = _inputs(kind, width, lengths[-1], seed, dtype if kind == "layer" else torch.float64)
+        x = _inputs(kind, width, lengths[-1], seed, dtype)
         threshold = rounding_threshold(dtype, lengths[-1])
         for check in wanted:
             if check == "causal":

@@ -117,8 +117,6 @@ def run_in_process(exp: Experiment, scale: str, cfg: Any, threads: int | None = 
     """Every trial of ``cfg`` run here, one after another, and assembled (a chapter's live run), with the seconds its
     trials ran. Nothing is stored, except in ``cache``: a folder of trial files from which a trial made by today's
     code under the same config is taken instead of run again, and into which each trial run here is written."""
-    from analysis.core.trials import load_trial, trial_path
-
     results, device, seconds = [], "cpu", 0.0
     for trial in exp.trials(cfg):
         task = TrialTask(exp.name, scale, cfg, trial, exp.trial_id(cfg, trial), threads or default_threads(1))

@@ -46,7 +46,7 @@ class _CausalMHA(nn.Module):
 
 @dataclass(frozen=True)
 class Checked:
-    """One module the chapter checks, how it takes padding, and its report."""
+    """One module the chapter checks, by the label its table gives it, and its report."""
 
     label: str
     report: CheckReport
@@ -57,16 +57,16 @@ def run_checks(seed: int = 0) -> list[Checked]:
     torch.manual_seed(seed)
     gau = GAU(GAUConfig(d=D, e=2 * D, s=S, causal=True, rope=True))
     flash = GAU(GAUConfig(d=D, e=2 * D, s=S, causal=True, rope=True, chunk=CHUNK))
-    ours: list[tuple[str, nn.Module, dict[str, Any]]] = [
-        ("this book's GAU, relu²/(ts) (lean path, the default)", gau, {}),
-        ("this book's GAU, dense path", GAU(GAUConfig(d=D, e=2 * D, s=S, causal=True, backend="dense")), {}),
-        ("this book's GAU, relu²(qk/t)", GAU(GAUConfig(d=D, e=2 * D, s=S, causal=True, norm="relu2_n2")), {}),
+    ours: list[tuple[str, nn.Module]] = [
+        ("this book's GAU, relu²/(ts) (lean path, the default)", gau),
+        ("this book's GAU, dense path", GAU(GAUConfig(d=D, e=2 * D, s=S, causal=True, backend="dense"))),
+        ("this book's GAU, relu²(qk/t)", GAU(GAUConfig(d=D, e=2 * D, s=S, causal=True, norm="relu2_n2"))),
         ("this book's GAU, softmax with log₅₁₂ t", GAU(GAUConfig(d=D, e=2 * D, s=S, causal=True,
-                                                               norm="softmax_log512")), {}),
-        ("this book's FLASH", flash, {}),
+                                                               norm="softmax_log512"))),
+        ("this book's FLASH", flash),
     ]
     rows = [Checked(label, check_module(m, target=label, lengths=LENGTHS, mask="key-padding", mask_arg="key_mask",
-                                        seed=seed, **kw)) for label, m, kw in ours]
+                                        seed=seed)) for label, m in ours]
     printed = [("source as printed: relu²(qk)/(ns)", _Formula(gau, lambda g, x: gau_total_length(g, x, "printed"))),
                ("paper appendix: relu²(qk/n)", _Formula(gau, lambda g, x: gau_total_length(g, x, "appendix"))),
                ("source as printed: FLASH 1/((g−1)n/c)", _Formula(flash, flash_printed))]

@@ -95,6 +95,11 @@ def lean(name: str) -> bool:
     return "lean" in name
 
 
+def gau_backend(name: str) -> str:
+    """The GAU attention path an implementation names: lean or dense for GAU layers, auto (unused) for the others."""
+    return "lean" if lean(name) else "dense" if kind(name) == "gau" else "auto"
+
+
 class _Stack(nn.Module):
     """Residual sublayers of a LanguageModel (its embedding and output layer left out), applied in order."""
 
@@ -131,13 +136,13 @@ def build(name: str, cfg: Config) -> nn.Module:
     """One of :data:`IMPLEMENTATIONS` (stacks) or :data:`LAYERS` (one GAU layer) at the config's sizes (the peer
     raises ImportError when not installed); compiled ones are wrapped in ``torch.compile``."""
     d, s, c = cfg.d, cfg.s, cfg.chunk
-    backend = "lean" if lean(name) else "dense"
     module: nn.Module
     if name in LAYERS:
         if name.startswith("FLASH-pytorch"):
             module = _peer_gau(cfg, matched=name == MATCHED_PEER)
         else:
-            module = GAU(GAUConfig(d=d, e=2 * d, s=s, causal=True, backend=backend, query_block=cfg.query_block))
+            module = GAU(GAUConfig(d=d, e=2 * d, s=s, causal=True, backend=gau_backend(name),
+                                   query_block=cfg.query_block))
         if "compiled" in name:
             compiled: nn.Module = torch.compile(module, backend=cfg.compile_backend)  # type: ignore[assignment]
             return compiled
@@ -153,8 +158,7 @@ def build(name: str, cfg: Config) -> nn.Module:
     if k == "transformer":
         return _Stack(LanguageModel(_transformer_config(cfg)))
     return _Stack(LanguageModel(ModelConfig(d=d, layers=2 * cfg.layers, block=k, residual="pre", s=s, chunk=c,
-                                            gau_backend=backend if k == "gau" else "auto",
-                                            gau_query_block=cfg.query_block)))
+                                            gau_backend=gau_backend(name), gau_query_block=cfg.query_block)))
 
 
 def saved_bytes(module: nn.Module, x: torch.Tensor) -> int:
@@ -559,8 +563,7 @@ def model_config(name: str, cfg: Config, n: int) -> ModelConfig:
     if k == "transformer":
         return _transformer_config(cfg, n)
     return ModelConfig(d=cfg.d, layers=1 if name in LAYERS else 2 * cfg.layers, block=k, residual="pre", s=cfg.s,
-                       chunk=cfg.chunk, ctx=n, gau_backend="lean" if lean(name) else "dense" if k == "gau" else "auto",
-                       gau_query_block=cfg.query_block)
+                       chunk=cfg.chunk, ctx=n, gau_backend=gau_backend(name), gau_query_block=cfg.query_block)
 
 
 def plan(cfg: Config) -> list[Workload]:
