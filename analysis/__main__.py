@@ -266,7 +266,7 @@ def cmd_list(args: argparse.Namespace) -> None:
 def cmd_plan(args: argparse.Namespace) -> None:
     """Estimate every experiment's cost at a scale; build and step each model once (a dry run)."""
     from analysis.experiments import EXPERIMENTS
-    from analysis.plan import UTILISATION, plan_experiment, plan_table
+    from analysis.plan import H100_STEPS_NOTE, h100_step_model, plan_experiment, plan_table
 
     names = [args.experiment] if args.experiment else sorted(EXPERIMENTS)
     for name in names:
@@ -283,8 +283,11 @@ def cmd_plan(args: argparse.Namespace) -> None:
                            "peak_memory_gb": e.peak_memory_gb, "fits_80gb": e.fits, "stepped": e.stepped}
                           for e in estimates], indent=1))
         return
-    print(f"Estimated cost at {args.scale} scale (H100 minutes at an assumed {100 * UTILISATION:.0f}% of 989 TFLOP/s "
-          "bf16; memory = 16 bytes per parameter + activations saved for backward). Estimates, not measurements.\n")
+    fit = h100_step_model()
+    print(f"Estimated cost at {args.scale} scale. H100 minutes come from training steps {H100_STEPS_NOTE}: "
+          f"{1e3 * fit.layer_s:.1f} ms per layer and step plus the FLOPs at {fit.flops_per_s / 1e12:.0f} TFLOP/s "
+          f"(fitted; within {100 * fit.worst_error:.0f}% of each measured step). Memory = 16 bytes per parameter + "
+          "activations saved for backward. Estimates, not measurements.\n")
     print(plan_table(estimates))
 
 
@@ -302,11 +305,13 @@ def cmd_campaign(args: argparse.Namespace) -> None:
         raise UsageError("--address applies only to --executor ray")
     if args.executor == "inline" and args.workers not in (None, 1):
         raise UsageError("--executor inline runs one trial at a time: use --executor local or ray for --workers")
+    if args.trials and not args.status:
+        raise UsageError("--trials applies only to --status")
     if args.estimate_on and not args.status:
         raise UsageError("--estimate-on applies only to --status (a campaign times its trials on its own device)")
     if args.status:
         plans = campaign_plans(args.scale, args.only, args.out, args.refresh_stale, args.estimate_on)
-        print("\n".join(status_lines(plans, args.scale, args.estimate_on)))
+        print("\n".join(status_lines(plans, args.scale, args.estimate_on, trials=args.trials)))
         if budget is not None:
             for line in never_fits(plans, budget):
                 print(f"never fits a budget of {args.budget}: {line}")
@@ -469,6 +474,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--address", help="an existing Ray cluster's address (with --executor ray)")
     p.add_argument("--refresh-stale", action="store_true", help="also re-run trials stored by older code")
     p.add_argument("--status", action="store_true", help="print what is done and left, with expected times; run nothing")
+    p.add_argument("--trials", action="store_true", help="with --status: a line per missing trial, with its expected time")
     p.add_argument("--estimate-on", choices=("cpu", "cuda"),
                    help="with --status: expected times on a device of this type rather than this machine's")
     p.add_argument("--out", metavar="DIR", help="results folder (default: the repository's results/)")

@@ -165,7 +165,7 @@ class Chapter:
         est = plan_experiment(name, "gpu", execute=False)
         return Markdown(
             f"**No GPU-scale run of `{name}` has been recorded yet.**{partial} One H100 would take an estimated "
-            f"{est.h100_minutes:.2g} minutes at {100 * est.utilisation:.0f}% utilisation ({est.flops:.2g} FLOPs, "
+            f"{est.h100_minutes:.2g} minutes at the step times measured there ({est.flops:.2g} FLOPs, "
             f"peak memory about {est.peak_memory_gb:.2g} GB): `python -m analysis campaign --scale gpu --only {name}`"
             f" runs its {status.total} trials, resumable, in leases as short as `--budget 9m`. "
             "Estimated, not measured: no GPU number appears in this book that was not measured on a GPU."

@@ -9,8 +9,9 @@ language model trained (or evaluated) ``count`` times for ``steps`` steps at
 * FLOPs per run: one training step (forward and backward) of each model counted by
   ``torch.utils.flop_counter.FlopCounterMode`` on the meta device, times steps and
   count; sampling work by its stated count;
-* estimated H100 minutes, FLOPs / (989 TFLOP/s dense bf16 x utilisation), with the
-  utilisation a stated assumption (25%: small models do not fill an H100);
+* estimated H100 minutes from the step times measured on an H100 (:data:`H100_STEPS`): a training step costs a
+  fixed time per layer (kernel launches) plus its FLOPs at a fitted rate (:func:`h100_step_model`); a forward-only
+  batch a third of both; counted sampling work its FLOPs at the fitted rate;
 * estimated peak memory: 16 bytes per parameter (fp32 weights, gradients, AdamW's two
   moments) plus the activations saved for backward, measured on the meta device;
 
@@ -21,27 +22,131 @@ truncated training step (batch 1, at most 64 positions) where it has at most
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
 import torch
 
 from analysis.cost import _loss, build_model, step_cost
 
 H100_BF16_DENSE_FLOPS = 989e12  # NVIDIA H100 SXM, dense bf16 tensor-core peak
-UTILISATION = 0.25
 H100_MEMORY_GB = 80.0
 BYTES_PER_PARAM_TRAINING = 16  # fp32 weights + gradients + AdamW exp_avg + exp_avg_sq
 CPU_STEP_MAX_PARAMS = 20_000_000
 CPU_STEP_MAX_CTX = 64
 
 
-@lru_cache(maxsize=None)
+@dataclass(frozen=True)
+class MeasuredStep:
+    """One training step's time measured on a GPU: the model, batch and length it ran, and where it is reported."""
+
+    label: str
+    model: Any  # a ModelConfig
+    batch: int
+    ctx: int
+    seconds: float
+    source: str
+
+
+def h100_steps() -> tuple[MeasuredStep, ...]:
+    """The training steps measured on an H100 that size the gpu campaign (:data:`H100_STEPS_NOTE` says how)."""
+    from analysis.models.lm import ModelConfig
+
+    quality = "gau-quality's gpu size, measured on an H100 before its 4-hour run was cut (README, commit d030333)"
+    gau = dict(vocab=256, d=512, layers=16, residual="post", s=128, chunk=128, ctx=1024, gau_backend="dense")
+    return (
+        MeasuredStep("GAU, 8 layers, d = 256, n = 512", ModelConfig(d=256, layers=8, block="gau", s=64, ctx=512,
+                                                                     gau_backend="dense"),
+                     32, 512, 0.036, "gau-length's gpu sizing on an H100 (commit a33b6de)"),
+        MeasuredStep("Transformer++, 8 layers, d = 512, n = 1024",
+                     ModelConfig(vocab=256, d=512, layers=8, block="transformer", residual="pre", norm="rmsnorm",
+                                 ffn="swiglu", positions="rope", heads=8, ctx=1024), 32, 1024, 0.080, quality),
+        MeasuredStep("FLASH-Quad, 16 GAU layers, d = 512, n = 1024", ModelConfig(block="gau", **gau),  # type: ignore[arg-type]
+                     32, 1024, 0.093, quality),
+        MeasuredStep("FLASH, 16 layers, d = 512, n = 1024", ModelConfig(block="flash", **gau),  # type: ignore[arg-type]
+                     32, 1024, 0.116, quality),
+    )
+
+
+H100_STEPS_NOTE = ("measured on one H100 80GB HBM3 with torch 2.11 in eager mode, bf16 autocast, AdamW (not fused), "
+                   "the GAU's dense n x n path, batch 32")
+
+
+@dataclass(frozen=True)
+class StepTimeModel:
+    """t = L x layer_s + F / flops_per_s for a training step of L layers and F FLOPs (forward + backward), fitted to
+    measured steps; a forward-only batch costs a third of both terms."""
+
+    layer_s: float
+    flops_per_s: float
+    worst_error: float  # the largest |predicted / measured - 1| over the steps it was fitted to
+
+    def step_s(self, layers: int, fwd_bwd_flops: float) -> float:
+        """Seconds of one training step: layers x layer_s + FLOPs / flops_per_s."""
+        return layers * self.layer_s + fwd_bwd_flops / self.flops_per_s
+
+    def eval_s(self, layers: int, fwd_flops: float) -> float:
+        """Seconds of one forward-only batch: (layers x layer_s) / 3 + FLOPs / flops_per_s."""
+        return layers * self.layer_s / 3.0 + fwd_flops / self.flops_per_s
+
+
+def fit_step_model(steps: tuple[MeasuredStep, ...]) -> StepTimeModel:
+    """Non-negative least squares in relative error: a, b >= 0 minimising sum_i ((L_i a + F_i b) / t_i - 1)^2."""
+    from scipy.optimize import nnls
+
+    if len(steps) < 2:
+        raise ValueError(f"steps must hold at least 2 measured steps to fit 2 parameters; got {len(steps)}")
+    for m in steps:
+        if not (math.isfinite(m.seconds) and m.seconds > 0):
+            raise ValueError(f"seconds of measured step {m.label!r} must be positive and finite; got {m.seconds!r}")
+    flops = [cached_step_cost(m.model, m.batch, m.ctx)[2] for m in steps]
+    rows = np.array([[m.model.layers / m.seconds, f / m.seconds] for m, f in zip(steps, flops)])
+    (a, b), _ = nnls(rows, np.ones(len(steps)))
+    model = StepTimeModel(float(a), 1.0 / float(b) if b > 0 else math.inf, 0.0)
+    worst = max(abs(model.step_s(m.model.layers, f) / m.seconds - 1) for m, f in zip(steps, flops))
+    return dataclasses.replace(model, worst_error=float(worst))
+
+
+@lru_cache(maxsize=1)
+def h100_step_model() -> StepTimeModel:
+    """The step-time model fitted to :func:`h100_steps` (the H100 step times this book has measured)."""
+    return fit_step_model(h100_steps())
+
+
+def h100_seconds(workloads: Any) -> float:
+    """Expected H100 seconds of a list of workloads: :meth:`StepTimeModel.step_s` per training step,
+    :meth:`StepTimeModel.eval_s` per forward-only batch, counted FLOPs at the fitted rate."""
+    model = h100_step_model()
+    total = 0.0
+    for w in workloads:
+        if w.model is None:
+            total += w.count * w.flops / model.flops_per_s
+            continue
+        _, fwd, fwd_bwd, _ = cached_step_cost(w.model, w.batch, w.ctx)
+        layers = int(w.model.layers)
+        total += w.count * (w.steps * model.step_s(layers, fwd_bwd) + w.eval_batches * model.eval_s(layers, fwd))
+    return total
+
+
+# ModelConfig fields that change no count of a step (a scalar factor on the logits, the initial draw): models that
+# differ only in them share one count
+COST_FREE_FIELDS = {"attn_alpha": 1.0, "cosine_scale": 10.0, "init": "xavier"}
+
+
 def cached_step_cost(model: Any, batch: int, ctx: int) -> tuple[int, float, float, float]:
-    """:func:`analysis.cost.step_cost`, counted once per (model config, batch, ctx): an experiment split into trials
-    lists the same model in many of them."""
+    """:func:`analysis.cost.step_cost`, counted once per (model config, batch, ctx) up to :data:`COST_FREE_FIELDS`:
+    an experiment split into trials lists the same model in many of them, or a model at many logit scales."""
+    if dataclasses.is_dataclass(model) and all(hasattr(model, f) for f in COST_FREE_FIELDS):
+        model = dataclasses.replace(model, **COST_FREE_FIELDS)
+    return _counted_step_cost(model, batch, ctx)
+
+
+@lru_cache(maxsize=None)
+def _counted_step_cost(model: Any, batch: int, ctx: int) -> tuple[int, float, float, float]:
     return step_cost(model, batch, ctx)
 
 
@@ -54,13 +159,18 @@ class Estimate:
     parameters: int = 0  # of the largest model
     flops: float = 0.0
     peak_memory_gb: float = 0.0
-    utilisation: float = UTILISATION
+    h100_seconds: float = 0.0  # from the measured step times (h100_seconds)
     stepped: list[str] = field(default_factory=list)  # "label: cpu step" / "label: meta step"
 
     @property
     def h100_minutes(self) -> float:
-        """FLOPs / (989e12 x utilisation) / 60."""
-        return self.flops / (H100_BF16_DENSE_FLOPS * self.utilisation) / 60.0
+        """Expected H100 minutes: h100_seconds / 60."""
+        return self.h100_seconds / 60.0
+
+    @property
+    def utilisation(self) -> float:
+        """The bf16 peak fraction those minutes imply: FLOPs / (h100_seconds x 989e12)."""
+        return self.flops / (self.h100_seconds * H100_BF16_DENSE_FLOPS) if self.h100_seconds > 0 else 0.0
 
     @property
     def fits(self) -> bool:
@@ -98,7 +208,9 @@ def plan_experiment(name: str, scale: str, execute: bool = True) -> Estimate:
     est = Estimate(name, scale)
     peak = 0.0
     stepped: dict[Any, str] = {}
-    for w in exp.plan(cfg):
+    workloads = exp.plan(cfg)
+    est.h100_seconds = h100_seconds(workloads)
+    for w in workloads:
         if w.model is None:
             est.flops += w.count * w.flops
             peak = max(peak, w.memory_bytes)
@@ -116,11 +228,12 @@ def plan_experiment(name: str, scale: str, execute: bool = True) -> Estimate:
 
 def plan_table(estimates: list[Estimate]) -> str:
     """A Markdown table of estimates, with a total row."""
-    head = ("| experiment | parameters (largest model) | FLOPs | H100 minutes at "
-            f"{100 * UTILISATION:.0f}% | peak memory (GB, of 80) |\n|---|---:|---:|---:|---:|")
+    head = ("| experiment | parameters (largest model) | FLOPs | H100 minutes (from measured steps) | "
+            "implied bf16 utilisation | peak memory (GB, of 80) |\n|---|---:|---:|---:|---:|---:|")
     rows = [f"| {e.experiment} | {e.parameters:,} | {e.flops:.2e} | {e.h100_minutes:.3g} | "
-            f"{e.peak_memory_gb:.3g}{'' if e.fits else ' (does not fit)'} |" for e in estimates]
+            f"{100 * e.utilisation:.2g}% | {e.peak_memory_gb:.3g}{'' if e.fits else ' (does not fit)'} |"
+            for e in estimates]
     total = sum(e.flops for e in estimates)
     minutes = sum(e.h100_minutes for e in estimates)
-    rows.append(f"| **all** | | {total:.2e} | {minutes:.3g} | |")
+    rows.append(f"| **all** | | {total:.2e} | {minutes:.3g} | | |")
     return "\n".join([head, *rows])

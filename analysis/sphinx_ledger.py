@@ -425,7 +425,7 @@ def reproduce_html(timings: dict[str, tuple[str, str, float]]) -> str:
         exp = Experiment(EXPERIMENTS[name])
         trials = trial_status(exp, "gpu", config_for(exp.module, "gpu")).describe()
         gpu = (f"{records[1]}" if records[1] else
-               f"{est.h100_minutes:.2g} H100 minutes at {100 * est.utilisation:.0f}%, {est.peak_memory_gb:.2g} GB"
+               f"{est.h100_minutes:.2g} H100 minutes (from measured step times), {est.peak_memory_gb:.2g} GB"
                ) + f"; gpu campaign: {trials}"
         rows.append(f"<tr><td><code>{name}</code><br><small>{html.escape(chapter)}</small></td>"
                     f"<td>{html.escape(live)}</td><td>{html.escape(records[0])}</td><td>{html.escape(gpu)}</td>"

@@ -1,12 +1,23 @@
 """The gpu path, proven without a GPU: every experiment's gpu config builds, steps once, and is costed."""
 
+import dataclasses
+
 import pytest
 
 from analysis.core.trials import Experiment
 from analysis.experiments import EXPERIMENTS
 from analysis.models.lm import ModelConfig
 from analysis.experiments.base import Workload
-from analysis.plan import plan_experiment, plan_table, step_cost
+from analysis.plan import (
+    MeasuredStep,
+    fit_step_model,
+    h100_seconds,
+    h100_step_model,
+    h100_steps,
+    plan_experiment,
+    plan_table,
+    step_cost,
+)
 
 
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))
@@ -17,6 +28,53 @@ def test_gpu_plan_builds_steps_and_costs(name):
     assert len(est.stepped) == len({w.model for w in models})
     smoke = plan_experiment(name, "smoke", execute=False)
     assert smoke.flops < est.flops  # the gpu scale is the bigger one
+
+
+def test_every_gpu_trial_fits_a_command_and_the_campaign_fits_eight_leases():
+    """Sized from the measured H100 step times (the plans' step costs are cached by the test above)."""
+    from analysis.core.campaign import GPU_CAMPAIGN_S, GPU_TRIAL_MAX_S
+
+    total, longest = 0.0, ("", 0.0)
+    for name in sorted(EXPERIMENTS):
+        exp = Experiment(EXPERIMENTS[name])
+        cfg = EXPERIMENTS[name].CONFIGS["gpu"]
+        for t in exp.trials(cfg):
+            seconds = h100_seconds(exp.trial_plan(cfg, t))
+            total += seconds
+            longest = max(longest, (f"{name} {t.key}", seconds), key=lambda x: x[1])
+    assert longest[1] <= GPU_TRIAL_MAX_S, longest
+    assert 0 < total <= GPU_CAMPAIGN_S
+
+
+def test_the_step_model_recovers_its_parameters_and_fits_the_h100_steps():
+    base = h100_steps()
+    a, rate = 3e-3, 2e14  # synthetic steps made by a known model are fitted exactly
+    synthetic = tuple(MeasuredStep(m.label, m.model, m.batch, m.ctx,
+                                   m.model.layers * a + step_cost(m.model, m.batch, m.ctx)[2] / rate, "synthetic")
+                      for m in base)
+    fit = fit_step_model(synthetic)
+    assert fit.layer_s == pytest.approx(a, rel=1e-9) and fit.flops_per_s == pytest.approx(rate, rel=1e-9)
+    assert fit.worst_error < 1e-9
+    model = h100_step_model()
+    assert model.layer_s > 0 and model.flops_per_s > 0
+    errors = [abs(model.step_s(m.model.layers, step_cost(m.model, m.batch, m.ctx)[2]) / m.seconds - 1) for m in base]
+    assert max(errors) == pytest.approx(model.worst_error)
+    assert model.worst_error < 0.25  # two terms account for every measured step to within a quarter
+    one = Workload("x", model=base[0].model, batch=base[0].batch, ctx=base[0].ctx, steps=10)
+    assert h100_seconds([one]) == pytest.approx(10 * model.step_s(base[0].model.layers,
+                                                                  step_cost(base[0].model, 32, 512)[2]))
+    with pytest.raises(ValueError, match="at least 2"):
+        fit_step_model(base[:1])
+    with pytest.raises(ValueError, match="positive and finite"):
+        fit_step_model((base[0], MeasuredStep("bad", base[1].model, 32, 1024, 0.0, "none")))
+
+
+def test_logit_scale_and_init_change_no_count_so_they_share_one():
+    from analysis.plan import cached_step_cost
+
+    base = ModelConfig(d=32, layers=2, block="transformer", residual="pre", attn="cosine", ctx=16)
+    other = dataclasses.replace(base, cosine_scale=3.0, attn_alpha=0.5, init="std0.02")
+    assert step_cost(base, 2, 16) == step_cost(other, 2, 16) == cached_step_cost(other, 2, 16)
 
 
 def test_step_cost_matches_6_params_tokens_for_a_transformer():

@@ -123,9 +123,21 @@ def test_inputs_are_checked():
 def test_cli_refuses_bad_campaigns_with_one_line(tmp_path):
     for args, message in ((["--budget", "soon"], "budget must be"), (["--only", "nope"], "experiment must be one of"),
                           (["--workers", "2"], "--executor inline runs one trial at a time"),
-                          (["--address", "x:1"], "--address applies only to --executor ray")):
+                          (["--address", "x:1"], "--address applies only to --executor ray"),
+                          (["--trials"], "--trials applies only to --status")):
         out = _campaign(tmp_path, *args)
         assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_status_lists_each_missing_trial_with_its_expected_time(tmp_path):
+    from analysis.core.campaign import campaign_plans, status_lines
+
+    plans = campaign_plans("smoke", ["deep-gau"], tmp_path, estimate_on="cuda")
+    lines = status_lines(plans, "smoke", "cuda", trials=True)
+    missing = plans[0].status.missing
+    assert len(missing) > 1 and len(lines) == 3 + len(missing)
+    assert "from H100 step times" in lines[1]
+    assert [line.split(":")[0].strip() for line in lines[2:-1]] == [t.key for t in missing]
 
 
 def test_a_live_run_reads_back_the_trials_todays_code_made_in_its_cache(tmp_path, monkeypatch):

@@ -4,12 +4,13 @@ Order. Experiments go by their module's ``PRIORITY`` (lower first; 50 when it ha
 seconds of their missing trials (cheapest first, so that a short lease completes whole records), then by name;
 within an experiment, trials go in the order of ``trials(cfg)``.
 
-Estimates. A trial's expected seconds are its counted FLOPs (its ``trial_plan``, one training step counted on the
-meta device by :func:`analysis.plan.cached_step_cost`) divided by a throughput: the throughput measured on this device by
-the experiment's stored trials (their summed seconds over their summed FLOPs), else an assumption stated here
-(:data:`ASSUMED_FLOPS`), with a floor on a GPU for the kernel launches of small models (:data:`GPU_LAYER_STEP_S`).
-A trial whose plan counts no FLOPs takes the mean seconds of the experiment's stored trials on this device, else
-:data:`UNKNOWN_TRIAL_S`.
+Estimates. Once trials of an experiment are stored from this device, a trial's expected seconds are its counted
+FLOPs (its ``trial_plan``, one training step counted on the meta device by :func:`analysis.plan.cached_step_cost`)
+divided by the throughput those trials measured (their summed seconds over their summed FLOPs). Before that, on a
+GPU, they come from the step times measured on an H100 (:func:`analysis.plan.h100_seconds`: a time per layer and
+step for kernel launches plus the FLOPs at a rate fitted to those steps), and on a CPU from an assumed throughput
+(:data:`CPU_ASSUMED_FLOPS`). A trial whose plan counts no FLOPs takes the mean seconds of the experiment's stored
+trials on this device, else :data:`UNKNOWN_TRIAL_S`.
 
 A campaign starts no trial that it expects not to finish within the budget, stops between trials on SIGINT or
 SIGTERM, and, killed outright, loses only the trials in flight: run again, it continues where it was. When every
@@ -26,17 +27,19 @@ from typing import Any
 
 from analysis.core.runner import QueueItem, QueueReport, pick_device, run_trials
 from analysis.core.trials import Experiment, TrialFile, TrialStatus, assemble_record, trial_status
-from analysis.plan import cached_step_cost
+from analysis.plan import cached_step_cost, h100_seconds
 from analysis.results import device_name
 from analysis.scale import validate_scale
 
 DEFAULT_PRIORITY = 50
-# Throughputs assumed before a trial of the experiment has been timed on the device (FLOP/s of training work):
-# a GPU at 25% of the H100's dense bf16 peak; a CPU core at 10 GFLOP/s (2 cores measured 15 to 30 GFLOP/s on
-# the recorded cpu trials of this book, so the assumption errs long).
-ASSUMED_FLOPS = {"cuda": 0.25 * 989e12, "cpu": 10e9}
-GPU_LAYER_STEP_S = 4e-3  # measured on an H100: a step of a small model costs about 4 ms per layer in kernel launches
+# The throughput assumed on a CPU before a trial of the experiment has been timed there (FLOP/s of training work):
+# 10 GFLOP/s (2 cores measured 15 to 30 GFLOP/s on the recorded cpu trials of this book, so it errs long).
+CPU_ASSUMED_FLOPS = 10e9
 UNKNOWN_TRIAL_S = 60.0
+# What the gpu configs are sized to, at the H100 step times measured so far: each trial within one device command
+# (8 of its 10 minutes), and the whole gpu campaign within eight lent sessions of 25 minutes
+GPU_TRIAL_MAX_S = 8 * 60.0
+GPU_CAMPAIGN_S = 8 * 25 * 60.0
 
 
 def parse_budget(text: str) -> float:
@@ -47,17 +50,16 @@ def parse_budget(text: str) -> float:
     return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
 
 
-def workload_flops(workloads: Sequence[Any]) -> tuple[float, int]:
-    """(FLOPs, layer-steps) of a list of workloads: training steps, evaluation batches and counted work."""
-    flops, layer_steps = 0.0, 0
+def workload_flops(workloads: Sequence[Any]) -> float:
+    """FLOPs of a list of workloads: count x (steps x forward-backward + eval batches x forward), or counted work."""
+    flops = 0.0
     for w in workloads:
         if w.model is None:
             flops += w.count * w.flops
             continue
         _, fwd, fwd_bwd, _ = cached_step_cost(w.model, w.batch, w.ctx)
         flops += w.count * (w.steps * fwd_bwd + w.eval_batches * fwd)
-        layer_steps += w.count * (w.steps + w.eval_batches) * int(getattr(w.model, "layers", 1))
-    return flops, layer_steps
+    return flops
 
 
 @dataclass
@@ -81,7 +83,7 @@ class Estimator:
         by_key = {t.key: t for t in status.trials}
         for tf in status.stored.values():
             if tf.provenance.get("device") == device and tf.key in by_key:
-                flops = workload_flops(exp.trial_plan(cfg, by_key[tf.key]))[0]
+                flops = workload_flops(exp.trial_plan(cfg, by_key[tf.key]))
                 if flops > 0:
                     est.measured_flops += flops
                     est.measured_s += tf.wall_time_s
@@ -98,15 +100,13 @@ class Estimator:
 
     def seconds(self, trial: Any) -> float:
         """Expected seconds of ``trial``."""
-        flops, layer_steps = workload_flops(self.exp.trial_plan(self.cfg, trial))
+        workloads = self.exp.trial_plan(self.cfg, trial)
+        flops = workload_flops(workloads)
         if flops > 0 and self.measured_flops > 0:
             return flops * self.measured_s / self.measured_flops
         if flops <= 0:
             return self.uncounted_s / self.uncounted_n if self.uncounted_n else UNKNOWN_TRIAL_S
-        seconds = flops / ASSUMED_FLOPS["cuda" if self.device_type == "cuda" else "cpu"]
-        if self.device_type == "cuda":
-            seconds = max(seconds, layer_steps * GPU_LAYER_STEP_S)
-        return seconds
+        return h100_seconds(workloads) if self.device_type == "cuda" else flops / CPU_ASSUMED_FLOPS
 
 
 @dataclass
@@ -163,15 +163,20 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
-def status_lines(plans: Sequence[ExperimentPlan], scale: str, estimate_on: str | None = None) -> list[str]:
-    """One line per experiment: trials done of all, and the expected time of what is left."""
+def status_lines(plans: Sequence[ExperimentPlan], scale: str, estimate_on: str | None = None,
+                 trials: bool = False) -> list[str]:
+    """One line per experiment: trials done of all, and the expected time of what is left; with ``trials``, a line
+    per missing trial with its expected time."""
     where = device_name() if estimate_on is None else f"an unmeasured {estimate_on} device (estimates only)"
     lines = [f"campaign at {scale} scale on {where}, in the order it runs:"]
     for p in plans:
         left = len(p.status.missing)
-        basis = "measured here" if p.measured else "from plan"
+        basis = ("measured here" if p.measured else
+                 "from H100 step times" if (estimate_on or pick_device().type) == "cuda" else "from plan")
         lines.append(f"  {p.exp.name}: {p.status.describe()}" +
                      (f"; {left} left, about {_minutes(p.missing_s)} ({basis})" if left else "; complete"))
+        if trials:
+            lines.extend(f"    {t.key}: {_minutes(p.estimates[t.key])}" for t in p.status.missing)
     total = sum(p.missing_s for p in plans)
     left = sum(len(p.status.missing) for p in plans)
     lines.append(f"left: {left} trials, about {_minutes(total)}")

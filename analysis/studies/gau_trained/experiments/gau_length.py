@@ -38,6 +38,7 @@ from analysis.train import TrainConfig, fixed_windows, train_lm
 from analysis.verify import Claim
 
 NAME = "gau-length"
+PRIORITY = 48  # the gpu campaign's order (lower first; 50 by default): the order of the claims' stakes at gpu scale
 DATA_VERSION = 1  # raised when the layout of the assembled data changes
 NORMS = ("relu2_ns", "relu2_n2", "softmax", "softmax_log512")
 NORM_LABELS = {"relu2_ns": "relu²/(ns)", "relu2_n2": "relu²(qk/n)", "softmax": "softmax",

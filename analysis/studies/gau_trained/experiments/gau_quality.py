@@ -29,6 +29,7 @@ from analysis.train import TrainConfig, token_stats, train_lm
 from analysis.verify import Claim
 
 NAME = "gau-quality"
+PRIORITY = 20  # the gpu campaign's order (lower first; 50 by default): the order of the claims' stakes at gpu scale
 DATA_VERSION = 1  # raised when the layout of run()'s data changes
 ARCHS = ("transformer", "flash-quad-post", "flash-quad-pre", "flash")
 ARCH_LABELS = {"transformer": "Transformer++", "flash-quad-post": "FLASH-Quad (post-norm)",
@@ -79,9 +80,11 @@ CONFIGS: dict[str, Config] = {
     "cpu": Config(d=96, layers=2, heads=4, s=32, chunk=16, seeds=(0, 1, 2), ctx=64, steps=600, batch=32, lr=3e-3,
                   evals=24, eval_windows=128, lr_check=1e-2, pairs=(4, 16, 64), keys=64, values=16, queries=4,
                   recall_d=64, recall_steps=800, recall_lr=1e-2, eval_sequences=512),
-    "gpu": Config(d=512, layers=8, heads=8, s=128, chunk=128, seeds=(0, 1, 2), ctx=1024, steps=4000, batch=32, lr=1e-3,
-                  evals=40, eval_windows=256, lr_check=3e-3, pairs=(16, 64, 256, 1024), keys=1024, values=16,
-                  queries=16, recall_d=256, recall_steps=2000, recall_lr=3e-3, eval_sequences=1024),
+    # 10 Transformer layers of d = 512 (31.5 M parameters in the blocks; the GAU stacks 32.8 M), sized from H100 step
+    # times (analysis.plan.h100_seconds): 12 text trials of 2000 steps at 1024 tokens, 4 to 5 minutes each
+    "gpu": Config(d=512, layers=10, heads=8, s=128, chunk=128, seeds=(0, 1), ctx=1024, steps=2000, batch=32, lr=1e-3,
+                  evals=20, eval_windows=128, lr_check=3e-3, pairs=(64, 256), keys=1024, values=16,
+                  queries=16, recall_d=256, recall_steps=1000, recall_lr=3e-3, eval_sequences=1024),
 }
 
 

@@ -63,8 +63,8 @@ CONFIGS: dict[str, Config] = {
                   step_lr=1e-3, d=96, layers=8, ctx=64, batch=16, steps=500, lr=2e-3, seeds=(0, 1),
                   groups=(1, 2, 4, 8), eval_windows=64),
     "gpu": Config(decode_d=256, decode_len=256, depth_d=256, depths=(2, 4, 8, 16, 32, 64, 128, 256),
-                  depth_seeds=(0, 1, 2, 3), step_lr=1e-3, d=384, layers=24, ctx=256, batch=32, steps=3000, lr=1e-3,
-                  seeds=(0, 1, 2), groups=(1, 2, 4, 8, 16), eval_windows=256),
+                  depth_seeds=(0, 1, 2, 3), step_lr=1e-3, d=384, layers=24, ctx=256, batch=32, steps=1000, lr=1e-3,
+                  seeds=(0, 1), groups=(1, 2, 4, 8, 16), eval_windows=256),
 }
 
 

@@ -29,6 +29,7 @@ from analysis.train import TrainConfig, token_stats, train_lm
 from analysis.verify import Claim
 
 NAME = "widening"
+PRIORITY = 45  # the gpu campaign's order (lower first; 50 by default): the order of the claims' stakes at gpu scale
 DATA_VERSION = 2  # raised when the layout of the assembled data changes
 SOURCE = "Su 2021, kexue.fm/archives/8444"
 COMMENTS = "Su 2021, kexue.fm/archives/8444 (comments)"
@@ -89,7 +90,7 @@ CONFIGS: dict[str, Config] = {
                   batch=16, small_steps=200, wide_steps=600, symmetry_steps=200, memo_steps=300, seeds=3,
                   eval_every=50, eval_windows=32),
     "gpu": Config(d=96, heads=4, layers=4, probe=256, factors=(2, 3, 4), train_d=256, train_layers=6, ctx=512,
-                  batch=32, small_steps=2000, wide_steps=8000, symmetry_steps=1000, memo_steps=1000, seeds=3,
+                  batch=32, small_steps=1000, wide_steps=3000, symmetry_steps=500, memo_steps=500, seeds=3,
                   eval_every=250, eval_windows=64),
 }
 
