@@ -305,6 +305,8 @@ def cmd_campaign(args: argparse.Namespace) -> None:
         raise UsageError("--address applies only to --executor ray")
     if args.executor == "inline" and args.workers not in (None, 1):
         raise UsageError("--executor inline runs one trial at a time: use --executor local or ray for --workers")
+    if args.per_gpu != 1 and args.executor != "local":
+        raise UsageError("--per-gpu applies only to --executor local")
     if args.trials and not args.status:
         raise UsageError("--trials applies only to --status")
     if args.estimate_on and not args.status:
@@ -322,7 +324,7 @@ def cmd_campaign(args: argparse.Namespace) -> None:
         except ImportError:
             raise UsageError("--executor ray needs Ray: pip install -e .[ray]") from None
     report, _ = run_campaign(args.scale, budget, args.only, args.executor, args.workers, args.threads, args.address,
-                             args.out, args.refresh_stale, progress=not args.quiet)
+                             args.out, args.refresh_stale, progress=not args.quiet, per_gpu=args.per_gpu)
     print("\n".join(report_lines(report, args.scale, args.only, args.out)))
     if report.failed:
         raise RuntimeError(f"{len(report.failed)} trial(s) failed; the finished ones are stored")
@@ -469,6 +471,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--executor", choices=("inline", "local", "ray"), default="inline",
                    help="inline (this process), local (worker processes, one per GPU on CUDA) or ray")
     p.add_argument("--workers", type=_bounded_int("--workers", 1, 4096), help="trials side by side")
+    p.add_argument("--per-gpu", type=_bounded_int("--per-gpu", 1, 64), default=1,
+                   help="with --executor local on GPUs: worker processes sharing each GPU (default 1)")
     p.add_argument("--threads", type=_bounded_int("--threads", 1, 1024),
                    help="torch threads per trial (default: the cores shared out among the workers)")
     p.add_argument("--address", help="an existing Ray cluster's address (with --executor ray)")

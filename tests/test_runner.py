@@ -124,9 +124,24 @@ def test_cli_refuses_bad_campaigns_with_one_line(tmp_path):
     for args, message in ((["--budget", "soon"], "budget must be"), (["--only", "nope"], "experiment must be one of"),
                           (["--workers", "2"], "--executor inline runs one trial at a time"),
                           (["--address", "x:1"], "--address applies only to --executor ray"),
-                          (["--trials"], "--trials applies only to --status")):
+                          (["--trials"], "--trials applies only to --status"),
+                          (["--per-gpu", "4"], "--per-gpu applies only to --executor local")):
         out = _campaign(tmp_path, *args)
         assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_gpu_slots_share_each_gpu_round_robin():
+    from analysis.core.runner import gpu_slots
+
+    assert gpu_slots(1, 1) == [0]
+    assert gpu_slots(4, 1, per_gpu=4) == [0, 0, 0, 0]
+    assert gpu_slots(5, 2, per_gpu=3) == [0, 1, 0, 1, 0]
+    for args, message in (((3, 1, 2), "workers must be in \\[1, 2\\]"), ((1, 0, 1), "gpus must be"),
+                          ((1, 1, 0), "per_gpu must be"), ((0, 2, 1), "workers must be in")):
+        with pytest.raises(ValueError, match=message):
+            gpu_slots(*args)
+    with pytest.raises(ValueError, match="per_gpu applies only to the local executor"):
+        make_executor("inline", per_gpu=2)
 
 
 def test_status_lists_each_missing_trial_with_its_expected_time(tmp_path):

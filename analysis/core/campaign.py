@@ -186,7 +186,8 @@ def status_lines(plans: Sequence[ExperimentPlan], scale: str, estimate_on: str |
 def run_campaign(scale: str, budget_s: float | None = None, only: Sequence[str] | None = None,
                  executor: str = "inline", workers: int | None = None, threads: int | None = None,
                  address: str | None = None, directory: str | os.PathLike[str] | None = None,
-                 refresh_stale: bool = False, progress: bool = True) -> tuple[QueueReport, list[ExperimentPlan]]:
+                 refresh_stale: bool = False, progress: bool = True, per_gpu: int = 1
+                 ) -> tuple[QueueReport, list[ExperimentPlan]]:
     """Run the missing trials of ``scale`` within ``budget_s``; assemble every record that became complete."""
     plans = campaign_plans(scale, only, directory, refresh_stale)
     items = [QueueItem(p.exp, scale, p.cfg, t, p.exp.trial_id(p.cfg, t), p.estimates[t.key])
@@ -197,7 +198,7 @@ def run_campaign(scale: str, budget_s: float | None = None, only: Sequence[str] 
             print(f"[{k}/{n}] {item.exp.name} {item.trial.key}: {tf.wall_time_s:.1f} s "
                   f"(expected {item.estimate_s:.1f} s)", flush=True)
 
-    report = run_trials(items, executor, workers, threads, address, directory, budget_s, on_finish)
+    report = run_trials(items, executor, workers, threads, address, directory, budget_s, on_finish, per_gpu)
     ran = {item.exp.name for item, _ in report.finished}
     for p in plans:
         if p.exp.name in ran or (p.status.complete and not _record_exists(p, directory)):

@@ -191,23 +191,35 @@ def _init_local_worker(slots: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
 
 
+def gpu_slots(workers: int, gpus: int, per_gpu: int = 1) -> list[int]:
+    """The GPU index each of ``workers`` processes sees: round robin over ``gpus``, at most ``per_gpu`` a GPU."""
+    if gpus < 1:
+        raise ValueError(f"gpus must be at least 1; got {gpus}")
+    if per_gpu < 1:
+        raise ValueError(f"per_gpu must be at least 1; got {per_gpu}")
+    if not 1 <= workers <= gpus * per_gpu:
+        raise ValueError(f"workers must be in [1, {gpus * per_gpu}] ({gpus} GPU(s) x {per_gpu} per GPU); got {workers}")
+    return [i % gpus for i in range(workers)]
+
+
 class LocalExecutor:
-    """Worker processes on this machine (spawned): CPU workers, or one process per GPU."""
+    """Worker processes on this machine (spawned): CPU workers, or ``per_gpu`` processes per GPU (small models leave
+    a GPU idle between kernel launches; processes sharing it fill those gaps)."""
 
     name = "local"
 
-    def __init__(self, workers: int | None = None) -> None:
+    def __init__(self, workers: int | None = None, per_gpu: int = 1) -> None:
         gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        self.workers = workers if workers is not None else (gpus or max(1, cpu_cores()))
+        if per_gpu < 1:
+            raise ValueError(f"per_gpu must be at least 1; got {per_gpu}")
+        self.workers = workers if workers is not None else (gpus * per_gpu or max(1, cpu_cores()))
         if self.workers < 1:
             raise ValueError(f"workers must be at least 1; got {self.workers}")
-        if gpus and self.workers > gpus:
-            raise ValueError(f"workers must be at most the {gpus} GPUs here (one process per GPU); got {self.workers}")
         ctx = multiprocessing.get_context("spawn")
         slots = None
         if gpus:
             slots = ctx.Queue()
-            for i in range(self.workers):
+            for i in gpu_slots(self.workers, gpus, per_gpu):
                 slots.put(i)
         self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init_local_worker,
                                          initargs=(slots,))
@@ -255,7 +267,8 @@ class RayExecutor:
         self._ray.shutdown()
 
 
-def make_executor(name: str, workers: int | None = None, address: str | None = None, threads: int = 1) -> Executor:
+def make_executor(name: str, workers: int | None = None, address: str | None = None, threads: int = 1,
+                  per_gpu: int = 1) -> Executor:
     """An executor by name: inline, local or ray."""
     if name not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}; got {name!r}")
@@ -263,12 +276,14 @@ def make_executor(name: str, workers: int | None = None, address: str | None = N
         raise ValueError(f"workers must be at least 1; got {workers}")
     if address and name != "ray":
         raise ValueError("address applies only to the ray executor")
+    if per_gpu != 1 and name != "local":
+        raise ValueError("per_gpu applies only to the local executor")
     if name == "inline":
         if workers not in (None, 1):
             raise ValueError("the inline executor runs one trial at a time: workers must be 1")
         return InlineExecutor()
     if name == "local":
-        return LocalExecutor(workers)
+        return LocalExecutor(workers, per_gpu)
     return RayExecutor(workers, address, threads)
 
 
@@ -325,10 +340,11 @@ class _StopFlag:
 def run_trials(items: Sequence[QueueItem], executor: str = "inline", workers: int | None = None,
                threads: int | None = None, address: str | None = None,
                directory: str | os.PathLike[str] | None = None, budget_s: float | None = None,
-               on_finish: Callable[[QueueItem, TrialFile, int, int], None] | None = None) -> QueueReport:
+               on_finish: Callable[[QueueItem, TrialFile, int, int], None] | None = None,
+               per_gpu: int = 1) -> QueueReport:
     """:func:`run_queue` on an executor made by name here and closed when the queue ends; ``threads`` per trial
     defaults to the cores shared out among the executor's workers."""
-    pool = make_executor(executor, workers, address, threads or default_threads(workers or 1))
+    pool = make_executor(executor, workers, address, threads or default_threads(workers or 1), per_gpu)
     try:
         return run_queue(items, pool, threads or default_threads(pool.workers), directory, budget_s, on_finish)
     finally:
