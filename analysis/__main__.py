@@ -263,6 +263,27 @@ def cmd_list(args: argparse.Namespace) -> None:
             print(f"  {scale:5s} {state}")
 
 
+def cmd_corpus(args: argparse.Namespace) -> None:
+    """Build the pinned-sources corpus (when missing), check its hash, and say how often each run reads it."""
+    from analysis.data import PINNED_CORPUS_PATH, PINNED_SOURCES, ensure_pinned_corpus, file_corpus
+    from analysis.experiments import EXPERIMENTS, config_for
+    from analysis.plan import text_passes
+
+    try:
+        path = ensure_pinned_corpus()
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    corpus = file_corpus(path)
+    print(f"{path}: {path.stat().st_size:,} bytes, SHA-256 {corpus.sha256[:16]}... of its splits; "
+          f"{corpus.train.size:,} training bytes; the .py sources of "
+          + ", ".join(f"{n} {v}" for n, v in PINNED_SOURCES))
+    for name in sorted(EXPERIMENTS):
+        cfg = config_for(EXPERIMENTS[name], args.scale)
+        if getattr(cfg, "corpus_file", None) == PINNED_CORPUS_PATH:
+            passes = text_passes(name, args.scale, corpus.train.size)
+            print(f"  {name} ({args.scale}): at most {passes:.2g} passes over the training text per model")
+
+
 def cmd_plan(args: argparse.Namespace) -> None:
     """Estimate every experiment's cost at a scale; build and step each model once (a dry run)."""
     from analysis.experiments import EXPERIMENTS
@@ -507,6 +528,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("list", help="list the experiments and whether their records are current or stale")
     p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("corpus", help="build the pinned-sources corpus of the gpu runs; its hash and passes per run")
+    p.add_argument("--scale", choices=SCALES, default="gpu")
+    p.set_defaults(func=cmd_corpus)
 
     p = sub.add_parser("plan", help="estimate FLOPs, H100 minutes and memory of a scale; build and step every model")
     p.add_argument("experiment", nargs="?", help="one experiment (default: all)")

@@ -245,3 +245,77 @@ class MarkovSource:
                 "val_true_loss_se": float(true.std(ddof=1) / np.sqrt(true.size)),
             },
         )
+
+
+# Text for gpu runs, which would repeat the standard-library corpus many times: the Python sources of pure-Python
+# packages pinned in requirements.txt (py3-none-any wheels, the same bytes on every platform), about 46 MB.
+PINNED_SOURCES: tuple[tuple[str, str], ...] = (
+    ("sympy", "1.14.0"), ("networkx", "3.6.1"), ("Pygments", "2.21.0"), ("Sphinx", "7.4.7"), ("ipython", "9.18.1"),
+    ("mpmath", "1.3.0"), ("docutils", "0.21.2"),
+)
+PINNED_CORPUS_PATH = "_build/corpus/pinned-sources.txt"  # relative to the repository root, where campaigns run
+PINNED_CORPUS_SHA256 = "0e2572f991d2cb123088648502af39429196cf22d07abfb203620762a4f51ab9"  # 45,801,987 bytes
+
+
+def pinned_source_files(sources: tuple[tuple[str, str], ...] = PINNED_SOURCES) -> list[tuple[str, Path]]:
+    """("dist-version/path", file) of every .py file of the pinned distributions, in the order of SHA-256 of the
+    name (a fixed shuffle, so that the last 10% held out by file_corpus samples every package)."""
+    import importlib.metadata as md
+
+    out = []
+    for name, version in sources:
+        try:
+            dist = md.distribution(name)
+        except md.PackageNotFoundError:
+            raise CorpusError(f"the pinned-sources corpus needs {name}=={version}, which is not installed "
+                              f"(pip install {name}=={version})") from None
+        if dist.version != version:
+            raise CorpusError(f"the pinned-sources corpus needs {name}=={version}; this environment has "
+                              f"{dist.version} (pip install {name}=={version}, or copy the corpus file made elsewhere)")
+        for f in dist.files or ():
+            if str(f).endswith(".py"):
+                out.append((f"{name}-{version}/{f}", Path(str(f.locate()))))
+    return sorted(out, key=lambda item: hashlib.sha256(item[0].encode()).hexdigest())
+
+
+def pinned_corpus_bytes(sources: tuple[tuple[str, str], ...] = PINNED_SOURCES) -> bytes:
+    """The pinned-sources corpus: each file's UTF-8 text after a line naming it; files that are not UTF-8 text, or
+    hold NUL bytes, are left out."""
+    parts = []
+    for label, path in pinned_source_files(sources):
+        data = path.read_bytes()
+        if b"\x00" in data:
+            continue
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        parts.append(f"# ---- {label} ----\n".encode() + data + (b"" if data.endswith(b"\n") else b"\n"))
+    return b"".join(parts)
+
+
+def ensure_pinned_corpus(path: str | os.PathLike[str] = PINNED_CORPUS_PATH,
+                         expected_sha256: str | None = PINNED_CORPUS_SHA256) -> Path:
+    """The pinned-sources corpus file at ``path``, written (atomically) when missing; its SHA-256 must equal
+    ``expected_sha256`` (None: any), else CorpusError."""
+    p = Path(path)
+    if p.is_file():
+        data = p.read_bytes()
+    else:
+        data = pinned_corpus_bytes()
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(p.name + f".{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, p)
+    digest = hashlib.sha256(data).hexdigest()
+    if expected_sha256 is not None and digest != expected_sha256:
+        raise CorpusError(f"corpus file {str(p)!r} has SHA-256 {digest[:16]}..., not the pinned sources' "
+                          f"{expected_sha256[:16]}...: remove it to rebuild it from the pinned packages")
+    return p
+
+
+def prepare_corpus(cfg: object) -> None:
+    """Build the pinned-sources corpus when ``cfg.corpus_file`` names it and it is missing (run before a trial or an
+    assembly reads it)."""
+    if getattr(cfg, "corpus_file", None) == PINNED_CORPUS_PATH:
+        ensure_pinned_corpus()

@@ -237,3 +237,19 @@ def plan_table(estimates: list[Estimate]) -> str:
     minutes = sum(e.h100_minutes for e in estimates)
     rows.append(f"| **all** | | {total:.2e} | {minutes:.3g} | | |")
     return "\n".join([head, *rows])
+
+
+def text_passes(name: str, scale: str, train_tokens: int) -> float:
+    """Passes over ``train_tokens`` of training text by the longest-trained model of one trial: the largest
+    steps x batch x ctx over the trials' training workloads, divided by ``train_tokens`` (an upper bound where a
+    workload trains on a synthetic task instead)."""
+    from analysis.core.trials import Experiment
+    from analysis.experiments import config_for, get_experiment
+
+    if train_tokens < 1:
+        raise ValueError(f"train_tokens must be at least 1; got {train_tokens}")
+    exp = Experiment(get_experiment(name))
+    cfg = config_for(exp.module, scale)
+    seen = max((w.steps * w.batch * w.ctx for t in exp.trials(cfg) for w in exp.trial_plan(cfg, t)
+                if w.model is not None), default=0)
+    return seen / train_tokens

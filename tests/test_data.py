@@ -72,3 +72,47 @@ def test_markov_corpus_and_validation():
         src.sample(0, seed=1)
     with pytest.raises(ValueError, match="tokens must"):
         src.nll(np.array([0, 1], dtype=np.uint8))
+
+
+def test_the_pinned_sources_corpus_has_its_recorded_hash_and_is_checked(tmp_path):
+    import hashlib
+
+    from analysis.data import (
+        PINNED_CORPUS_SHA256,
+        PINNED_SOURCES,
+        ensure_pinned_corpus,
+        pinned_corpus_bytes,
+        pinned_source_files,
+    )
+
+    data = pinned_corpus_bytes()  # the pinned wheels are pure Python: the same bytes wherever they are installed
+    assert hashlib.sha256(data).hexdigest() == PINNED_CORPUS_SHA256 and len(data) > 40_000_000
+    labels = [label for label, _ in pinned_source_files()]
+    assert {label.split("/")[0] for label in labels} == {f"{n}-{v}" for n, v in PINNED_SOURCES}
+    assert labels == sorted(labels, key=lambda x: hashlib.sha256(x.encode()).hexdigest())
+    path = ensure_pinned_corpus(tmp_path / "c" / "corpus.txt")  # written when missing
+    assert path.read_bytes() == data and ensure_pinned_corpus(path) == path  # read back when present
+    corpus = file_corpus(path)
+    assert corpus.train.size + corpus.val.size == len(data)
+    path.write_bytes(data[:-1] + b"!")
+    with pytest.raises(CorpusError, match="remove it to rebuild"):
+        ensure_pinned_corpus(path)
+    with pytest.raises(CorpusError, match="needs sympy==0.1; this environment has"):
+        pinned_source_files((("sympy", "0.1"),))
+    with pytest.raises(CorpusError, match="not installed"):
+        pinned_source_files((("no-such-distribution-here", "1.0"),))
+
+
+def test_no_gpu_run_reads_its_text_more_than_a_few_times():
+    from analysis.data import PINNED_CORPUS_PATH
+    from analysis.experiments import EXPERIMENTS, config_for
+    from analysis.plan import text_passes
+
+    train_tokens = int(0.9 * 45_801_987)  # file_corpus holds out the last 10%
+    users = [n for n in sorted(EXPERIMENTS) if getattr(config_for(EXPERIMENTS[n], "gpu"), "corpus_file", None)]
+    assert len(users) >= 8
+    for name in users:
+        assert config_for(EXPERIMENTS[name], "gpu").corpus_file == PINNED_CORPUS_PATH
+        assert 0 < text_passes(name, "gpu", train_tokens) <= 2, name
+    with pytest.raises(ValueError, match="train_tokens must be"):
+        text_passes("deep-gau", "gpu", 0)

@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from analysis.core.trials import Experiment, Trial, TrialFile, save_trial
+from analysis.data import prepare_corpus
 from analysis.results import from_jsonable, provenance, to_jsonable
 
 EXECUTORS = ("inline", "local", "ray")
@@ -99,6 +100,7 @@ def execute(task: TrialTask) -> TrialFile:
     from analysis.experiments import fingerprint, get_experiment
 
     exp = Experiment(get_experiment(task.experiment))
+    prepare_corpus(task.config)  # the pinned-sources corpus is built on first use, its hash checked
     with _threads(task.threads):
         device = pick_device()
         seed_everything(task.trial.seed)

@@ -34,6 +34,7 @@ from typing import Any
 
 from analysis.core.fingerprint import code_fingerprint, config_fingerprint
 from analysis.core.trial import Trial
+from analysis.data import prepare_corpus
 from analysis.experiments.base import config_dict
 from analysis.results import (
     PROVENANCE_KEYS,
@@ -305,6 +306,7 @@ def assemble_record(exp: Experiment, scale: str, cfg: Any, directory: str | os.P
     if not status.complete:
         return None, status
     files = [status.stored[i] for i in status.ids]
+    prepare_corpus(cfg)
     data = exp.assemble(cfg, [from_jsonable(f.result) for f in files], device_type(files))
     codes = {f.fingerprint.get("code") for f in files}
     fingerprint = {"config": config_fingerprint(config_dict(cfg)),

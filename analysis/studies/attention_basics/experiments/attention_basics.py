@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from analysis.data import PINNED_CORPUS_PATH
 from analysis.core.trial import Trial
 from analysis.experiments.base import Workload, corpus_of
 from analysis.models.lm import Attention, LanguageModel, ModelConfig
@@ -63,7 +64,8 @@ CONFIGS: dict[str, Config] = {
                   batch=16, steps=300, lr=3e-3, attn_dropout=0.1, pe_d=512, pe_positions=8192),
     "gpu": Config(qk_dims=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096), qk_pairs=4_000_000, keys=4096,
                   rows=8192, row_dims=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096), d=256, heads=8,
-                  layers=4, ctx=256, batch=32, steps=2000, lr=1e-3, attn_dropout=0.1, pe_d=512, pe_positions=65536),
+                  layers=4, ctx=256, batch=32, steps=2000, lr=1e-3, attn_dropout=0.1, pe_d=512, pe_positions=65536,
+                  corpus_file=PINNED_CORPUS_PATH),
 }
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from analysis.data import PINNED_CORPUS_PATH
 from analysis.core.trial import Trial
 from analysis.experiments.base import Workload, compare, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig, update_sizes
@@ -70,7 +71,8 @@ CONFIGS: dict[str, Config] = {
     # sized from H100 step times (analysis.plan.h100_seconds): about 4 ms per layer and step in kernel launches, so
     # a 96-layer GAU stack takes 0.4 s a step; 48 trials, about 40 H100 minutes, the longest about 2 minutes
     "gpu": Config(d=384, s=128, depths=(12, 48), ctx=256, batch=32, steps=300, lrs=(10**-3.5, 1e-3, 10**-2.5),
-                  warmups=(0, 30), seeds=(0,), eval_windows=128),
+                  warmups=(0, 30), seeds=(0,), eval_windows=128,
+                  corpus_file=PINNED_CORPUS_PATH),
 }
 
 

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from analysis.core.trial import Trial
-from analysis.data import Corpus, MarkovSource
+from analysis.data import PINNED_CORPUS_PATH, Corpus, MarkovSource
 from analysis.experiments.base import Workload, corpus_of
 from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.theory.entropy import entropy_upper_bound
@@ -97,8 +97,9 @@ CONFIGS: dict[str, Config] = {
                   _others(32, 1, 32, 16, 8)),
     "cpu": _cfg(ModelConfig.gpt(d=96, layers=2, heads=4, ctx=64), 600, 32, 3e-3, (0, 40, 600), 160, 4000, (200_000, 20_000), 200,
                 _others(96, 2, 64, 32, 16)),
-    "gpu": _cfg(ModelConfig.gpt(d=384, layers=6, heads=6, ctx=256), 3000, 64, 1e-3, (0, 100, 3000), 384, 6000, (2_000_000, 200_000), 2000,
+    "gpu": dataclasses.replace(_cfg(ModelConfig.gpt(d=384, layers=6, heads=6, ctx=256), 3000, 64, 1e-3, (0, 100, 3000), 384, 6000, (2_000_000, 200_000), 2000,
                 _others(384, 6, 256, 128, 64)),
+                              corpus_file=PINNED_CORPUS_PATH),
 }
 
 

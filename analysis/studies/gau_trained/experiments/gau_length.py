@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from analysis.data import PINNED_CORPUS_PATH
 from analysis.core.trial import Trial
 from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
 from analysis.length import (
@@ -101,7 +102,8 @@ CONFIGS: dict[str, Config] = {
     # 4 ms per GAU layer); relu^2 did not leave its plateau in 1200 steps at length 256, so length 128, 2000 steps
     "gpu": Config(d=256, layers=2, s=64, seeds=(0, 1), pairs=16, keys=256, values=16, queries=16, span=128,
                   spans=(32, 64, 128, 256, 512, 1024), recall_steps=2000, recall_lr=1e-2, eval_sequences=128,
-                  ctx=128, long=1024, text_steps=1200, text_lr=3e-3, eval_windows=32, batch=32),
+                  ctx=128, long=1024, text_steps=1200, text_lr=3e-3, eval_windows=32, batch=32,
+                  corpus_file=PINNED_CORPUS_PATH),
 }
 
 

@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from analysis.data import PINNED_CORPUS_PATH
 from analysis.core.trial import Trial
 from analysis.experiments.base import Workload, compare, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig, update_sizes
@@ -64,7 +65,8 @@ CONFIGS: dict[str, Config] = {
                   groups=(1, 2, 4, 8), eval_windows=64),
     "gpu": Config(decode_d=256, decode_len=256, depth_d=256, depths=(2, 4, 8, 16, 32, 64, 128, 256),
                   depth_seeds=(0, 1, 2, 3), step_lr=1e-3, d=384, layers=24, ctx=256, batch=32, steps=1000, lr=1e-3,
-                  seeds=(0, 1), groups=(1, 2, 4, 8, 16), eval_windows=256),
+                  seeds=(0, 1), groups=(1, 2, 4, 8, 16), eval_windows=256,
+                  corpus_file=PINNED_CORPUS_PATH),
 }
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from analysis.data import PINNED_CORPUS_PATH
 from analysis.core.trial import Trial
 from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig
@@ -57,7 +58,8 @@ CONFIGS: dict[str, Config] = {
     "smoke": Config(32, 1, 2, (16, 32), 256, 8, (0.5, 4.0), (4.0,), 8.0, (0,), 4),
     "cpu": Config(64, 2, 4, (32, 128), 2048, 150, (0.25, 0.5, 1.0, 2.0, 4.0, 8.0), (1.0, 4.0, 16.0, 64.0), 8.0, (0, 1), 32),
     "gpu": Config(256, 4, 4, (128, 2048), 32768, 500, (0.25, 0.5, 1.0, 2.0, 4.0, 8.0), (1.0, 4.0, 16.0, 64.0), 8.0,
-                  (0, 1), 64),
+                  (0, 1), 64,
+                  corpus_file=PINNED_CORPUS_PATH),
 }
 
 

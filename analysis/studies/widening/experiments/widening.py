@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from analysis import widening as W
+from analysis.data import PINNED_CORPUS_PATH
 from analysis.cost import step_cost
 from analysis.core.trial import Trial
 from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
@@ -91,7 +92,8 @@ CONFIGS: dict[str, Config] = {
                   eval_every=50, eval_windows=32),
     "gpu": Config(d=96, heads=4, layers=4, probe=256, factors=(2, 3, 4), train_d=256, train_layers=6, ctx=512,
                   batch=32, small_steps=1000, wide_steps=3000, symmetry_steps=500, memo_steps=500, seeds=3,
-                  eval_every=250, eval_windows=64),
+                  eval_every=250, eval_windows=64,
+                  corpus_file=PINNED_CORPUS_PATH),
 }
 
 
