@@ -263,6 +263,34 @@ def cmd_list(args: argparse.Namespace) -> None:
             print(f"  {scale:5s} {state}")
 
 
+def cmd_steptimes(args: argparse.Namespace) -> None:
+    """Time a few training steps of every model a scale trains; record them (on a GPU) and fit the step model."""
+    from analysis.core.campaign import parse_budget
+    from analysis.core.runner import pick_device
+    from analysis.plan import MeasuredStep, fit_step_model
+    from analysis.steptimes import measure, save
+
+    for name in args.only or []:
+        _experiment_or_usage(name)
+    try:
+        budget = parse_budget(args.budget) if args.budget is not None else math.inf
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    device = pick_device()
+    timings = measure(args.scale, device, budget, args.only, args.repeats, progress=not args.quiet)
+    if not timings:
+        raise UsageError("no model of that scale and selection trains")
+    if device.type == "cuda" or args.out:
+        print(f"recorded {save(timings, args.scale, args.out)}")
+    if len(timings) >= 2:
+        from analysis.models.lm import ModelConfig
+
+        fit = fit_step_model(tuple(MeasuredStep(t.label, ModelConfig(**t.model), t.batch, t.ctx, t.seconds, "here")
+                                   for t in timings))
+        print(f"fitted: {1e3 * fit.layer_s:.2f} ms per layer and step + FLOPs at {fit.flops_per_s / 1e12:.3g} "
+              f"TFLOP/s; every timed model within {100 * fit.worst_error:.0f}%")
+
+
 def cmd_corpus(args: argparse.Namespace) -> None:
     """Build the pinned-sources corpus (when missing), check its hash, and say how often each run reads it."""
     from analysis.data import PINNED_CORPUS_PATH, PINNED_SOURCES, ensure_pinned_corpus, file_corpus
@@ -528,6 +556,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("list", help="list the experiments and whether their records are current or stale")
     p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("steptimes", help="time a few training steps of every model a scale trains (recorded on a GPU)")
+    p.add_argument("--scale", choices=SCALES, default="gpu")
+    p.add_argument("--only", nargs="+", metavar="EXP", help="these experiments only")
+    p.add_argument("--budget", metavar="TIME", help="start no model after this much time (90s, 9m)")
+    p.add_argument("--repeats", type=_bounded_int("--repeats", 1, 1000), default=5, help="timed steps per model")
+    p.add_argument("--out", metavar="DIR", help="write the timings here (default on a GPU: results/benchmarks/)")
+    p.add_argument("--quiet", action="store_true", help="no line per model")
+    p.set_defaults(func=cmd_steptimes)
 
     p = sub.add_parser("corpus", help="build the pinned-sources corpus of the gpu runs; its hash and passes per run")
     p.add_argument("--scale", choices=SCALES, default="gpu")

@@ -53,7 +53,28 @@ class MeasuredStep:
 
 
 def h100_steps() -> tuple[MeasuredStep, ...]:
-    """The training steps measured on an H100 that size the gpu campaign (:data:`H100_STEPS_NOTE` says how)."""
+    """The training steps measured on an H100 that size the gpu campaign: four measured by hand
+    (:data:`H100_STEPS_NOTE` says how) and every step in ``results/benchmarks/steptimes.*.h100.json``
+    (``python -m analysis steptimes`` on an H100)."""
+    return _hand_measured_h100_steps() + benchmarked_steps("h100")
+
+
+def benchmarked_steps(tag: str, directory: Any = None) -> tuple[MeasuredStep, ...]:
+    """Every step timed by ``python -m analysis steptimes`` on devices tagged ``tag``, as MeasuredStep."""
+    from pathlib import Path
+
+    from analysis.models.lm import ModelConfig
+    from analysis.steptimes import BENCH_DIR, load
+
+    folder = Path(directory) if directory is not None else BENCH_DIR
+    out = []
+    for path in sorted(folder.glob(f"steptimes.*.{tag}.json")):
+        for t in load(path):
+            out.append(MeasuredStep(t.label, ModelConfig(**t.model), t.batch, t.ctx, t.seconds, path.name))
+    return tuple(out)
+
+
+def _hand_measured_h100_steps() -> tuple[MeasuredStep, ...]:
     from analysis.models.lm import ModelConfig
 
     quality = "gau-quality's gpu size, measured on an H100 before its 4-hour run was cut (README, commit d030333)"
