@@ -219,6 +219,12 @@ def truncated_step(config: Any, ctx: int, params: int) -> str:
     return "cpu step (truncated)"
 
 
+def _depthless(model: Any) -> Any:
+    """A model config with its layer count set to 1 (the key of models that differ only in depth)."""
+    return dataclasses.replace(model, layers=1) if dataclasses.is_dataclass(model) and hasattr(model, "layers") \
+        else model
+
+
 def plan_experiment(name: str, scale: str, execute: bool = True) -> Estimate:
     """The cost estimate of experiment ``name`` at ``scale``; with ``execute``, each model is built and stepped once."""
     from analysis.core.trials import Experiment
@@ -230,6 +236,14 @@ def plan_experiment(name: str, scale: str, execute: bool = True) -> Estimate:
     peak = 0.0
     stepped: dict[Any, str] = {}
     workloads = exp.plan(cfg)
+    # a stack's layers are one module repeated: a model that differs from a deeper one only in its layer count is
+    # proven to build and step by the deeper one's step
+    deepest_of: dict[Any, tuple[Any, int]] = {}
+    for w in workloads:
+        if w.model is not None and dataclasses.is_dataclass(w.model) and hasattr(w.model, "layers"):
+            key = _depthless(w.model)
+            if key not in deepest_of or w.model.layers > deepest_of[key][0].layers:
+                deepest_of[key] = (w.model, w.ctx)
     est.h100_seconds = h100_seconds(workloads)
     for w in workloads:
         if w.model is None:
@@ -241,7 +255,11 @@ def plan_experiment(name: str, scale: str, execute: bool = True) -> Estimate:
         est.flops += w.count * (w.steps * fwd_bwd + w.eval_batches * fwd)
         peak = max(peak, BYTES_PER_PARAM_TRAINING * params + saved)
         if execute and w.model not in stepped:
-            stepped[w.model] = truncated_step(w.model, w.ctx, params)
+            deepest = deepest_of.get(_depthless(w.model))
+            if deepest is not None and deepest[0].layers > w.model.layers:  # the same layers, more of them
+                stepped[w.model] = f"covered by the {deepest[0].layers}-layer step of the same model"
+            else:
+                stepped[w.model] = truncated_step(w.model, w.ctx, params)
             est.stepped.append(f"{w.label}: {stepped[w.model]}")
     est.peak_memory_gb = peak / 1e9
     return est

@@ -1,6 +1,8 @@
 """Code fingerprints follow computations, not prose, and are the same under every Python version; config
 fingerprints follow values."""
 
+import functools
+
 import pytest
 
 from analysis.core import fingerprint as fp
@@ -10,6 +12,7 @@ def _patched(monkeypatch, module: str, name: str) -> None:
     """Make definition ``name`` of ``module`` read as changed code."""
     real = fp._parsed.__wrapped__
 
+    @functools.cache  # as the real one is: the closure walk reads each module many times
     def patched(mod_name):
         mod = real(mod_name)
         if mod_name != module:

@@ -29,6 +29,12 @@ def glue_names(chapter: str) -> set[str]:
     return {m.split(":")[0] for m in GLUE_ROLE.findall(text) + GLUE_DIRECTIVE.findall(text)}
 
 
+def markdown_glue_names(chapter: str) -> set[str]:
+    """The glue names the chapter's prose renders as Markdown ({glue:md} roles and directives)."""
+    text = "\n".join(_cells(chapter, "markdown"))
+    return {m.split(":")[0] for m in re.findall(r"\{glue:md\}(?:`([^`]+)`|\s+(\S+))", text) for m in m if m}
+
+
 def test_there_are_studies_and_each_is_a_chapter_of_the_book():
     toc = (ROOT / "_toc.yml").read_text()
     assert STUDIES
@@ -81,3 +87,5 @@ def test_facts_and_figures_are_what_the_prose_glues(chapter, tmp_path):
         assert isinstance(value, (str, Figure)) or hasattr(value, "_repr_markdown_"), (name, type(value))
         if isinstance(value, str):
             assert value.strip() and "nan" not in value.lower().split(), (name, value)
+    for name in markdown_glue_names(chapter):  # glue:md renders only a text/markdown output
+        assert hasattr(made[name], "_repr_markdown_"), f"{name} is glued as Markdown but has no Markdown form"

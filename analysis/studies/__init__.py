@@ -58,11 +58,13 @@ def show(chapter: str, directory: str | None = None) -> Chapter:
 
 def gather(study: ModuleType, ch: Chapter) -> dict[str, Any]:
     """The study's facts and figures for ``ch``, one dict; ValueError when a name is both."""
+    from IPython.display import Markdown
+
     from analysis.published import published_table, rows_for
 
     facts, figures = dict(study.facts(ch)), dict(study.figures(ch))
     if rows_for(ch.doc):  # what published work reports on the chapter's questions, beside its claims
-        facts.setdefault("published_table", published_table(ch.doc, ch))
+        facts.setdefault("published_table", Markdown(published_table(ch.doc, ch)))
     both = sorted(set(facts) & set(figures))
     if both:
         raise ValueError(f"{study.__name__}: {', '.join(both)} named as both a fact and a figure")
