@@ -267,7 +267,7 @@ def cmd_steptimes(args: argparse.Namespace) -> None:
     """Time a few training steps of every model a scale trains; record them (on a GPU) and fit the step model."""
     from analysis.core.campaign import parse_budget
     from analysis.core.runner import pick_device
-    from analysis.plan import MeasuredStep, fit_step_model
+    from analysis.plan import fit_step_model
     from analysis.steptimes import measure, save
 
     for name in args.only or []:
@@ -283,10 +283,7 @@ def cmd_steptimes(args: argparse.Namespace) -> None:
     if device.type == "cuda" or args.out:
         print(f"recorded {save(timings, args.scale, args.out)}")
     if len(timings) >= 2:
-        from analysis.models.lm import ModelConfig
-
-        fit = fit_step_model(tuple(MeasuredStep(t.label, ModelConfig(**t.model), t.batch, t.ctx, t.seconds, "here")
-                                   for t in timings))
+        fit = fit_step_model(tuple(t.measured_step("here") for t in timings))
         print(f"fitted: {1e3 * fit.layer_s:.2f} ms per layer and step + FLOPs at {fit.flops_per_s / 1e12:.3g} "
               f"TFLOP/s; every timed model within {100 * fit.worst_error:.0f}%")
 

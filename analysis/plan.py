@@ -63,14 +63,12 @@ def benchmarked_steps(tag: str, directory: Any = None) -> tuple[MeasuredStep, ..
     """Every step timed by ``python -m analysis steptimes`` on devices tagged ``tag``, as MeasuredStep."""
     from pathlib import Path
 
-    from analysis.models.lm import ModelConfig
     from analysis.steptimes import BENCH_DIR, load
 
     folder = Path(directory) if directory is not None else BENCH_DIR
     out = []
     for path in sorted(folder.glob(f"steptimes.*.{tag}.json")):
-        for t in load(path):
-            out.append(MeasuredStep(t.label, ModelConfig(**t.model), t.batch, t.ctx, t.seconds, path.name))
+        out.extend(t.measured_step(path.name) for t in load(path))
     return tuple(out)
 
 
@@ -219,10 +217,10 @@ def truncated_step(config: Any, ctx: int, params: int) -> str:
     return "cpu step (truncated)"
 
 
-def _depthless(model: Any) -> Any:
-    """A model config with its layer count set to 1 (the key of models that differ only in depth)."""
-    return dataclasses.replace(model, layers=1) if dataclasses.is_dataclass(model) and hasattr(model, "layers") \
-        else model
+def _step_group(model: Any, params: int) -> tuple[Any, bool]:
+    """Models that differ only in layer count and are stepped the same way (on the CPU, or on the meta device) share
+    a group: (the config with 1 layer, whether it steps on the CPU)."""
+    return dataclasses.replace(model, layers=1), params <= CPU_STEP_MAX_PARAMS
 
 
 def plan_experiment(name: str, scale: str, execute: bool = True) -> Estimate:
@@ -236,14 +234,13 @@ def plan_experiment(name: str, scale: str, execute: bool = True) -> Estimate:
     peak = 0.0
     stepped: dict[Any, str] = {}
     workloads = exp.plan(cfg)
-    # a stack's layers are one module repeated: a model that differs from a deeper one only in its layer count is
-    # proven to build and step by the deeper one's step
-    deepest_of: dict[Any, tuple[Any, int]] = {}
+    # a stack's layers are one module repeated: a model that differs from a deeper one only in its layer count, and
+    # is stepped the same way, is proven to build and step by the deeper one's step
+    deepest: dict[tuple[Any, bool], int] = {}
     for w in workloads:
-        if w.model is not None and dataclasses.is_dataclass(w.model) and hasattr(w.model, "layers"):
-            key = _depthless(w.model)
-            if key not in deepest_of or w.model.layers > deepest_of[key][0].layers:
-                deepest_of[key] = (w.model, w.ctx)
+        if w.model is not None:
+            group = _step_group(w.model, cached_step_cost(w.model, w.batch, w.ctx)[0])
+            deepest[group] = max(deepest.get(group, 0), w.model.layers)
     est.h100_seconds = h100_seconds(workloads)
     for w in workloads:
         if w.model is None:
@@ -255,9 +252,9 @@ def plan_experiment(name: str, scale: str, execute: bool = True) -> Estimate:
         est.flops += w.count * (w.steps * fwd_bwd + w.eval_batches * fwd)
         peak = max(peak, BYTES_PER_PARAM_TRAINING * params + saved)
         if execute and w.model not in stepped:
-            deepest = deepest_of.get(_depthless(w.model))
-            if deepest is not None and deepest[0].layers > w.model.layers:  # the same layers, more of them
-                stepped[w.model] = f"covered by the {deepest[0].layers}-layer step of the same model"
+            layers = deepest[_step_group(w.model, params)]
+            if layers > w.model.layers:  # the same layers, more of them, stepped on the same device
+                stepped[w.model] = f"covered by the {layers}-layer step of the same model"
             else:
                 stepped[w.model] = truncated_step(w.model, w.ctx, params)
             est.stepped.append(f"{w.label}: {stepped[w.model]}")

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from analysis.plan import H100_BF16_DENSE_FLOPS, cached_step_cost
+from analysis.plan import H100_BF16_DENSE_FLOPS, MeasuredStep, cached_step_cost
 from analysis.scale import validate_scale
 
 BENCH_DIR = Path(__file__).resolve().parent.parent / "results" / "benchmarks"
@@ -58,6 +58,12 @@ class StepTiming:
     def flops_per_s(self) -> float:
         """Counted FLOPs / seconds."""
         return self.flops / self.seconds
+
+    def measured_step(self, source: str) -> MeasuredStep:
+        """This timing as a MeasuredStep (the median seconds), for the step-time fit."""
+        from analysis.models.lm import ModelConfig
+
+        return MeasuredStep(self.label, ModelConfig(**self.model), self.batch, self.ctx, self.seconds, source)
 
 
 def training_models(scale: str, only: list[str] | None = None) -> list[tuple[str, Any, int, int]]:

@@ -169,10 +169,10 @@ def status_lines(plans: Sequence[ExperimentPlan], scale: str, estimate_on: str |
     per missing trial with its expected time."""
     where = device_name() if estimate_on is None else f"an unmeasured {estimate_on} device (estimates only)"
     lines = [f"campaign at {scale} scale on {where}, in the order it runs:"]
+    unmeasured = "from H100 step times" if (estimate_on or pick_device().type) == "cuda" else "from plan"
     for p in plans:
         left = len(p.status.missing)
-        basis = ("measured here" if p.measured else
-                 "from H100 step times" if (estimate_on or pick_device().type) == "cuda" else "from plan")
+        basis = "measured here" if p.measured else unmeasured
         lines.append(f"  {p.exp.name}: {p.status.describe()}" +
                      (f"; {left} left, about {_minutes(p.missing_s)} ({basis})" if left else "; complete"))
         if trials:
