@@ -21,6 +21,7 @@ import csv
 import html
 import io
 import json
+import math
 import os
 import re
 from collections import Counter
@@ -40,6 +41,7 @@ from analysis.verify import (
     ChapterClaims,
     Claim,
     claims_table_css,
+    detects_html,
     fmt,
     load_chapter_claims,
 )
@@ -48,9 +50,9 @@ LEDGER_DOC_DIRECTIVE = "claims-ledger"
 # evidence, weakest first: a live smoke run exercises the code; records and live cpu / gpu runs measure
 SCALE_RANK = {"smoke (live)": 0, "cpu (live)": 1, "cpu (recorded)": 2, "gpu (live)": 3, "gpu (recorded)": 4,
               "computed": 5}
-SIGNS = {"equal": "=", "upper_bound": "≤", "lower_bound": "≥"}
+SIGNS = {"equal": "=", "upper_bound": "≤", "lower_bound": "≥", "below": "<", "above": ">"}
 CSV_FIELDS = ("id", "chapter", "number", "experiment", "key", "scale", "statement", "source", "kind", "predicted", "measured",
-              "uncertainty", "tolerance", "tolerance_basis", "unit", "verdict", "verdict_text", "corrected",
+              "uncertainty", "tolerance", "tolerance_basis", "detectable", "effect", "approx_words", "unit", "verdict", "verdict_text", "corrected",
               "corrected_verdict", "corrected_note", "no_corrected_reason", "replaces", "alternative", "alternative_note")
 
 
@@ -81,7 +83,10 @@ class Entry:
                 "experiment": c.id.experiment if c.id is not None else "", "key": c.key,
                 "scale": self.scale, "statement": c.statement, "source": c.source, "kind": c.kind,
                 "predicted": c.predicted, "measured": c.measured, "uncertainty": c.uncertainty,
-                "tolerance": c.tolerance, "tolerance_basis": c.tolerance_basis, "unit": c.unit,
+                "tolerance": c.tolerance, "tolerance_basis": c.tolerance_basis,
+                "detectable": None if c.detectable is None else (
+                    "inf" if math.isinf(c.detectable) else c.detectable),
+                "effect": c.effect, "approx_words": c.approx_words, "unit": c.unit,
                 "verdict": c.verdict, "verdict_text": c.verdict_text(), "corrected": c.corrected,
                 "corrected_verdict": c.corrected_verdict, "corrected_note": c.corrected_note,
                 "no_corrected_reason": (reason(c.key) or "") if c.verdict == "fails" and c.corrected is None else "",
@@ -153,7 +158,7 @@ def _row_html(e: Entry, strongest_evidence: bool) -> str:
             f'<td><a href="#{e.anchor}">{e.chapter}.{e.number}</a><br><small>{html.escape(e.scale)}</small></td>'
             f"<td>{math_html(c.statement)}<br><small>{math_html(c.source)}</small></td>"
             f"<td>{SIGNS[c.kind]} {fmt(c.predicted)} {math_html(c.unit)}<br>{fmt(c.measured)} ± "
-            f"{fmt(c.uncertainty, 2)}</td>"
+            f"{fmt(c.uncertainty, 2)}{detects_html(c)}</td>"
             f"<td>{fmt(c.tolerance, 2)}<br><small>{math_html(c.tolerance_basis)}</small>{alternative}</td>"
             f'<td><span style="color:{colour};font-weight:bold">{html.escape(c.verdict_text())}</span>'
             f"{corrected}</td></tr>")

@@ -6,16 +6,26 @@ that signed or absolute deviation:
 
 * holds: excess <= tolerance (the tolerance comes from the measurement's own
   error and is fixed before the comparison; ``tolerance_basis`` says how);
-* holds approximately: excess <= tolerance + approx_rel * |predicted| (the
+* holds approximately: excess <= tolerance + approx_rel * |predicted|, only for a
+  claim whose source states an approximation (``approx_words`` quotes it; the
   deviation in percent is reported: "holds within X%");
 * fails: otherwise; a ``corrected`` prediction, if given, gets its own verdict
   against the same measurement and tolerance;
 * inconclusive: the prediction passes, but so does the ``alternative`` the
   claim is tested against (the value a rival explanation predicts), so the
-  measurement cannot tell them apart. A claim without an alternative is
-  resolved to its tolerance: that is the smallest deviation it can detect.
+  measurement cannot tell them apart; or the measurement's ``detectable``
+  difference (:mod:`analysis.stats`: the smallest true deviation it finds with
+  80% power) exceeds the ``effect`` the claim is about, so passing says nothing;
+  or it has no error estimate at all (``detectable`` infinite: one seed).
 
-Exact claims (counts, identities) set ``approx_rel`` = 0: they hold or fail.
+Directional claims, kinds ``below`` (measured < predicted) and ``above``
+(measured > predicted), must be shown, not merely not refuted: they hold when
+the whole interval measured ± tolerance lies on the claimed side, fail when it
+lies wholly on the other side (or on the prediction), and are inconclusive
+otherwise.
+
+Exact claims (counts, identities) hold or fail: ``approx_rel`` is 0 unless the
+source's own words give an approximation.
 
 A chapter collects its claims in a :class:`ChapterClaims`; when the book is
 built, each chapter writes them to $ANALYSIS_CLAIMS_DIR and the ledger page is
@@ -32,10 +42,13 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-Kind = Literal["equal", "upper_bound", "lower_bound"]
+from analysis.stats import CONFIDENCE, Estimate, Sided
+
+Kind = Literal["equal", "upper_bound", "lower_bound", "below", "above"]
 Verdict = Literal["holds", "holds approximately", "inconclusive", "fails"]
-KINDS: tuple[Kind, ...] = ("equal", "upper_bound", "lower_bound")
-DEFAULT_APPROX_REL = 0.10
+KINDS: tuple[Kind, ...] = ("equal", "upper_bound", "lower_bound", "below", "above")
+DIRECTIONAL: tuple[Kind, ...] = ("below", "above")
+DEFAULT_APPROX_REL = 0.0
 CLAIMS_DIR_ENV = "ANALYSIS_CLAIMS_DIR"
 
 
@@ -50,10 +63,18 @@ def _finite(name: str, value: float, minimum: float | None = None) -> float:
 
 def judge(kind: Kind, predicted: float, measured: float, tolerance: float, approx_rel: float,
           alternative: float | None = None) -> Verdict:
-    """Verdict of one comparison: excess <= tol holds, <= tol + approx_rel |pred| approximately, else fails.
+    """Verdict of one comparison: excess <= tol holds, <= tol + approx_rel |pred| approximately, else fails; a
+    directional kind holds when measured ± tol lies wholly on its side of the prediction.
 
     When the prediction passes and an ``alternative`` passes the same test, the verdict is inconclusive.
     """
+    if kind in DIRECTIONAL:
+        sign = 1.0 if kind == "above" else -1.0
+        if sign * (measured - predicted) - tolerance > 0:
+            return "holds"
+        if sign * (measured - predicted) + tolerance <= 0:
+            return "fails"
+        return "inconclusive"
     verdict = _judge(kind, predicted, measured, tolerance, approx_rel)
     if alternative is not None and verdict != "fails" and \
             _judge(kind, alternative, measured, tolerance, approx_rel) != "fails":
@@ -73,6 +94,18 @@ def _judge(kind: Kind, predicted: float, measured: float, tolerance: float, appr
     if excess <= tolerance + approx_rel * abs(predicted):
         return "holds approximately"
     return "fails"
+
+
+def underpowered(verdict: Verdict, kind: Kind, detectable: float | None, effect: float | None) -> bool:
+    """Whether a passing verdict says nothing: no error estimate (detectable inf), or a detectable difference larger
+    than the effect the claim is about (a directional claim that holds was detected, so only the first applies)."""
+    if detectable is None:
+        return False
+    if math.isinf(detectable):
+        return True
+    if kind in DIRECTIONAL or verdict not in ("holds", "holds approximately"):
+        return False
+    return effect is not None and detectable > abs(effect)
 
 
 def run_name(scale: str, recorded: bool) -> str:
@@ -128,11 +161,14 @@ class Claim:
     tolerance_basis: str
     kind: Kind = "equal"
     approx_rel: float = DEFAULT_APPROX_REL
+    approx_words: str = ""  # the source's words that state the approximation approx_rel reads
     unit: str = ""
     corrected: float | None = None
     corrected_note: str = ""
     alternative: float | None = None  # what a rival explanation predicts; None: resolved to the tolerance
     alternative_note: str = ""
+    detectable: float | None = None  # smallest true deviation found with 80% power (analysis.stats); inf: none
+    effect: float | None = None  # the size of difference the claim is about; a larger detectable one is inconclusive
     computed: bool = False
     id: ClaimId | None = None
 
@@ -146,6 +182,15 @@ class Claim:
         _finite("uncertainty", self.uncertainty, 0.0)
         _finite("tolerance", self.tolerance, 0.0)
         _finite("approx_rel", self.approx_rel, 0.0)
+        if self.approx_rel > 0 and not self.approx_words.strip():
+            raise ValueError("approx_words must quote the source's words that state the approximation "
+                             f"approx_rel={self.approx_rel!r} reads")
+        if self.approx_rel > 0 and self.kind in DIRECTIONAL:
+            raise ValueError(f"approx_rel must be 0 for a directional claim (kind {self.kind!r})")
+        if self.detectable is not None and (math.isnan(self.detectable) or self.detectable < 0):
+            raise ValueError(f"detectable must be >= 0 (inf: no error estimate); got {self.detectable!r}")
+        if self.effect is not None:
+            _finite("effect", self.effect)
         if self.corrected is not None:
             _finite("corrected", self.corrected)
         if self.alternative is not None:
@@ -174,15 +219,19 @@ class Claim:
 
     @property
     def verdict(self) -> Verdict:
-        """holds / holds approximately / fails for the source's prediction."""
-        return judge(self.kind, self.predicted, self.measured, self.tolerance, self.approx_rel, self.alternative)
+        """holds / holds approximately / inconclusive / fails for the source's prediction."""
+        return self._verdict(self.predicted)
+
+    def _verdict(self, predicted: float) -> Verdict:
+        v = judge(self.kind, predicted, self.measured, self.tolerance, self.approx_rel, self.alternative)
+        return "inconclusive" if underpowered(v, self.kind, self.detectable, self.effect) else v
 
     @property
     def corrected_verdict(self) -> Verdict | None:
         """The verdict of the corrected prediction, or None when there is none."""
         if self.corrected is None:
             return None
-        return judge(self.kind, self.corrected, self.measured, self.tolerance, self.approx_rel, self.alternative)
+        return self._verdict(self.corrected)
 
     @property
     def deviation_pct(self) -> float:
@@ -217,6 +266,17 @@ class Claim:
         return cls(**fields)
 
 
+def estimate_fields(est: Estimate, what: str, sided: Sided = "two",
+                    confidence: float = CONFIDENCE) -> dict[str, Any]:
+    """A claim's ``measured``, ``uncertainty`` (SE), ``tolerance`` (t_{nu} SE, :mod:`analysis.stats`),
+    ``tolerance_basis`` and ``detectable`` for a measurement ``est`` of ``what``; one-sided for a directional claim.
+    Without an error estimate (one unit) the tolerance is 0 and ``detectable`` infinite: the claim is inconclusive."""
+    half = est.half_width(confidence, sided)
+    return {"measured": est.value, "uncertainty": est.se, "tolerance": half if math.isfinite(half) else 0.0,
+            "tolerance_basis": est.basis(what, confidence, sided),
+            "detectable": est.detectable(confidence, sided=sided)}
+
+
 def fmt(x: float, digits: int = 4) -> str:
     """A number for tables: ``digits`` significant figures, scientific when very small or large."""
     if x == 0:
@@ -240,6 +300,23 @@ def claims_table_css() -> str:
     return f"<style>{_TABLE_CSS}</style>"
 
 
+def detects_text(c: Claim) -> str:
+    """'detects ≥ 0.031' (the smallest deviation the measurement finds with 80% power), with the effect the claim is
+    about when given; 'no error estimate' for one unit; '' for an exact claim."""
+    if c.detectable is None:
+        return ""
+    if math.isinf(c.detectable):
+        return "no error estimate"
+    about = "" if c.effect is None else f"; the claim is about {fmt(abs(c.effect), 2)}"
+    return f"detects ≥ {fmt(c.detectable, 2)}{about}"
+
+
+def detects_html(c: Claim) -> str:
+    """:func:`detects_text` as a small second line of a table cell ('' when there is none)."""
+    text = detects_text(c)
+    return f"<br><small>{html.escape(text)}</small>" if text else ""
+
+
 def claims_html(claims: list[Claim], link: str | None = None) -> str:
     """An HTML table of claims with predictions, measurements and verdicts side by side."""
     head = ["claim", "predicted", "measured ± error", "tolerance (basis)", "verdict", "corrected"]
@@ -252,14 +329,14 @@ def claims_html(claims: list[Claim], link: str | None = None) -> str:
         stmt = html.escape(c.statement)
         if link:
             stmt = f'<a href="{html.escape(link)}">{stmt}</a>'
-        sign = {"equal": "=", "upper_bound": "≤", "lower_bound": "≥"}[c.kind]
+        sign = {"equal": "=", "upper_bound": "≤", "lower_bound": "≥", "below": "<", "above": ">"}[c.kind]
         alternative = "" if c.alternative is None else (
             f"<br><small>alternative {fmt(c.alternative)}: {html.escape(c.alternative_note)}</small>")
         rows.append(
             "<tr>"
             f"<td>{stmt}<br><small>{html.escape(c.source)}</small></td>"
             f"<td>{sign} {fmt(c.predicted)} {html.escape(c.unit)}</td>"
-            f"<td>{fmt(c.measured)} ± {fmt(c.uncertainty, 2)}</td>"
+            f"<td>{fmt(c.measured)} ± {fmt(c.uncertainty, 2)}{detects_html(c)}</td>"
             f"<td>{fmt(c.tolerance, 2)}<br><small>{html.escape(c.tolerance_basis)}</small>{alternative}</td>"
             f'<td style="color:{colour};font-weight:bold">{html.escape(c.verdict_text())}</td>'
             f"<td>{corrected}</td>"

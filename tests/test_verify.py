@@ -44,7 +44,7 @@ def test_judge(kind, predicted, measured, tol, expected):
 def test_inconclusive_when_the_alternative_passes_too(predicted, measured, alternative, expected):
     assert judge("equal", predicted, measured, 1.5, 0.1, alternative) == expected
     claim = make(predicted=predicted, measured=measured, tolerance=1.5, alternative=alternative,
-                 alternative_note="the default")
+                 alternative_note="the default", approx_rel=0.1, approx_words="roughly")
     assert claim.verdict == expected
 
 
@@ -60,12 +60,14 @@ def test_alternative_needs_a_note_and_shows_in_the_table():
 
 
 def test_exact_claims_with_no_approximate_band_hold_or_fail():
-    assert make(predicted=2_097_152, measured=2_099_712, tolerance=0.0).verdict == "holds approximately"
-    assert make(predicted=2_097_152, measured=2_099_712, tolerance=0.0, approx_rel=0.0).verdict == "fails"
+    assert make(predicted=2_097_152, measured=2_099_712, tolerance=0.0).verdict == "fails"
+    assert make(predicted=2_097_152, measured=2_099_712, tolerance=0.0, approx_rel=0.1,
+                approx_words="about").verdict == "holds approximately"
 
 
 def test_verdict_text_reports_percent_and_corrected_prediction_is_judged():
-    c = make(predicted=0.01, measured=0.0105, tolerance=0.0001, corrected=0.01045)
+    c = make(predicted=0.01, measured=0.0105, tolerance=0.0001, corrected=0.01045, approx_rel=0.1,
+             approx_words="about")
     assert c.verdict == "holds approximately"
     assert c.verdict_text() == "holds within 5%"
     assert c.corrected_verdict == "holds"
@@ -126,3 +128,66 @@ def test_malformed_claims_file_names_the_file(tmp_path):
 def test_html_table_shows_numbers_and_verdicts():
     html = claims_html([make(statement="a <b>", measured=1.5, corrected=1.49)])
     assert "a &lt;b&gt;" in html and "fails" in html and "1.49" in html and "<table" in html
+
+
+def test_no_approximation_band_unless_the_source_states_one():
+    assert make(measured=1.08).verdict == "fails"  # no flat band by default
+    with pytest.raises(ValueError, match="approx_words must quote"):
+        make(approx_rel=0.1)
+    c = make(measured=1.08, approx_rel=0.1, approx_words="about 1")
+    assert c.verdict_text() == "holds within 8%"
+    with pytest.raises(ValueError, match="approx_rel must be 0 for a directional claim"):
+        make(kind="below", approx_rel=0.1, approx_words="about")
+
+
+@pytest.mark.parametrize(
+    "kind, measured, tol, expected",
+    [
+        ("below", -1.0, 0.5, "holds"),  # the whole interval below 0: shown
+        ("below", -0.4, 0.5, "inconclusive"),  # the interval straddles 0: not shown, not refuted
+        ("below", 0.6, 0.5, "fails"),  # wholly above
+        ("below", 0.0, 0.0, "fails"),  # exactly on it: not below
+        ("above", 1.0, 0.5, "holds"),
+        ("above", 0.4, 0.5, "inconclusive"),
+        ("above", -0.6, 0.5, "fails"),
+    ],
+)
+def test_directional_claims_must_be_shown(kind, measured, tol, expected):
+    assert judge(kind, 0.0, measured, tol, 0.0) == expected
+    assert make(kind=kind, predicted=0.0, measured=measured, tolerance=tol).verdict == expected
+
+
+def test_underpowered_passes_are_inconclusive():
+    # passes, but the run could not have found a deviation of the size the claim is about
+    assert make(measured=1.01, detectable=0.5, effect=0.2).verdict == "inconclusive"
+    assert make(measured=1.01, detectable=0.1, effect=0.2).verdict == "holds"
+    assert make(measured=1.01, detectable=0.5).verdict == "holds"  # no effect named: resolved to its tolerance
+    assert make(measured=2.0, detectable=0.5, effect=0.2).verdict == "fails"  # a significant miss stays a miss
+    # a directional claim that is shown was detected, whatever the power
+    assert make(kind="below", predicted=0.0, measured=-1.0, tolerance=0.1, detectable=5.0, effect=0.2).verdict == "holds"
+    # one seed: no error estimate, nothing decided either way
+    assert make(measured=9.0, tolerance=0.0, detectable=math.inf).verdict == "inconclusive"
+    assert make(measured=1.0, corrected=9.0, tolerance=0.0, detectable=math.inf).corrected_verdict == "inconclusive"
+    with pytest.raises(ValueError, match="detectable must be >= 0"):
+        make(detectable=-1.0)
+    with pytest.raises(ValueError, match="effect must be finite"):
+        make(effect=math.inf)
+
+
+def test_estimate_fields_and_the_table_say_what_is_detectable():
+    from analysis.stats import mean_estimate
+    from analysis.verify import detects_text, estimate_fields
+
+    est = mean_estimate([0.1, 0.3, 0.2], "paired seeds")
+    f = estimate_fields(est, "the loss difference")
+    assert f["tolerance"] == pytest.approx(4.3027 * est.se, rel=1e-4)
+    assert f["detectable"] == pytest.approx(5.6535 * est.se, rel=1e-4)
+    assert "3 paired seeds (2 df)" in f["tolerance_basis"]
+    c = make(**{**f, "predicted": 0.0}, effect=0.05)
+    assert c.verdict == "inconclusive" and "detects ≥" in claims_html([c])
+    assert detects_text(c).endswith("the claim is about 0.05")
+    one = estimate_fields(mean_estimate([0.2], "seeds"), "x", sided="one")
+    assert one["tolerance"] == 0.0 and math.isinf(one["detectable"])
+    assert detects_text(make(**{**one, "predicted": 0.0})) == "no error estimate"
+    back = Claim.from_dict(json.loads(json.dumps(c.to_dict())))
+    assert back.detectable == c.detectable and back.verdict == "inconclusive"
