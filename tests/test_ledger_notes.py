@@ -53,3 +53,16 @@ def test_every_replacement_note_belongs_to_a_recorded_claim():
         assert matched, f"REPLACES[{note!r}] names no recorded claim"
         assert all(replaces(k) == REPLACES[note] for k in matched)
     assert replaces("lambda7") is None
+
+
+def test_the_typical_row_ratio_the_note_states_is_the_recorded_one():
+    # the note on finite-argmax-normal says the typical row peaks at "about 2.5 times alpha*": read as 2.25 to 2.75
+    from analysis.experiments import EXPERIMENTS
+    from analysis.results import find_record
+
+    record = find_record("softmax-scale-mc", "cpu", RESULTS)
+    assert record is not None
+    claims = {c.key: c for c in EXPERIMENTS["softmax-scale-mc"].claims(record.data, "recorded-cpu")}
+    c = claims["finite-argmax-normal"]
+    assert "about 2.5 times" in NO_CORRECTED_NUMBER["finite-argmax-normal"]
+    assert 2.25 <= c.measured / c.predicted < 2.75
