@@ -18,6 +18,9 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
                      "apart; the measured spread is the evidence",
     "pe-projected": "the construction that does hold is RoPE, which rotates q and k after the projection: see the "
                     "claim 'With RoPE the score ... depends on $k$ only' of this chapter",
+    "mask-1e9-float16": "not one number but another fill: the dtype's own lowest value, torch.finfo(dtype).min, "
+                        "keeps every weight finite in float16 too (the claim 'Filling with the dtype's lowest value' "
+                        "of this chapter)",
     # norms_depth
     "rmsnorm-notes": "the standard RMSNorm $x/\\mathrm{RMS}(x)$, with no mean subtracted, is the formula; the Llama code the "
                      "notes quote computes it",

@@ -1,0 +1,195 @@
+"""Three statements of the Transformer notes checked against torch: cross-attention's inputs, the -1e9 mask in low
+precision, and "no official RMSNorm in PyTorch".
+
+* Cross-attention: the notes say "CrossMHA's Q and K are the encoder's output, V comes from the decoder"
+  (CrossMHA的Q,K是Encoder的输出,V来自Decoder). Attention returns one row per query, so the output's length tells
+  where Q comes from; and a key/value pair must come from one sequence, since a value is looked up by its own key.
+  Measured on ``torch.nn.TransformerDecoderLayer`` (the paper's layout): which inputs the cross-attention receives
+  from the encoder, and the length of its output with encoder and decoder of different lengths.
+* Masking: the notes replace masked scores by "a big negative number, such as -1e9" (一个大负数,比如-1e9).
+  In float16, whose largest finite value is 65504, -1e9 is -inf; a row with every key masked (padding, or a
+  query before any allowed key) then has softmax 0/0 = NaN. Measured: masked_fill with -1e9 and softmax, in
+  float32, bfloat16 and float16, on a partly and a fully masked row. In float16 torch refuses ``masked_fill`` with
+  -1e9 outright, and an additive mask turns every weight of the row to NaN (0 * -inf), not only the masked ones.
+* RMSNorm: the notes say "as of 2024 PyTorch has no official RMSNorm" (截止到24年,PyTorch 官方还没有提供标准的
+  RMSNorm 实现). ``torch.nn.RMSNorm`` was added in torch 2.4 (July 2024). Measured: whether this torch has it,
+  and its largest gap to x / sqrt(mean(x^2) + eps) * g.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from analysis.experiments.base import Workload
+from analysis.verify import Claim
+
+NAME = "notes-checks"
+DATA_VERSION = 1
+SOURCE = "DL——Transformer study notes"
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes of the cross-attention layer and of the RMSNorm check (all computed, no training)."""
+
+    d: int
+    heads: int
+    tgt_len: int
+    src_len: int
+    norm_rows: int
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.tgt_len == self.src_len:
+            raise ValueError("tgt_len and src_len must differ, or the output length cannot tell Q's origin")
+
+
+CONFIGS: dict[str, Config] = {
+    "smoke": Config(d=16, heads=2, tgt_len=3, src_len=5, norm_rows=8),
+    "cpu": Config(d=64, heads=4, tgt_len=5, src_len=11, norm_rows=256),
+    "gpu": Config(d=64, heads=4, tgt_len=5, src_len=11, norm_rows=256),
+}
+
+
+def cross_attention_inputs(cfg: Config, gen: torch.Generator) -> dict[str, Any]:
+    """Which of query, key and value the decoder layer's cross-attention takes from the encoder (memory), found by
+    identity of the tensors it receives, and the length of its output."""
+    layer = torch.nn.TransformerDecoderLayer(cfg.d, cfg.heads, dim_feedforward=2 * cfg.d, dropout=0.0,
+                                             batch_first=True).eval()
+    tgt = torch.randn(1, cfg.tgt_len, cfg.d, generator=gen)
+    memory = torch.randn(1, cfg.src_len, cfg.d, generator=gen)
+    seen: dict[str, Any] = {}
+
+    def hook(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
+        q, k, v = (kwargs.get(n, a) for n, a in zip(("query", "key", "value"), (*args, None, None, None)))
+        seen.update(query=q, key=k, value=v, out_len=int(out[0].shape[1]))
+
+    handle = layer.multihead_attn.register_forward_hook(hook, with_kwargs=True)
+    with torch.no_grad():
+        layer(tgt, memory)
+    handle.remove()
+    from_encoder = {name: bool(seen[name] is memory) for name in ("query", "key", "value")}
+    return {"from_encoder": from_encoder, "out_len": seen["out_len"], "tgt_len": cfg.tgt_len,
+            "src_len": cfg.src_len}
+
+
+def masked_rows() -> dict[str, dict[str, Any]]:
+    """Per dtype, the two ways code applies the notes' -1e9: ``masked_fill(mask, -1e9)`` (whether torch accepts the
+    value at all) and an additive mask ``scores + mask * -1e9`` in that dtype; then softmax: the value stored, NaN
+    weights (in float16 -1e9 is -inf and 0 * -inf = NaN poisons unmasked scores too), and the weight a partly
+    masked row puts on masked keys; and the NaN weights with the dtype's own lowest value, finfo(dtype).min."""
+    out: dict[str, dict[str, Any]] = {}
+    scores = torch.tensor([[0.5, -1.0, 2.0, 0.0], [0.5, -1.0, 2.0, 0.0]])
+    mask = torch.tensor([[False, True, False, True], [True, True, True, True]])  # row 2: every key masked
+    for name in DTYPES:
+        dtype = getattr(torch, name)
+        try:
+            scores.to(dtype).masked_fill(mask, -1e9)
+            fill_error = ""
+        except RuntimeError as err:  # float16: "value cannot be converted to type c10::Half without overflow"
+            fill_error = str(err).splitlines()[0]
+        filled = scores.to(dtype) + mask.to(dtype) * torch.tensor(-1e9).to(dtype)
+        p = torch.softmax(filled, dim=-1).float()
+        safe = torch.softmax(scores.to(dtype).masked_fill(mask, torch.finfo(dtype).min), dim=-1).float()
+        out[name] = {"finfo_min_nan_weights": int(torch.isnan(safe).sum()),"masked_fill_error": fill_error, "stored": float(torch.tensor(-1e9).to(dtype)),
+                     "nan_weights": int(torch.isnan(p).sum()), "weights": int(p.numel()),
+                     "fully_masked_nan": int(torch.isnan(p[1]).sum()),
+                     "partly_masked_leak": float(p[0][mask[0]].sum()), "finite_max": float(torch.finfo(dtype).max)}
+    return out
+
+
+def rmsnorm(cfg: Config, gen: torch.Generator) -> dict[str, Any]:
+    """Whether torch has nn.RMSNorm, the torch version, and its largest gap (float64) to the formula."""
+    has = hasattr(torch.nn, "RMSNorm")
+    gap = math.nan
+    if has:
+        eps = 1e-6
+        x = torch.randn(cfg.norm_rows, cfg.d, generator=gen, dtype=torch.float64) * 3.0
+        norm = torch.nn.RMSNorm(cfg.d, eps=eps, dtype=torch.float64)
+        with torch.no_grad():
+            norm.weight.copy_(torch.rand(cfg.d, generator=gen, dtype=torch.float64) + 0.5)
+            ref = x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps) * norm.weight
+            gap = float((norm(x) - ref).abs().max() / ref.abs().max())
+    return {"has_rmsnorm": has, "torch": torch.__version__, "relative_gap": gap}
+
+
+def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
+    """Every check; plain data."""
+    gen = torch.Generator().manual_seed(cfg.seed)
+    return {"device_type": "cpu", "cross": cross_attention_inputs(cfg, gen), "masking": masked_rows(),
+            "rmsnorm": rmsnorm(cfg, gen)}
+
+
+def plan(cfg: Config) -> list[Workload]:
+    """One decoder layer's forward and a few small tensors: counted FLOPs."""
+    n = cfg.tgt_len + cfg.src_len
+    return [Workload("cross-attention, masking and RMSNorm checks",
+                     flops=24.0 * n * cfg.d * cfg.d + 10.0 * cfg.norm_rows * cfg.d, memory_bytes=8.0 * n * cfg.d * 8)]
+
+
+EPS64 = float(torch.finfo(torch.float64).eps)
+
+
+def claims(data: dict[str, Any], label: str) -> list[Claim]:
+    """Q from the encoder (the notes) against the layer; -1e9 masks in every precision; no RMSNorm in PyTorch."""
+    cross, rms = data["cross"], data["rmsnorm"]
+    torch_src = "torch.nn.TransformerDecoderLayer, after Vaswani et al. 2017"
+    out = [
+        Claim("cross-q-from-encoder",
+              f"Cross-attention takes its queries from the encoder (1 = yes): the layer's output has "
+              f"{cross['out_len']} rows, the decoder's length {cross['tgt_len']}, not the encoder's "
+              f"{cross['src_len']} ({label})", SOURCE, predicted=1.0,
+              measured=float(cross["from_encoder"]["query"]), uncertainty=0.0, tolerance=0.0,
+              tolerance_basis="exact: which tensor the attention receives", corrected=0.0,
+              corrected_note="queries come from the decoder; keys and values from the encoder"),
+        Claim("cross-kv-from-encoder",
+              f"Keys and values both come from the encoder (their count among K, V: {torch_src}; {label})",
+              torch_src, predicted=2.0,
+              measured=float(cross["from_encoder"]["key"] + cross["from_encoder"]["value"]), uncertainty=0.0,
+              tolerance=0.0, tolerance_basis="exact: which tensor the attention receives"),
+    ]
+    for name in DTYPES:
+        m = data["masking"][name]
+        fill = "refuses" if m["masked_fill_error"] else "accepts"
+        out.append(Claim(f"mask-1e9-{name}",
+                         f"The notes' −1e9 mask gives finite attention weights in {name} (measured: NaN weights "
+                         f"among the {m['weights']} of a partly and a fully masked row, additive mask; −1e9 is "
+                         f"stored as {m['stored']:.4g}, the largest finite value being {m['finite_max']:.4g}; "
+                         f"masked_fill {fill} the value; {label})",
+                         SOURCE, predicted=0.0, measured=float(m["nan_weights"]), uncertainty=0.0,
+                         tolerance=0.0, tolerance_basis="exact: a count of NaN weights", kind="upper_bound",
+                         unit="NaN weights"))
+    finite = [n for n in DTYPES if math.isfinite(data["masking"][n]["partly_masked_leak"])]
+    out.append(Claim("mask-1e9-partial",
+                     f"Where the weights are finite ({', '.join(finite)}), −1e9 puts no weight on masked keys "
+                     f"(largest masked weight of a partly masked row; {label})", SOURCE, predicted=0.0,
+                     measured=max(data["masking"][n]["partly_masked_leak"] for n in finite), uncertainty=0.0,
+                     tolerance=0.0, tolerance_basis="exact: exp(−1e9) underflows to 0", kind="upper_bound",
+                     unit="probability"))
+    out.append(Claim("mask-finfo-min",
+                     f"Filling with the dtype's lowest value, torch.finfo(dtype).min, gives finite weights in every "
+                     f"precision, a fully masked row included (NaN weights, summed over {', '.join(DTYPES)}; {label})",
+                     "PyTorch documentation (torch.finfo)", predicted=0.0,
+                     measured=float(sum(data["masking"][n]["finfo_min_nan_weights"] for n in DTYPES)),
+                     uncertainty=0.0, tolerance=0.0, tolerance_basis="exact: a count of NaN weights",
+                     kind="upper_bound", unit="NaN weights"))
+    out.append(Claim("no-torch-rmsnorm",
+                     f"PyTorch has no official RMSNorm, 'as of 2024' (1 = it has one; torch {rms['torch']}; {label})",
+                     SOURCE,
+                     predicted=0.0, measured=float(rms["has_rmsnorm"]), uncertainty=0.0, tolerance=0.0,
+                     tolerance_basis="exact: whether torch.nn.RMSNorm exists (added in torch 2.4, July 2024)",
+                     corrected=1.0, corrected_note="torch.nn.RMSNorm exists since torch 2.4 (July 2024): the "
+                                                   "statement held only before that release"))
+    if rms["has_rmsnorm"]:
+        out.append(Claim("torch-rmsnorm-formula",
+                         f"torch.nn.RMSNorm computes $x/\\sqrt{{\\overline{{x^2}} + \\epsilon}}\\,g$ (largest gap "
+                         f"relative to the largest output, float64; {label})", "PyTorch documentation",
+                         predicted=0.0, measured=rms["relative_gap"], uncertainty=0.0, tolerance=16 * EPS64,
+                         tolerance_basis="16 float64 ulps: a mean of squares, a square root and two products",
+                         kind="upper_bound", unit="relative"))
+    return out
