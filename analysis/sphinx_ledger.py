@@ -52,7 +52,7 @@ SCALE_RANK = {"smoke (live)": 0, "cpu (live)": 1, "cpu (recorded)": 2, "gpu (liv
               "computed": 5}
 SIGNS = {"equal": "=", "upper_bound": "≤", "lower_bound": "≥", "below": "<", "above": ">"}
 CSV_FIELDS = ("id", "chapter", "number", "experiment", "key", "scale", "statement", "source", "kind", "predicted", "measured",
-              "uncertainty", "tolerance", "tolerance_basis", "detectable", "effect", "approx_words", "unit", "verdict", "verdict_text", "corrected",
+              "uncertainty", "tolerance", "tolerance_basis", "detectable", "effect", "undecided", "approx_words", "unit", "verdict", "verdict_text", "corrected",
               "corrected_verdict", "corrected_note", "no_corrected_reason", "replaces", "alternative", "alternative_note")
 
 
@@ -86,7 +86,7 @@ class Entry:
                 "tolerance": c.tolerance, "tolerance_basis": c.tolerance_basis,
                 "detectable": None if c.detectable is None else (
                     "inf" if math.isinf(c.detectable) else c.detectable),
-                "effect": c.effect, "approx_words": c.approx_words, "unit": c.unit,
+                "effect": c.effect, "undecided": c.undecided, "approx_words": c.approx_words, "unit": c.unit,
                 "verdict": c.verdict, "verdict_text": c.verdict_text(), "corrected": c.corrected,
                 "corrected_verdict": c.corrected_verdict, "corrected_note": c.corrected_note,
                 "no_corrected_reason": (reason(c.key) or "") if c.verdict == "fails" and c.corrected is None else "",

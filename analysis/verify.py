@@ -16,7 +16,9 @@ that signed or absolute deviation:
   measurement cannot tell them apart; or the measurement's ``detectable``
   difference (:mod:`analysis.stats`: the smallest true deviation it finds with
   80% power) exceeds the ``effect`` the claim is about, so passing says nothing;
-  or it has no error estimate at all (``detectable`` infinite: one seed).
+  or it has no error estimate at all (``detectable`` infinite: one seed); or the
+  claim names why the run cannot decide it (``undecided``, e.g. an optimum still
+  moving with the training budget), whatever the comparison gives.
 
 Directional claims, kinds ``below`` (measured < predicted) and ``above``
 (measured > predicted), must be shown, not merely not refuted: they hold when
@@ -169,6 +171,7 @@ class Claim:
     alternative_note: str = ""
     detectable: float | None = None  # smallest true deviation found with 80% power (analysis.stats); inf: none
     effect: float | None = None  # the size of difference the claim is about; a larger detectable one is inconclusive
+    undecided: str = ""  # why the run cannot decide the claim (e.g. an optimum still moving): always inconclusive
     computed: bool = False
     id: ClaimId | None = None
 
@@ -223,6 +226,8 @@ class Claim:
         return self._verdict(self.predicted)
 
     def _verdict(self, predicted: float) -> Verdict:
+        if self.undecided.strip():
+            return "inconclusive"
         v = judge(self.kind, predicted, self.measured, self.tolerance, self.approx_rel, self.alternative)
         return "inconclusive" if underpowered(v, self.kind, self.detectable, self.effect) else v
 
@@ -302,7 +307,9 @@ def claims_table_css() -> str:
 
 def detects_text(c: Claim) -> str:
     """'detects ≥ 0.031' (the smallest deviation the measurement finds with 80% power), with the effect the claim is
-    about when given; 'no error estimate' for one unit; '' for an exact claim."""
+    about when given; 'no error estimate' for one unit; the reason a claim is undecided; '' for an exact claim."""
+    if c.undecided.strip():
+        return f"undecided: {c.undecided}"
     if c.detectable is None:
         return ""
     if math.isinf(c.detectable):

@@ -121,3 +121,21 @@ def test_symbolic_derivations_reduce_to_zero():
 def test_direct_summation_refuses_huge_k():
     with pytest.raises(ValueError, match="at most 1e8"):
         ent.spread_prediction_entropy_direct(0.5, 10**9)
+
+
+def test_calibration_estimate_takes_blocks_of_windows_as_units():
+    """Tokens of a window share an offset: per-token SE is far too small, the block SE sees the windows' spread."""
+    from analysis.studies.entropy.experiments.entropy_lm import calibration_estimate
+
+    rng = np.random.default_rng(0)
+    windows, ctx = 160, 25
+    offsets = np.repeat(rng.normal(0.0, 0.5, windows), ctx)  # one offset per window
+    calib = offsets + rng.normal(0.0, 0.1, windows * ctx)
+    snap = {"loss": (2.0 + calib).tolist(), "entropy": [2.0] * calib.size, "loss_minus_entropy": 0.123}
+    est = calibration_estimate(snap)
+    per_token = calib.std(ddof=1) / np.sqrt(calib.size)
+    assert est.value == 0.123 and est.n == 20 and est.nu == 19 and est.units == "blocks of evaluation windows"
+    block_means = [b.mean() for b in np.array_split(calib, 20)]
+    assert est.se == pytest.approx(np.std(block_means, ddof=1) / np.sqrt(20))
+    assert est.se > 3 * per_token  # correlated tokens: the per-token SE understates the error
+    assert calibration_estimate({**snap, "loss": snap["loss"][:5], "entropy": snap["entropy"][:5]}).n == 5

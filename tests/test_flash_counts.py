@@ -78,7 +78,7 @@ def test_claims_and_verdicts_at_smoke_scale():
     for key in ("count-gau", "count-flash", "count-transformer", "padding", "identity-is-glu", "flash-causal"):
         assert claims[key].verdict == "holds", key
     assert claims["gau-quadratic-vs-mha"].measured == pytest.approx(2 * 1664 / 1536)
-    assert claims["two-gau-params"].verdict in ("holds approximately", "fails")  # 8.4% over at d = 256
+    assert claims["two-gau-params"].verdict == "fails"  # an exact count: 8.4% over at d = 256
 
 
 def test_bench_point_out_of_memory_is_recorded_and_the_sweep_goes_on():
@@ -126,3 +126,13 @@ def test_bench_counts_the_lean_and_fused_attention_as_the_causal_half():
     assert fb.model_flops_per_token("FLASH-Quad lean (ours)", cfg, 2048) == 4 * (g.linear_flops + g.length_flops / 2)
     with pytest.raises(ValueError, match="implementation must be one of"):
         fb.kind("GAU")
+
+
+def test_peer_gau_leak_is_one_minus_the_squared_prefix_share_times_a_fixed_dilution():
+    from analysis.studies.flash.experiments.flash_counts import peer_gau_leak
+
+    lengths = [16, 32, 64, 1024]
+    changes = [0.0] + [0.6 * (1 - (16 / n) ** 2) for n in lengths[1:]]
+    fix, note = peer_gau_leak(changes, lengths, 16)
+    assert fix == pytest.approx(changes[-1], rel=1e-12) and "0.6" in note
+    assert peer_gau_leak([0.0, 0.5], [16, 32], 16) == (None, "")

@@ -55,6 +55,16 @@ def test_experiment_smoke_and_claims():
     assert keys["swish-mean"].verdict == "holds"
     assert keys["rms-source"].verdict == "fails"
     assert keys["lambda7"].verdict == "fails" and keys["lambda7"].measured > 7.5
+    # nu^2 = 0.35578 is what the source's truncated 0.3557... says: it holds, with no corrected number
+    assert keys["swish-second-moment"].verdict == "holds" and keys["swish-second-moment"].corrected is None
+    assert 0.3557 <= keys["swish-second-moment"].measured < 0.3558
+    seeds = exp.CONFIGS["smoke"].seeds
+    for key in ("a-diag", "a-offdiag", "rms-source", "rms-slope", "rms-corrected-grid", "lambda7"):
+        c = keys[key]
+        assert f"over {seeds} seeds ({seeds - 1} df)" in c.tolerance_basis and "standard deviation" not in c.tolerance_basis
+        assert c.detectable is not None and math.isfinite(c.detectable)
+    for key in ("a-diag", "a-offdiag", "rms-source"):  # the gap to the corrected prediction is the effect
+        assert keys[key].effect == pytest.approx(keys[key].corrected - keys[key].predicted)
 
 
 def test_cli_moments_and_magnitude(capsys):
@@ -79,13 +89,38 @@ def test_coord_check_smoke():
     gau = [r for r in data["rows"] if r["block"] == "gau"]
     assert all(len(r["ratios"]) == 2 * r["depth"] and all(v > 0 for v in r["ratios"]) for r in gau)
     (claim,) = coord_check.claims(data, "smoke")
-    # the claim measures the widest, deepest GAU stack at initialisation, and its verdict follows from the data:
-    # a made-up set of branch ratios of 1% holds, and one of 10% fails
-    top = max((r for r in gau if r["step"] == 0), key=lambda r: (r["width"], r["depth"]))
-    assert claim.measured == pytest.approx(np.median(top["ratios"]))
+    # the claim averages the medians of the widest GAU stacks at initialisation (one per depth), and its verdict
+    # follows from the data: made-up branch ratios of 1% hold, of 10% fail, and one stack alone decides nothing
+    widest = max(cfg.widths)
+    tops = [r for r in gau if r["step"] == 0 and r["width"] == widest]
+    assert len(tops) == len(cfg.depths)
+    assert claim.measured == pytest.approx(np.mean([np.median(r["ratios"]) for r in tops]))
+    assert math.isfinite(claim.detectable) and "GAU stacks" in claim.tolerance_basis
     for size, verdict in ((0.01, "holds"), (0.1, "fails")):
-        fake = {"rows": [{**top, "ratios": [size] * 8, "median": size}]}
+        fake = {"rows": [{**top, "ratios": [size * (1 + 0.01 * i)] * 8, "median": size * (1 + 0.01 * i)}
+                         for i, top in enumerate(tops)]}
         assert coord_check.claims(fake, "x")[0].verdict == verdict
+    one = {"rows": [{**tops[0], "ratios": [0.01] * 8, "median": 0.01}]}
+    assert coord_check.claims(one, "x")[0].verdict == "inconclusive"
+
+
+def test_coord_check_units_are_the_widest_stacks_not_the_layers():
+    from analysis.studies.gau_init.experiments import coord_check
+
+    rows = [{"block": "gau", "step": 0, "width": w, "depth": d, "median": m, "ratios": [m] * 2 * d}
+            for w, d, m in ((64, 2, 0.2), (128, 2, 1.0), (128, 4, 1.4), (128, 8, 1.2))]
+    rows += [{"block": "gau", "step": 3, "width": 128, "depth": 2, "median": 9.0, "ratios": [9.0] * 4},
+             {"block": "transformer", "step": 0, "width": 256, "depth": 2, "median": 9.0, "ratios": [9.0] * 2}]
+    data = {"rows": rows}
+    assert [r["depth"] for r in coord_check.widest_gau_stacks(data)] == [2, 4, 8]
+    est = coord_check.branch_estimate(data)
+    assert est.value == pytest.approx(1.2) and est.se == pytest.approx(0.2 / math.sqrt(3)) and est.nu == 2
+
+
+def test_gau_init_claims_use_the_standard_error_over_seeds_with_t():
+    est = exp.seed_estimate(2.0, 0.3, 3, scale=2.0)
+    assert est.value == pytest.approx(1.0) and est.se == pytest.approx(0.15 / math.sqrt(3)) and est.units == "seeds"
+    assert est.nu == 2
 
 
 def test_causal_gau_early_rows_are_large():

@@ -143,7 +143,7 @@ def test_deep_gau_experiment_smoke():
     assert data["threshold"] == pytest.approx(data["unigram_entropy"] - cfg.margin)
     claims = deep_gau.claims(data, "smoke")
     assert {c.key for c in claims} <= {"gau-lr-depth", "gau-lr-no-warmup",
-                                       "gau-vs-postnorm-transformer"}
+                                       "gau-vs-postnorm-transformer", "gau-vs-strongest-transformer"}
     assert len(claims) >= 2
 
 

@@ -37,3 +37,15 @@ def test_claims_and_their_verdicts():
                    "mask-1e9-float16": ("fails", None), "mask-1e9-partial": ("holds", None),
                    "mask-finfo-min": ("holds", None), "no-torch-rmsnorm": ("fails", "holds"),
                    "torch-rmsnorm-formula": ("holds", None)}
+
+
+def test_claims_read_the_stored_record():
+    # a record stores -inf and NaN as strings ("-inf", "nan"): the claims read them back as numbers
+    from pathlib import Path
+
+    from analysis.results import find_record
+
+    record = find_record("notes-checks", "cpu", Path(__file__).resolve().parents[1] / "results")
+    assert record is not None and record.data["masking"]["float16"]["stored"] == "-inf"
+    got = {c.key: c.verdict for c in nc.claims(record.data, "recorded-cpu")}
+    assert got["mask-1e9-float16"] == "fails" and got["mask-1e9-partial"] == "holds"

@@ -96,8 +96,8 @@ def test_checks_smoke_claims():
     verdicts = {c.key: c for c in checks.claims(data, "t")}
     for key in ("jacobian-identity", "normal-closed-form", "cosine-root", "cosine-density", "cosine-mgf"):
         assert verdicts[key].verdict == "holds", key
-    assert verdicts["large-d-direction"].verdict == "fails"
-    assert verdicts["large-d-direction"].corrected_verdict in ("holds", "holds approximately")
+    # the questioner's scale per unit logit, alpha*/d, falls like 1/sqrt(d - 3); alpha* -> sqrt(d) alpha*_normal
+    assert verdicts["large-d-direction"].verdict == "holds" and verdicts["large-d-law"].verdict == "holds"
     assert data["fits"]["normal_own"]["rel_error"] == pytest.approx(0.1249, abs=1e-3)
 
 
@@ -148,23 +148,54 @@ def test_recall_best_scale_finds_the_minimum_between_grid_points_and_its_interva
     exact = _recall_data({4: 7.0, 64: 20.0})
     noisy = _recall_data({4: 7.0, 64: 20.0}, noise=0.02)
     for p, truth in ((4, 7.0), (64, 20.0)):
-        b = rec.best_scale(exact, p, bootstrap=50)
+        b = rec.best_scale(exact, p)
         # 7 and 20 are not grid points: the parabola through the three points around the minimum finds them
         assert b["best"] == pytest.approx(truth, rel=1e-9) and b["lo"] == pytest.approx(b["hi"]) and not b["at_edge"]
-        n = rec.best_scale(noisy, p, bootstrap=200)
+        n = rec.best_scale(noisy, p)
         assert n["best"] == pytest.approx(truth, rel=0.15) and n["hi"] / n["lo"] > 1.01 and n["log_se"] > 0
+        # the interval is Student-t over the 4 seeds: 3.18 standard errors of ln s
+        assert math.log(n["hi"] / n["best"]) == pytest.approx(3.182 * n["log_se"], rel=1e-3)
     data = noisy
-    s = rec.summary(data, bootstrap=200)
-    assert s["growth"]["measured"] == pytest.approx(20 / 7, rel=0.25)
+    s = rec.summary(data)
+    assert s["growth"]["measured"] == pytest.approx(20 / 7, rel=0.25) and s["growth"]["dof"] == 3
     # the accuracy here is exp(-loss): it peaks where the loss is least
     assert s["rows"][4]["best_by_accuracy"] == pytest.approx(7.0, rel=0.15)
     # halfway the loss is the same parabola doubled: the best scale does not move with the budget
-    assert [b["step"] for b in rec.by_budget(data, 4, bootstrap=0)] == [50, 100]
-    assert s["rows"][4]["drift_last_quarter"] == pytest.approx(0.0, abs=1e-9)
+    assert [b["step"] for b in rec.by_budget(data, 4)] == [50, 100]
+    assert s["rows"][4]["drift"] == pytest.approx(0.0, abs=1e-9) and (s["drift_from"], s["drift_to"]) == (50, 100)
     claims = {c.key: c for c in rec.claims(data, "t")}
-    assert set(claims) == {"recall-best-scale-4", "recall-best-scale-64", "recall-scale-growth"}
+    assert set(claims) == {"recall-best-scale-4", "recall-best-scale-64", "recall-best-scale-accuracy-4",
+                           "recall-best-scale-accuracy-64", "recall-scale-growth"}
     # the mean-field value 10 lies outside both tight intervals: both fail, and the growth (1x predicted) fails
     assert claims["recall-best-scale-4"].verdict == "fails" and claims["recall-scale-growth"].verdict == "fails"
+    assert "over steps 50 to 100 it moved +0.0%" in claims["recall-best-scale-4"].tolerance_basis
+
+
+def test_recall_best_scale_still_moving_with_the_budget_is_no_verdict():
+    from analysis.studies.softmax_scale.experiments import softmax_scale_recall as rec
+
+    data = _recall_data({4: 7.0}, noise=0.02)
+    # halfway the optimum sat at 3.5, half the final 7: it moved far more than its interval
+    for r in data["runs"]:
+        step, loss, acc = r["curve"][1]
+        r["curve"][1] = (step, 1.0 + 0.3 * np.log(r["scale"] / 3.5) ** 2, acc)
+    drift = rec.budget_drift(data, 4)
+    assert drift.value == pytest.approx(np.log(2), abs=0.15) and drift.value > drift.half_width()
+    claim = {c.key: c for c in rec.claims(data, "t")}["recall-best-scale-4"]
+    assert claim.verdict == "inconclusive" and "still moves" in claim.undecided and math.isfinite(claim.detectable)
+    assert "still moving with the budget, no verdict" in claim.tolerance_basis
+
+
+def test_log_claim_fields_take_the_interval_on_the_predictions_side():
+    from analysis.stats import Estimate
+    from analysis.studies.softmax_scale.experiments import softmax_scale_recall as rec
+
+    est = Estimate(math.log(4.0), 0.1, 4, "seeds")  # t(3) = 3.182: ln s within ± 0.3182
+    up, down = rec.log_claim_fields(est, 10.0, "x"), rec.log_claim_fields(est, 1.0, "x")
+    assert up["measured"] == down["measured"] == pytest.approx(4.0)
+    assert up["tolerance"] == pytest.approx(4.0 * (math.exp(0.31824) - 1), rel=1e-4)
+    assert down["tolerance"] == pytest.approx(4.0 * (1 - math.exp(-0.31824)), rel=1e-4)
+    assert up["detectable"] > up["tolerance"] and "3 df" in up["tolerance_basis"]
 
 
 def test_recall_best_scale_counts_a_diverged_run_as_chance_and_rejects_bad_grids():
@@ -176,6 +207,21 @@ def test_recall_best_scale_counts_a_diverged_run_as_chance_and_rejects_bad_grids
             r["diverged_at"], r["loss"] = 3, float("nan")
     scales, table = rec.loss_table(data, 16)
     assert np.all(table[:, list(scales).index(8.0)] == data["chance_loss"])
-    assert rec.best_scale(data, 16, bootstrap=10)["best"] != pytest.approx(8.0, rel=0.02)
+    assert rec.best_scale(data, 16)["best"] != pytest.approx(8.0, rel=0.02)
     with pytest.raises(ValueError, match="geometric"):
         rec.Config(**{**rec.CONFIGS["smoke"].__dict__, "scales": (1.0, 2.0, 5.0)})
+
+
+def test_large_d_limits_extrapolate_in_one_over_d():
+    # f(d) = 1 + 3/d + 5/d^2 is extrapolated exactly; a ratio sqrt(d/(d-3)) times that has slope -1/2 of alpha*/d
+    # in d - 3 in the limit
+    dims = [1024.0, 2048.0, 4096.0, 8192.0]
+    f = [1 + 3 / d + 5 / d**2 for d in dims]
+    assert checks.richardson(f[-3:], dims[-3:]) == pytest.approx(1.0, abs=1e-12)
+    law, direction = checks.large_d_limits(dims, f)
+    assert law["limit"] == pytest.approx(1.0, abs=1e-12) and law["tolerance"] == pytest.approx(5e-10)
+    assert direction["limit"] == pytest.approx(-0.5, abs=1e-6)
+    # a ratio that grows like d^0.1 does not fall like 1/sqrt(d - 3) per unit logit
+    assert checks.large_d_limits(dims, [d**0.1 for d in dims])[1]["limit"] == pytest.approx(-0.4, abs=1e-3)
+    with pytest.raises(ValueError, match="three values"):
+        checks.richardson([1.0, 2.0], [1.0, 2.0])

@@ -1,7 +1,11 @@
 """The deep-GAU chapter's decisions, on small hand-made inputs."""
 
+import pytest
+
 from analysis.chapter import RunSet
+from analysis.stats import paired_estimate
 from analysis.studies import deep_gau as st
+from analysis.studies.deep_gau.experiments import deep_gau as dg
 
 
 def _summary(gau_deep_warm: float = 3e-3) -> dict:
@@ -14,7 +18,10 @@ def _summary(gau_deep_warm: float = 3e-3) -> dict:
             "threshold": 3.044, "unigram": 3.1159, "gau": {"val_loss": 2.9384, "se": 0.01},
             "post": {"val_loss": 3.147, "se": 0.01}, "pre": {"val_loss": 2.948, "se": 0.01},
             "deepnorm": {"val_loss": 2.6909, "se": 0.01}, "gau_vs_post": "smaller than",
-            "gau_vs_pre": "indistinguishable from", "gau_vs_deepnorm": "larger than"}
+            "gau_vs_pre": "indistinguishable from", "gau_vs_deepnorm": "larger than",
+            "gaps": {"post": paired_estimate([2.9, 2.8], [3.15, 3.14]), "pre": None, "deepnorm": None},
+            "failures": {"runs": 192, "failed": 90, "diverged": 0, "context_free": 77, "above": 13, "peak": 1.0512,
+                         "steps": 120}}
 
 
 def test_bound_text_words_an_empty_boundary():
@@ -51,7 +58,14 @@ def test_threshold_facts_give_the_margin_below_the_unigram_entropy():
 def test_loss_facts_compare_gau_with_each_transformer():
     f = st.loss_facts(_summary())
     assert f == {"deep_g0": "2.938", "deep_t0": "3.147", "deep_vs_t0": "smaller than", "deep_p0": "2.948",
-                 "deep_vs_p0": "indistinguishable from", "deep_n0": "2.691", "deep_vs_n0": "larger than"}
+                 "deep_vs_p0": "indistinguishable from", "deep_n0": "2.691", "deep_vs_n0": "larger than",
+                 "deep_interval": "a 95% Student-t interval over 2 paired seeds (1 df, ±12.7 SE)"}
+
+
+def test_failure_facts_count_how_the_untrained_runs_failed():
+    f = st.failure_facts(_summary())
+    assert f == {"deep_steps": "120", "deep_runs": "192", "deep_failed": "90", "deep_diverged": "0",
+                 "deep_flat": "77", "deep_above": "13", "deep_peak": "1.05"}
 
 
 def test_previous_facts_come_from_the_two_runs_and_name_them():
@@ -68,3 +82,69 @@ def test_previous_facts_come_from_the_two_runs_and_name_them():
     assert f["prev_coord"] == "1.18" and f["prev_coord_where"] == "width 512, 16 GAU layers"
     assert f["prev_provenance"] == "gau-init and coord-check, recorded, cpu scale and this build (smoke scale)"
     assert f["prev_where"] == "s = 128, n = 512, d = 768" and f["prev_bidir"] == "18" and f["prev_source"] == "89"
+
+
+def _data() -> dict:
+    """Two depths, post-norm GAU and the post-norm Transformer, two seeds, one warmup, three learning rates: GAU
+    trains at all at depth 2 and at depth 24 stalls at the context-free loss from 0.01 on; the Transformer diverges
+    at depth 24 from 0.01 on."""
+    runs = []
+    for depth, block, lr, seed, val, div in [
+            (2, "gau", 1e-3, 0, 2.7, None), (2, "gau", 1e-3, 1, 2.72, None),
+            (2, "gau", 1e-2, 0, 2.5, None), (2, "gau", 1e-2, 1, 2.55, None),
+            (24, "gau", 1e-3, 0, 2.9, None), (24, "gau", 1e-3, 1, 2.85, None),
+            (24, "gau", 1e-2, 0, 3.15, None), (24, "gau", 1e-2, 1, 3.14, None),
+            (2, "transformer", 1e-3, 0, 2.8, None), (2, "transformer", 1e-3, 1, 2.75, None),
+            (2, "transformer", 1e-2, 0, 2.6, None), (2, "transformer", 1e-2, 1, 2.6, None),
+            (24, "transformer", 1e-3, 0, 3.1, None), (24, "transformer", 1e-3, 1, 3.05, None),
+            (24, "transformer", 1e-2, 0, float("nan"), 7), (24, "transformer", 1e-2, 1, 3.2, None),
+            (2, "gau", 1e-1, 0, 2.6, None), (2, "gau", 1e-1, 1, 2.6, None),
+            (24, "gau", 1e-1, 0, 3.13, None), (24, "gau", 1e-1, 1, 3.12, None),
+            (2, "transformer", 1e-1, 0, 2.7, None), (2, "transformer", 1e-1, 1, 2.7, None),
+            (24, "transformer", 1e-1, 0, float("nan"), 5), (24, "transformer", 1e-1, 1, float("nan"), 5)]:
+        runs.append({"depth": depth, "block": block, "residual": "post", "warmup": 0, "lr": lr, "seed": seed,
+                     "val_loss": val, "diverged_at": div, "train_loss": [5.0, 4.0, 5.5 if div else 3.0],
+                     "train_steps": [1, 11, 21]})
+    return {"unigram_entropy": 3.12, "threshold": 3.05, "runs": runs}
+
+
+def test_stable_boundary_counts_only_divergence_as_failure():
+    data = _data()
+    assert dg.boundary(data, 24, "gau", "post", 0) == 1e-3
+    assert dg.stable_boundary(data, 24, "gau", "post", 0) == 1e-1
+    assert dg.stable_boundary(data, 24, "transformer", "post", 0) == 1e-3
+
+
+def test_depth_range_spans_both_readings_of_a_stalled_run():
+    data = _data()
+    lo, hi = dg.depth_range(data, "gau", "post")
+    assert (lo, hi) == (pytest.approx(0.01), pytest.approx(1.0))
+    lo, hi = dg.depth_range(data, "transformer", "post")
+    assert lo == 0.0 and hi == pytest.approx(0.01)  # nothing trains at depth 24; it diverges from 0.01 on
+
+
+def test_failure_modes_tell_diverged_from_context_free_from_still_descending():
+    f = dg.failure_modes(_data())
+    assert (f["failed"], f["diverged"], f["context_free"], f["above"]) == (9, 3, 5, 1)
+    assert f["peak"] == pytest.approx(1.1) and f["steps"] == 21
+
+
+def test_gap_words_read_the_paired_t_interval():
+    assert dg.gap_words(paired_estimate([2.9, 2.8], [3.15, 3.06])) == "smaller than"
+    # the same mean gap with a spread of 0.09 between two seeds: ±12.7 SE reaches past 0
+    assert dg.gap_words(paired_estimate([2.9, 2.8], [3.15, 3.14])) == "indistinguishable from"
+    assert dg.gap_words(paired_estimate([2.9], [2.7])) == "undecided against (one seed)"
+    assert dg.gap_words(None).startswith("not comparable")
+
+
+def test_a_stalled_deep_boundary_makes_the_depth_claim_inconclusive_not_failed():
+    claims = {c.key: c for c in dg.claims(_data(), "test")}
+    c = claims["gau-lr-depth"]
+    assert c.kind == "above" and c.verdict == "inconclusive"
+    assert c.measured - c.tolerance == pytest.approx(0.01) and c.measured + c.tolerance == pytest.approx(1.0)
+    # had the stalled runs diverged, the fall of two grid steps would be shown: the claim fails
+    data = _data()
+    for r in data["runs"]:
+        if r["depth"] == 24 and r["block"] == "gau" and r["lr"] > 1e-3:
+            r["diverged_at"], r["val_loss"] = 9, float("nan")
+    assert {c.key: c for c in dg.claims(data, "test")}["gau-lr-depth"].verdict == "fails"

@@ -122,10 +122,19 @@ def _snap(step, loss, entropy, excess, gap=0.07, se=0.015):
 def test_calibration_lines_state_the_last_snapshot_and_the_largest_excess_of_any():
     arch = {"Transformer": {"snapshots": [_snap(0, 5.5, 5.5, -0.2), _snap(10, 1.8834, 1.8131, -0.013)]},
             "GAU": {"snapshots": [_snap(0, 5.5, 5.5, -0.0021), _snap(10, 1.725, 1.643, -0.5, 0.082, 0.014)]}}
+    # two stored tokens: two blocks, whose L - H differ by 0.6 nats (SE 0.3); the mean is the recorded one
     assert st.calibration_lines(arch).split("\n") == [
-        ("- Transformer: loss 1.883, entropy 1.813, loss - entropy 0.070 ± 0.015 nats, largest excess over the bound "
-         "-0.013"),
-        "- GAU: loss 1.725, entropy 1.643, loss - entropy 0.082 ± 0.014 nats, largest excess over the bound -0.0021"]
+        ("- Transformer: loss 1.883, entropy 1.813, loss - entropy 0.070 ± 0.300 nats (SE over 2 blocks of "
+         "evaluation windows), largest excess over the bound -0.013"),
+        ("- GAU: loss 1.725, entropy 1.643, loss - entropy 0.082 ± 0.300 nats (SE over 2 blocks of evaluation "
+         "windows), largest excess over the bound -0.0021")]
+
+
+def test_calibration_verdicts_name_each_architecture_in_order():
+    verdicts = {"lm-calibration": "holds", "lm-calibration-gau": "fails", "lm-calibration-flash": "inconclusive"}
+    assert st.calibration_verdicts(verdicts.__getitem__, ["Transformer", "GAU", "FLASH"]) == (
+        "holds for the Transformer, fails for GAU and is inconclusive for FLASH")
+    assert st.calibration_verdicts(verdicts.__getitem__, ["Transformer"]) == "holds for the Transformer"
 
 
 def test_the_figures_draw_hand_made_data_with_labels():
@@ -134,7 +143,7 @@ def test_the_figures_draw_hand_made_data_with_labels():
     rows = [{"p": p, "concentration": c, "loss": 0.7, "median_gap": 0.1 / c, "entropy_sample": [3.0, 3.1]}
             for p in (0.5, 0.9) for c in (1.0, 100.0)]
     markov = {"train_steps": [1, 2, 3], "train_loss": [3.2, 2.9, 2.6], "entropy_rate": 2.36, "uniform_loss": 3.26,
-              "model_loss": 2.5, "excess_loss_se": 0.04}
+              "model_loss": 2.5, "excess_loss_se": 0.04, "tokens": 1000}
     figs = [entropy_curves((10, 1000), (0.01, 0.99)), bound_sampling({"rows": rows, "classes": 100}),
             lm_clouds([("live", lm), ("again", lm)]), markov_curve(markov, "title"), architecture_clouds(lm)]
     for fig in figs:

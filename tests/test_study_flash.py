@@ -2,7 +2,8 @@
 
 import pytest
 
-from analysis.studies.flash.checks import CHUNK, check_facts, check_table, run_checks
+from analysis.studies.flash.checks import (CHUNK, check_facts, check_table, peer_deviations, peer_facts,
+                                          run_checks, unit_gate_is_attention)
 
 
 @pytest.fixture(scope="module")
@@ -44,3 +45,19 @@ def test_the_table_has_a_row_per_module_and_marks_leaks(rows):
     assert text.count("\n") == len(rows) + 1
     assert text.count("**leaks**") == sum(1 for r in rows for x in r.report.results if not x.passed
                                           and (x.check, x.dtype) != ("padding", "float32"))
+
+
+def test_flash_pytorch_departures_are_computed():
+    dev = peer_deviations()
+    if not dev:
+        pytest.skip("FLASH-pytorch is not installed")
+    assert dev["rel_pos_bias_change"] > 1e-3  # rel_pos_bias=False still adds the bias
+    assert dev["linear_growth"] == pytest.approx(2.0, rel=1e-8)  # divided by the group size: grows with the groups
+    assert dev["padding_change"] == pytest.approx(0.75, rel=1e-12)  # 1 - (128/256)^2
+    text = peer_facts(dev, 1e-16)["peer_list"].data
+    assert text.count("\n- ") == 2 and "2.000 times" in text and "0.75 of its largest" in text
+
+
+def test_a_unit_gate_makes_gau_single_head_attention():
+    assert unit_gate_is_attention() < 1e-13
+    assert "not installed" in peer_facts({}, 0.0)["peer_list"].data

@@ -8,14 +8,20 @@ import math
 
 import pytest
 
+from analysis.stats import Estimate
 from analysis.studies.gau_init import (
+    estimate_text,
     exponent_near_one,
     grid_fit,
     moments_table,
     position_rms,
     position_table,
     reference_table,
+    verdict_phrase,
+    verdict_words,
 )
+from analysis.studies.gau_init.figures import interval_multiple
+from analysis.verify import Claim
 
 
 def _point(rms: float, pred: float, n: int = 64, s: int = 32, d: int = 256, init: str = "lecun") -> dict:
@@ -114,3 +120,21 @@ def test_position_rms_is_seeded_and_causal_first_rows_are_large():
     assert list(rms) == ["bidirectional", "causal"] and all(len(v) == 2 for v in rms.values())
     assert all(math.isfinite(v) and v > 0 for v in rms["bidirectional"] + rms["causal"])
     assert rms["causal"][0] > rms["bidirectional"][0]  # row 1 of a causal layer is normalised by one key
+
+
+def _claim(key: str, measured: float, corrected: float | None) -> Claim:
+    return Claim(key, "s", "src", 1.0, measured, 0.1, 0.2, "basis", corrected=corrected, detectable=0.3)
+
+
+def test_verdict_words_name_the_verdict_and_the_corrected_one_as_predicates():
+    claims = {"a-diag": _claim("a-diag", 2.0, 2.05), "a-offdiag": _claim("a-offdiag", 1.1, None)}
+    words = verdict_words(claims.__getitem__)
+    assert words == {"v-a-diag": "fails", "v-a-diag-corrected": "holds", "v-a-offdiag": "holds",
+                     "v-a-offdiag-corrected": ""}
+    assert verdict_phrase("inconclusive") == "is inconclusive" and verdict_phrase("fails") == "fails"
+
+
+def test_estimate_text_and_the_interval_multiple_of_a_seed_sd():
+    assert estimate_text(Estimate(1.279, 0.0935, 3, "GAU stacks")) == "1.28 ± 0.09 (mean ± SE over 3 GAU stacks)"
+    assert interval_multiple(3) == pytest.approx(4.302653 / math.sqrt(3), rel=1e-6)
+    assert interval_multiple(1) == 0.0

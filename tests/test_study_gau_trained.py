@@ -108,3 +108,71 @@ def test_cpu_run_is_shown_apart_only_when_it_is_not_the_best():
     assert gt.cpu_run([live]) is None
     live_cpu = _run("cpu", False)
     assert gt.cpu_run([live_cpu, gpu]) is live_cpu
+
+
+def test_chunk_sentence_counts_what_the_linear_term_covers():
+    text = gt.chunk_sentence(64, 16)
+    assert "a window holds 4 chunks" in text and "at most 48 tokens back" in text
+    assert "the first 16 positions do not use it" in text and "74% of the keys" in text  # 1536 / 2080
+
+
+def _quality_data() -> dict[str, Any]:
+    """Two architectures' text runs at two learning rates and recall runs of the four, three seeds."""
+    runs: list[dict[str, Any]] = []
+    for arch, losses, check in (("transformer", [1.68, 1.65, 1.64], 1.69), ("flash-quad-post", [1.75, 1.72, 1.77], 1.70),
+                                ("flash-quad-pre", [1.75, 1.74, 1.71], 1.73), ("flash", [1.82, 1.80, 1.81], 1.83)):
+        text = {"task": "text", "arch": arch, "parameters": 1000, "seconds_per_step": 0.1,
+                "curve": [[0, 0.0, 5.0], [10, 1.0, 2.0]]}
+        runs += [{**text, "seed": s, "lr": 3e-3, "val_loss": v} for s, v in enumerate(losses)]
+        runs.append({**text, "seed": 0, "lr": 1e-2, "val_loss": check})
+        for p in (4, 64):
+            acc, loss = {"flash-quad-pre": (0.4, 1.9), "flash-quad-post": (0.95, 0.2)}.get(arch, (1.0, 0.0))
+            runs += [{"task": "recall", "arch": arch, "seed": s, "pairs": p, "accuracy": acc, "loss": loss + 0.1 * s,
+                      "diverged_at": None} for s in range(3)]
+    return {"lr": 3e-3, "lr_check": 1e-2, "pairs": [4, 64], "chance": 1 / 16, "runs": runs}
+
+
+def test_lr_sentence_gives_the_gap_at_both_learning_rates_and_a_flip_of_order():
+    from analysis.studies.gau_trained.experiments import gau_quality as gq
+
+    data = _quality_data()
+    assert gq.lr_check_gap(data, "flash-quad-post", "transformer") == {"seed": 0.0, "main": pytest.approx(0.07),
+                                                                      "check": pytest.approx(0.01)}
+    text = gt.lr_sentence(data)
+    assert "+0.070 at 0.003 and +0.010 at 0.01" in text and "the order of the architectures changes" in text
+
+
+def test_pre_norm_recall_sentence_sets_its_loss_between_guessing_and_post_norm():
+    text = gt.pre_norm_recall_sentence(_quality_data())
+    assert text.startswith("Pre-norm FLASH-Quad recalls 0.40, 0.40 at 4, 64 pairs")
+    assert "1.90 to 2.10 nats, lies below the 2.77 nats" in text and "post-norm's 0.20 to 0.40" in text
+
+
+def test_interval_words_name_the_t_quantiles_or_the_missing_error():
+    from analysis.stats import paired_estimate
+
+    assert gt.interval_words(paired_estimate([1.0, 2.0, 3.0], [0.0, 0.0, 0.0])) == (
+        "a 95% Student-t interval over 3 paired seeds (2 df: ±4.3 SE two-sided, 2.92 SE one-sided)")
+    assert gt.interval_words(paired_estimate([1.0], [0.0])) == "no error estimate (1 paired seeds)"
+
+
+def test_quality_gaps_pair_by_seed_and_the_claims_read_their_intervals():
+    from analysis.studies.gau_trained.experiments import gau_quality as gq
+
+    data = _quality_data()
+    gap = gq.loss_gap(data, "flash-quad-post", "transformer")
+    assert gap.n == 3 and gap.value == pytest.approx(0.09) and gap.units == "paired seeds"
+    assert gq.recall_gap(data, "transformer", "flash-quad-pre", 64).value == pytest.approx(0.6)
+    claims = {c.key: c for c in gq.claims(data, "test")}
+    assert claims["flashquad-beats-transformer"].kind == "below"
+    assert claims["flashquad-beats-transformer"].verdict == "fails"  # +0.09 ± 2.92 x 0.0153: wholly above 0
+    assert claims["flash-matches-flashquad"].approx_rel == 0.0
+    assert "one peak learning rate, 0.003" in claims["flashquad-beats-transformer"].statement
+
+
+def test_length_differences_pair_by_seed():
+    from analysis.studies.gau_trained.experiments import gau_length as gl
+
+    est = gl.paired_over_seeds({0: 0.5, 1: 0.7, 2: 0.9}, {0: 0.1, 1: 0.4, 3: 5.0})
+    assert est.n == 2 and est.value == pytest.approx(0.35) and est.nu == 1
+    assert gl.over_seeds({1: 0.2, 0: 0.4}).value == pytest.approx(0.3)

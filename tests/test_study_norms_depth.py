@@ -1,8 +1,12 @@
 """The normalisation chapter's decisions, on small hand-made inputs."""
 
+import math
+
 import pytest
 
+from analysis.stats import Estimate
 from analysis.studies import norms_depth as st
+from analysis.studies.norms_depth.experiments import norms_depth as nd
 
 DECODING = [
     {"label": "post-norm Transformer, LayerNorm", "per_token": True, "gap": 3e-16},
@@ -96,14 +100,90 @@ def test_mean_at_averages_seeds():
     assert st.mean_at(rows, "post", 4) == 2.0
 
 
-def test_stream_facts_format_both_arrangements_and_the_comparisons():
-    s = {"gmax": 8, "sublayers": 16, "pen2_compare": "indistinguishable from", "penmax_compare": "smaller than",
-         "pen2_share_of_loss": 0.3397,
+def test_stream_facts_format_both_arrangements_and_the_paired_differences():
+    s = {"gmax": 8, "sublayers": 16, "pen2_diff": Estimate(0.05, 0.1, 2, "paired seeds"),
+         "penmax_diff": Estimate(-0.539, 0.169, 2, "paired seeds"), "pen2_share_of_loss": 0.3397,
          "pre": {"loss1": 1.8634, "pen2": (0.6334, 0.0791), "penmax": (1.363, 0.057), "cosine": 0.978,
                  "norm_growth": 5.61},
          "post": {"loss1": 1.823, "pen2": (0.583, 0.021), "penmax": (1.902, 0.112), "cosine": 0.873,
                   "norm_growth": 1.2}}
     f = st.stream_facts(s)
     assert f["pen2_pre"] == "+0.633 ± 0.079" and f["cos_post"] == "0.873" and f["norm_growth_pre"] == "5.6"
-    assert f["pen_frac"] == "34%" and f["gmax"] == "8" and f["n_sub"] == "16" and f["penmax_compare"] == "smaller than"
-    assert len(f) == 15
+    assert f["pen_frac"] == "34%" and f["gmax"] == "8" and f["n_sub"] == "16"
+    assert f["penmax_diff"] == "-0.54 ± 0.17 (SE over 2 paired seeds, 95% interval ± 2.15)"
+    assert f["n_seeds"] == "2" and f["pair_df"] == "1 degree of freedom"
+    assert len(f) == 17
+
+
+def test_interval_text_uses_the_t_quantile_of_the_units_and_refuses_to_invent_an_error():
+    assert st.interval_text(Estimate(0.1, 0.01, 3, "seeds")) == "+0.10 ± 0.01 (SE over 3 seeds, 95% interval ± 0.04)"
+    assert st.interval_text(Estimate(0.1, 0.0, 1, "seeds")) == "+0.10 (one seed: no error estimate)"
+    assert st.dof_text(Estimate(0.0, 1.0, 3, "seeds")) == "2 degrees of freedom"
+    assert st.estimate_text(Estimate(0.514, 0.0612, 3, "seeds")) == "0.51 ± 0.06"
+
+
+def _trained(pen: dict[str, list[float]], cos: dict[str, list[float]]) -> dict:
+    """Trained rows whose loss rises by pen[residual][seed] at g = 8 (half of it at g = 2) and whose stream cosines
+    are all cos[residual][seed]."""
+    rows = []
+    for res in ("pre", "post"):
+        for seed, (p, c) in enumerate(zip(pen[res], cos[res])):
+            rows.append({"residual": res, "seed": seed,
+                         "trained": {"loss": {"1": 1.8, "2": 1.8 + p / 2, "8": 1.8 + p}, "cosines": [c] * 4,
+                                     "norms": [1.0, 1.0, 2.0]}})
+    return {"trained": rows, "layers": 2}
+
+
+def test_penalty_difference_pairs_by_seed():
+    data = _trained({"pre": [1.0, 2.0, 3.0], "post": [1.5, 2.5, 3.5]}, {"pre": [0.9] * 3, "post": [0.8] * 3})
+    est = nd.penalty_difference(data, 8)
+    # the seeds differ a lot, the pairs not at all: paired, the difference is exact
+    assert est.value == pytest.approx(-0.5) and est.se == pytest.approx(0.0) and est.n == 3
+    assert est.units == "paired seeds"
+    summ = nd.summary(data)
+    assert summ["penmax_diff"].value == pytest.approx(-0.5) and summ["pen2_diff"].value == pytest.approx(-0.25)
+
+
+def test_grouping_claims_are_directional_and_need_the_whole_interval_below_zero():
+    cos = {"pre": [0.95, 0.96, 0.97], "post": [0.85, 0.87, 0.86]}
+    shown = {c.key: c for c in nd_claims(_trained({"pre": [1.0, 1.1, 1.2], "post": [2.0, 2.1, 2.2]}, cos))}
+    assert shown["prenorm-groups-cheaper"].verdict == "holds" and shown["prenorm-groups-cheaper"].kind == "below"
+    assert shown["prenorm-cosine"].verdict == "holds" and shown["prenorm-cosine"].kind == "above"
+    noisy = {c.key: c for c in nd_claims(_trained({"pre": [1.0, 2.5, 1.2], "post": [2.0, 2.1, 2.2]}, cos))}
+    assert noisy["prenorm-groups-cheaper"].verdict == "inconclusive"
+    assert math.isfinite(noisy["prenorm-groups-cheaper"].detectable)
+    worse = {c.key: c for c in nd_claims(_trained({"pre": [3.0, 3.1, 3.2], "post": [2.0, 2.1, 2.2]}, cos))}
+    assert worse["prenorm-groups-cheaper"].verdict == "fails"
+    assert "paired seeds (2 df)" in worse["prenorm-groups-cheaper"].tolerance_basis
+
+
+def nd_claims(trained: dict) -> list:
+    """The trained claims of norms-depth on ``trained`` rows, with decoding, norm and depth parts that pass."""
+    data = dict(trained, decoding=DECODING,
+                norms={"printed_error": 0.0, "gap_1234_2468": 0.0, "gap_1234_2468_predicted": 0.0,
+                       "rms_gap_to_standard": {"notes (x - mean) / RMS(x)": 0.9, "quoted Llama code": 0.0,
+                                               "torch.nn.RMSNorm": 0.0, "book's RMSNorm": 0.0}},
+                depth=_depth_rows())
+    return [c for c in nd.claims(data, "test") if c.key.startswith("prenorm")]
+
+
+def test_seed_slopes_fit_each_seed_and_the_estimate_is_over_seeds():
+    rows = [dict(r, model_update=r["model_update"] * (r["depth"] ** 0.1 if r["seed"] else 1.0))
+            for r in _depth_rows()]
+    assert nd.seed_slopes(rows, "post") == pytest.approx([0.5, 0.6])
+    est = nd.slope_estimate(rows, "post")
+    assert est.value == pytest.approx(0.55) and est.se == pytest.approx(0.05) and est.units == "seeds"
+    claims = {c.key: c for c in nd.claims(dict(_trained({"pre": [1.0] * 2, "post": [2.0] * 2},
+                                                         {"pre": [0.9] * 2, "post": [0.8] * 2}),
+                                                decoding=DECODING, depth=rows,
+                                                norms={"printed_error": 0.0, "gap_1234_2468": 0.0,
+                                                       "gap_1234_2468_predicted": 0.0,
+                                                       "rms_gap_to_standard": {"notes (x - mean) / RMS(x)": 0.9,
+                                                                               "quoted Llama code": 0.0,
+                                                                               "torch.nn.RMSNorm": 0.0,
+                                                                               "book's RMSNorm": 0.0}}), "test")}
+    # DeepNorm grows like depth^0.5 in every seed: the bound of slope 0 fails; its update is below post-norm's
+    assert claims["deepnorm-bounded"].verdict == "fails" and claims["deepnorm-bounded"].corrected is None
+    # paired by seed over 2 seeds (1 df), post-norm's spread of 5.7 to 8.0 leaves the direction unresolved
+    assert claims["deepnorm-below-post"].kind == "below" and claims["deepnorm-below-post"].measured < 0
+    assert claims["deepnorm-below-post"].verdict == "inconclusive"

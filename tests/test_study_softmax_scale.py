@@ -17,10 +17,10 @@ def _mc_row(kind, n, **values):
 
 def _recall_summary(growth=None, **rows):
     """A summary of softmax-scale-recall at 4 and 64 pairs; ``rows`` replaces fields of the row of 64 pairs."""
-    base = {"row_length": 6.5, "best": 5.0, "lo": 4.0, "hi": 6.0, "best_by_accuracy": 6.3,
-            "drift_last_quarter": 0.014, "mean_field": 7.69, "finite_sample": 23.0, "log_n": 6.55, "qk_norm": 8.0}
+    base = {"row_length": 6.5, "best": 5.0, "lo": 4.0, "hi": 6.0, "best_by_accuracy": 6.3, "accuracy_lo": 5.0,
+            "accuracy_hi": 8.0, "drift": 0.014, "mean_field": 7.69, "finite_sample": 23.0, "log_n": 6.55, "qk_norm": 8.0}
     top = {**base, "row_length": 66.5, "best": 8.0, "lo": 7.0, "hi": 10.0, "best_by_accuracy": 9.59,
-           "drift_last_quarter": -0.02, "mean_field": 8.0, "finite_sample": 41.6, "log_n": 14.7, **rows}
+           "drift": -0.02, "mean_field": 8.0, "finite_sample": 41.6, "log_n": 14.7, **rows}
     g = {"measured": 1.6, "log_se": 0.05, "mean_field": 1.76, "finite_sample": 1.81, "log_n": 2.24, "qk_norm": 1.0,
          "from": 4, "to": 64, **(growth or {})}
     return {"pairs": [4, 64], "rows": {4: base, 64: top}, "growth": g}
@@ -29,13 +29,13 @@ def _recall_summary(growth=None, **rows):
 def _train_data():
     """Two lengths (listed out of order). At L = 16 alpha = 1 is best (1.9), 0.5 is within two standard errors
     (2.2, se 0.2), 2 is not (3.0); at L = 64 only alpha = 4 was run."""
-    def run(ctx, kind, value, loss, learned=False, final_scale=None):
-        return {"ctx": ctx, "kind": kind, "value": value, "val_loss": loss, "learned": learned,
+    def run(ctx, kind, value, loss, learned=False, final_scale=None, seed=0):
+        return {"ctx": ctx, "kind": kind, "value": value, "val_loss": loss, "learned": learned, "seed": seed,
                 "final_scale": value if final_scale is None else final_scale}
 
     runs = [run(64, "dot", 4.0, 2.5), run(64, "cosine", 8.0, 2.6, learned=True, final_scale=7.77)]
-    runs += [run(16, "dot", v, loss) for v, losses in ((0.5, (2.0, 2.4)), (1.0, (1.9, 1.9)), (2.0, (3.0, 3.0)))
-             for loss in losses]
+    runs += [run(16, "dot", v, loss, seed=seed) for v, losses in ((0.5, (2.0, 2.4)), (1.0, (1.9, 1.9)),
+                                                                   (2.0, (3.0, 3.0))) for seed, loss in enumerate(losses)]
     runs += [run(16, "cosine", 4.0, 1.0), run(16, "cosine", 8.0, 2.0, learned=True, final_scale=8.04),
              run(16, "cosine", 8.0, 2.0, learned=True, final_scale=8.31)]
     return {"runs": runs, "predictions": {"16": {"dot_alpha_mean_field": 1.19}, "64": {"dot_alpha_mean_field": 1.55}}}
@@ -103,11 +103,12 @@ def test_train_table_per_length_best_dot_alpha_and_learned_scales():
 
 
 def test_train_summary_widens_the_close_scales_by_the_grids_sqrt_2():
-    # L = 16: alpha = 0.5 is within 2 SE of the best (0.3 <= 0.4), alpha = 2 is not: 0.5/sqrt 2 to 1 * sqrt 2
+    # L = 16: alpha = 0.5's paired difference (0.1, 0.5) is within its t(1) interval (0.3 <= 12.7 * 0.2), alpha = 2's
+    # (1.1, 1.1) is not; L = 64 has one seed, no error estimate: 0.5/sqrt 2 to 1 * sqrt 2
     text = pr.train_summary(_train_data(), "recorded, cpu scale")
-    assert text == ("at L = 16 the lowest loss is at alpha = 1, and alpha from 0.35 to 1.4 is within two seed "
-                    "standard errors of it; at L = 64 the lowest loss is at alpha = 4, and alpha from 2.8 to 5.7 "
-                    "is within two seed standard errors of it (recorded, cpu scale)")
+    assert text == ("at L = 16 the lowest loss is at alpha = 1, and alpha from 0.35 to 1.4 is within seed noise of "
+                    "it (paired over seeds, 95% Student-t); at L = 64 the lowest loss is at alpha = 4, and alpha from "
+                    "2.8 to 5.7 is within seed noise of it (paired over seeds, 95% Student-t) (recorded, cpu scale)")
 
 
 def test_undecided_counts_inconclusive_claims_with_the_prefix_only():
@@ -126,8 +127,8 @@ def test_grid_text():
 def test_recall_table_two_lines_per_number_of_pairs():
     lines = pr.recall_table(_recall_summary()).split("\n")
     assert len(lines) == 4
-    assert lines[0] == "  4 pairs, mean row length m = 6.5: best s = 5 (95%: 4 to 6), by accuracy 6.3,"
-    assert lines[1] == ("    moved +1.4% over the last quarter of training; predicted: mean-field 7.69, "
+    assert lines[0] == "  4 pairs, mean row length m = 6.5: best s = 5 (95%: 4 to 6), by accuracy 6.3 (5 to 8),"
+    assert lines[1] == ("    moved +1.4% over the second half of training; predicted: mean-field 7.69, "
                         "finite-sample 23, 3.5 ln m 6.55, sqrt(k) 8")
     assert lines[2].startswith(" 64 pairs, mean row length m = 66.5: best s = 8 (95%: 7 to 10)")
     assert "moved -2.0%" in lines[3]
@@ -183,3 +184,25 @@ def test_recall_conclusion_names_the_nearest_rival_and_the_predictions_inside():
                     "sqrt(k) at 1 of 2 numbers of pairs (recorded, cpu scale).")
     flat = pr.recall_conclusion(_recall_summary(growth={"measured": 1.02}), "x")
     assert "the nearest is QK-norm practice (no growth)'s, 0.4 standard errors away" in flat
+
+
+def test_run_plan_states_the_t_multiple_of_the_seeds():
+    plan = SimpleNamespace(steps=2500, pairs=(16, 64, 256), seeds=(0, 1, 2))
+    assert pr.run_plan(plan) == ("2,500 steps at 16, 64 and 256 pairs with 3 seeds (2 degrees of freedom: its "
+                                 "intervals are ± 4.30 standard errors)")
+    assert pr.run_plan(SimpleNamespace(steps=6, pairs=(2,), seeds=(0,))).endswith("(0 degrees of freedom: no error estimate)")
+
+
+def test_train_claims_state_what_the_sweep_detects():
+    from analysis.studies.softmax_scale.experiments import softmax_scale_train as train
+
+    data = _train_data()
+    diffs = train.paired_differences(data, 16, "dot")
+    assert diffs[0.5].value == pytest.approx(0.3) and diffs[0.5].se == pytest.approx(0.2) and diffs[0.5].nu == 1
+    small, large, gap = train.detectable_loss(data, 16, "dot")
+    # alpha = 2 differs by exactly 1.1 in both seeds (SE 0: detects any difference); alpha = 0.5 only >= lambda SE
+    assert small == 0.0 and large == pytest.approx(diffs[0.5].detectable()) and gap == pytest.approx(1.1)
+    data["predictions"] = {"16": {"dot_alpha_mean_field": 1.19}}
+    (claim,) = train.claims(data, "t")
+    assert claim.verdict == "inconclusive" and claim.effect == pytest.approx(0.19)
+    assert "paired over 2 seeds" in claim.tolerance_basis and "1 df" in claim.tolerance_basis

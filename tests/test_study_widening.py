@@ -13,6 +13,7 @@ import sympy as sp
 from analysis.studies import widening
 
 wf = importlib.import_module("analysis.studies.widening.figures")
+wx = importlib.import_module("analysis.studies.widening.experiments.widening")
 
 
 def test_solved_factors_are_the_exact_widenings():
@@ -70,3 +71,47 @@ def test_the_stationary_sentences_follow_the_gap_against_the_tolerance_set_in_ad
     assert "still open" in beyond["stationary_summary"] and "stays open" in beyond["stationary_detail"]
     with pytest.raises(ValueError, match="gap must be a finite"):
         stationary_sentences(float("nan"))
+
+
+def test_seeds_needed_is_the_first_n_whose_detectable_difference_is_below_the_effect():
+    from analysis.stats import detectable_multiple
+    n = wx.seeds_needed(0.2233, 0.45)
+    assert n == 5
+    assert detectable_multiple(n - 1) * 0.2233 / math.sqrt(n) < 0.45 <= detectable_multiple(n - 2) * 0.2233 / math.sqrt(n - 1)
+    assert wx.seeds_needed(10.0, 0.01, most=50) is None
+
+
+def test_saving_sentences_say_which_of_zero_and_the_published_saving_the_interval_contains():
+    from analysis.stats import mean_estimate
+    wide = wf.saving_sentences(mean_estimate([0.0213, -0.416, -0.2757], "seeds"))
+    assert "-78% to 33%, contains 0% and excludes 45%" in wide["saving_interval"]
+    assert "needs 5 seeds" in wide["saving_interval"] and "(2 df, ±4.3 SE)" in wide["seeds_basis"]
+    both = wf.saving_sentences(mean_estimate([0.3, -0.2, 0.25], "seeds"))
+    assert "contains 0% and 45%;" in both["saving_interval"]
+    assert "no error estimate" in wf.saving_sentences(mean_estimate([0.1], "seeds"))["seeds_basis"]
+
+
+def test_the_saving_claim_is_inconclusive_when_its_interval_holds_both_zero_and_the_published_saving():
+    def data(savings: list[float]) -> dict:
+        return {"training": {"seeds": savings}}
+
+    # saving() is read through saving_estimate: patch it to hand back the per-seed values
+    orig = wx.saving
+    try:
+        wx.saving = lambda tr, s, arm="placed": s
+        est = wx.saving_estimate(data([0.3, -0.2, 0.25]))
+    finally:
+        wx.saving = orig
+    from analysis.verify import Claim, estimate_fields
+    f = estimate_fields(est, "saving")
+    both = all(abs(est.value - v) <= f["tolerance"] for v in (0.0, wx.BERT2BERT_SAVING))
+    c = Claim("saving", "s", "src", wx.BERT2BERT_SAVING, corrected=0.0, effect=wx.BERT2BERT_SAVING,
+              alternative=0.0 if both else None, alternative_note="no saving" if both else "", **f)
+    assert both and c.verdict == "inconclusive" and c.corrected_verdict == "inconclusive"
+
+
+def test_arm_differences_pair_by_seed():
+    seeds = [{"arms": {"pairs": {"val_loss": [2.3, 1.71]}, "placed": {"val_loss": [2.27, 1.70]}}},
+             {"arms": {"pairs": {"val_loss": [2.31, 1.72]}, "placed": {"val_loss": [2.28, 1.70]}}}]
+    est = wx.paired_over_seeds(seeds, "pairs", "placed", -1)
+    assert est.n == 2 and est.value == pytest.approx(0.015) and est.units == "paired seeds"

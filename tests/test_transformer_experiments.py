@@ -111,3 +111,37 @@ def test_ffn_smoke_claims() -> None:
     assert claims["swiglu-merge"].verdict == "holds"
     assert claims["swiglu-merge-training"].verdict == "fails"
     assert claims["ffn-8h2"].corrected_verdict == "holds"
+
+
+def _recorded_attention() -> dict:
+    from pathlib import Path
+
+    from analysis.results import load_record
+
+    return load_record(Path(__file__).resolve().parents[1] / "results" / "attention-basics.cpu.json").data
+
+
+def test_attention_claims_use_t_over_their_units_and_a_family_interval_for_the_worst_width() -> None:
+    import copy
+    import math
+
+    from analysis.stats import t_quantile
+
+    data = _recorded_attention()
+    claims = {c.key: c for c in ab.claims(data, "test")}
+    var = claims["qk-variance"]
+    # the worst of the widths, tested at 1 - 0.05 / widths over the 20 batches of pairs (19 df)
+    family = 1 - 0.05 / len(data["qk"])
+    assert var.tolerance == pytest.approx(t_quantile(19, family) * var.uncertainty)
+    assert "Bonferroni" in var.tolerance_basis and "(19 df)" in var.tolerance_basis
+    normal = claims["qk-normal"]
+    assert normal.effect == pytest.approx(6 / data["qk"][0]["d"]) and normal.detectable < normal.effect
+    sat = claims["unscaled-saturates"]
+    assert sat.kind == "below" and sat.measured < -sat.tolerance and sat.verdict == "holds"
+    for key in ("qk-variance", "qk-normal", "unscaled-saturates", "saturation-law", "scaled-entropy-flat"):
+        assert claims[key].detectable is not None and math.isfinite(claims[key].detectable), key
+    # a scaled median no larger than the unscaled one cannot show saturation
+    flat = copy.deepcopy(data)
+    top = flat["saturation"][-1]
+    top["scaled"]["jac_median"] = top["unscaled"]["jac_median"]
+    assert {c.key: c for c in ab.claims(flat, "test")}["unscaled-saturates"].verdict == "inconclusive"

@@ -191,3 +191,13 @@ def test_estimate_fields_and_the_table_say_what_is_detectable():
     assert detects_text(make(**{**one, "predicted": 0.0})) == "no error estimate"
     back = Claim.from_dict(json.loads(json.dumps(c.to_dict())))
     assert back.detectable == c.detectable and back.verdict == "inconclusive"
+
+
+def test_a_named_reason_leaves_the_claim_undecided():
+    from analysis.verify import detects_text
+
+    moving = make(measured=5.0, detectable=0.1, undecided="the optimum still moves with the budget")
+    assert moving.verdict == "inconclusive" and moving.corrected_verdict is None
+    assert detects_text(moving) == "undecided: the optimum still moves with the budget"
+    assert make(measured=5.0, corrected=5.0, undecided="x").corrected_verdict == "inconclusive"
+    assert make(measured=5.0, undecided=" ").verdict == "fails"  # blank is no reason

@@ -1,7 +1,8 @@
 """Scaled dot-product attention, heads and positions: the variance and shape of q.k, the softmax's saturation without
 1/sqrt(d) against a law derived here, multi-head attention's parameter count and the symmetry of identically
 initialised heads, and sinusoidal positions (the shift matrix M_k, the dot product, scores through projections,
-RoPE, permutation equivariance), all from experiment ``attention-basics``."""
+RoPE, permutation equivariance), from experiment ``attention-basics``; and three of the notes' statements checked
+against torch (cross-attention's inputs, the -1e9 mask in low precision, RMSNorm), from ``notes-checks``."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from analysis.chapter import Chapter
 
 TITLE = "Scaled dot-product attention, heads and positions"
-EXPERIMENTS = ("attention-basics",)
+EXPERIMENTS = ("attention-basics", "notes-checks")
 LAW_FROM_D = 64  # the saturated law (eq-saturation-law) is drawn from this width on, where rows saturate
 VERDICT_KEYS = ("qk-variance", "qk-normal", "unscaled-saturates", "scaled-entropy-flat", "mha-params", "heads-dropout",
                 "heads-symmetry-stable", "pe-shift", "pe-projected", "rope-relative")  # named in the verdict's prose
@@ -58,6 +59,37 @@ def growth(spread: Sequence[float]) -> float:
 def verdict_words(verdict: Callable[[str], str], keys: Sequence[str] = VERDICT_KEYS) -> dict[str, str]:
     """'v-<key>': the verdict word ('holds', 'fails', ...) of each claim ``key`` the verdict's prose names."""
     return {f"v-{key}": verdict(key) for key in keys}
+
+
+def encoder_inputs(from_encoder: Mapping[str, bool]) -> str:
+    """Which of the query, key and value come from the encoder, in words: 'the keys and the values'."""
+    names = [f"the {name}s" for name in ("query", "key", "value") if from_encoder[name]]
+    if not names:
+        return "none of them"
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def notes_facts(ch: Chapter) -> dict[str, Any]:
+    """The numbers of the notes-checks section: cross-attention's inputs and output rows, the -1e9 mask per
+    precision, and torch's RMSNorm, from the best run of notes-checks."""
+    best = ch.best("notes-checks")
+    d = best.data
+    cross, mask, rms = d["cross"], d["masking"], d["rmsnorm"]
+    half = mask["float16"]
+    return {
+        "nc_label": best.label,
+        "cross_from": encoder_inputs(cross["from_encoder"]),
+        "cross_rows": f"{cross['out_len']}",
+        "cross_tgt": f"{cross['tgt_len']}",
+        "cross_src": f"{cross['src_len']}",
+        "mask_fp16_error": half["masked_fill_error"] or "no error",
+        "mask_fp16_nan": f"{half['nan_weights']} of {half['weights']}",
+        "mask_bf16_stored": f"{float(mask['bfloat16']['stored']):.4g}",
+        "mask_fp16_max": f"{float(half['finite_max']):,.0f}",
+        "rms_torch": rms["torch"],
+        "rms_gap": f"{float(rms['relative_gap']):.1e}",
+        "verdict_list_notes": ch.verdicts("notes-checks"),
+    }
 
 
 def facts(ch: Chapter) -> dict[str, Any]:
@@ -119,6 +151,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         # the verdict
         "verdict_list": ch.verdicts("attention-basics"),
         **verdict_words(lambda key: ch.claim("attention-basics", key).verdict_text()),
+        **notes_facts(ch),
     }
 
 

@@ -9,19 +9,23 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
+from analysis.stats import t_quantile
+from analysis.studies.attention_basics.experiments.attention_basics import QK_BATCHES, ROWS_AT_LEAST
 from analysis.studies.plotting import STYLE, readable_figure
 
 
 @readable_figure
 def qk_saturation(data: dict[str, Any], law: dict[int, float]) -> Figure:
-    """q.k moments against d; softmax-row entropy and median Jacobian norm against d, with and without 1/sqrt(d)."""
+    """q.k moments against d; softmax-row entropy and median Jacobian norm against d, with and without 1/sqrt(d);
+    error bars are 95% Student-t intervals over the units of the claims (batches of pairs, sampled rows)."""
     qk, sat, n = data["qk"], data["saturation"], data["keys"]
     ds = np.array([r["d"] for r in qk], dtype=float)
     rd = np.array([r["d"] for r in sat], dtype=float)
+    t_qk, t_rows = t_quantile(QK_BATCHES - 1), t_quantile(ROWS_AT_LEAST - 1)  # 95% intervals over their units
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(2, 2, figsize=(13, 9))
         ax = axes[0, 0]
-        ax.errorbar(ds, [r["var"] / r["d"] for r in qk], yerr=[2 * r["var_se"] / r["d"] for r in qk], fmt="o",
+        ax.errorbar(ds, [r["var"] / r["d"] for r in qk], yerr=[t_qk * r["var_se"] / r["d"] for r in qk], fmt="o",
                     label="sampled")
         ax.axhline(1.0, color="k", lw=1, label="Var[q.k] = d")
         ax.set_xscale("log", base=2)
@@ -30,7 +34,7 @@ def qk_saturation(data: dict[str, Any], law: dict[int, float]) -> Figure:
         ax.set_title("the variance: exact")
         ax.legend()
         ax = axes[0, 1]
-        ax.errorbar(ds, [r["kurtosis"] for r in qk], yerr=[2 * r["kurtosis_se"] for r in qk], fmt="o", label="sampled")
+        ax.errorbar(ds, [r["kurtosis"] for r in qk], yerr=[t_qk * r["kurtosis_se"] for r in qk], fmt="o", label="sampled")
         ax.plot(ds, 6 / ds, "k-", label="6/d (sum of d normal products)")
         ax.axhline(0, color="C3", ls="--", label="normal (the notes)")
         ax.set_xscale("log", base=2)
@@ -41,7 +45,7 @@ def qk_saturation(data: dict[str, Any], law: dict[int, float]) -> Figure:
         ax.legend(fontsize=9)
         ax = axes[1, 0]
         for i, (name, lab) in enumerate((("scaled", r"$q \cdot k / \sqrt{d}$"), ("unscaled", r"$q \cdot k$"))):
-            ax.errorbar(rd, [r[name]["entropy_mean"] for r in sat], yerr=[2 * r[name]["entropy_se"] for r in sat],
+            ax.errorbar(rd, [r[name]["entropy_mean"] for r in sat], yerr=[t_rows * r[name]["entropy_se"] for r in sat],
                         fmt="o", color=f"C{i}", label=f"softmax of {lab}")
         fine = np.geomspace(rd[0], rd[-1], 200)
         ax.plot(fine, np.full_like(fine, np.log(n) - 0.5), "C0-", lw=1, label="mean field ln n - 1/2")
@@ -54,7 +58,7 @@ def qk_saturation(data: dict[str, Any], law: dict[int, float]) -> Figure:
         ax.legend(fontsize=9)
         ax = axes[1, 1]
         for i, name in enumerate(("scaled", "unscaled")):
-            ax.errorbar(rd, [r[name]["jac_median"] for r in sat], yerr=[2 * r[name]["jac_median_se"] for r in sat],
+            ax.errorbar(rd, [r[name]["jac_median"] for r in sat], yerr=[t_rows * r[name]["jac_median_se"] for r in sat],
                         fmt="o", color=f"C{i}", label=f"median, {name}")
             ax.fill_between(rd, [r[name]["jac_q10"] for r in sat], [r[name]["jac_q90"] for r in sat], color=f"C{i}",
                             alpha=0.15, label=f"10-90% of rows, {name}")

@@ -44,6 +44,9 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "deep_d0": f"{s['depths'][0]}",
         **boundary_facts(s),
         **loss_facts(s),
+        **failure_facts(s),
+        "deep_gpu_steps": f"{dg.CONFIGS['gpu'].steps}",
+        "deep_gpu_depths": " and ".join(str(d) for d in dg.CONFIGS["gpu"].depths),
         "verdict_list": ch.verdicts("deep-gau"),
     }
 
@@ -108,10 +111,25 @@ def boundary_facts(s: dict[str, Any]) -> dict[str, str]:
 
 
 def loss_facts(s: dict[str, Any]) -> dict[str, str]:
-    """At the largest depth without warmup, each architecture's best validation loss, and GAU's against each
-    Transformer's (three standard errors, from the summary)."""
+    """At the largest depth without warmup, each architecture's best validation loss, GAU's against each
+    Transformer's (paired by seed, 95% Student-t interval, from the summary) and the interval's words."""
     out = {"deep_g0": f"{s['gau']['val_loss']:.3f}"}
     for residual, short in LOSSES:
         out[f"deep_{short}"] = f"{s[residual]['val_loss']:.3f}"
         out[f"deep_vs_{short}"] = s[f"gau_vs_{residual}"]
+    gap = next((g for g in s.get("gaps", {}).values() if g is not None), None)
+    out["deep_interval"] = ("no error estimate (one seed)" if gap is None or not gap.resolved else
+                            f"a 95% Student-t interval over {gap.n} {gap.units} ({gap.nu:g} df, "
+                            f"±{gap.half_width() / gap.se:.3g} SE)" if gap.se > 0 else
+                            f"a 95% Student-t interval over {gap.n} {gap.units}")
     return out
+
+
+def failure_facts(s: dict[str, Any]) -> dict[str, str]:
+    """How the runs that did not train failed (from the summary's ``failures``): the budget, how many runs did not
+    train, how many of those diverged, ended at the context-free loss or above it, and the largest training-loss
+    ratio to the first."""
+    f = s["failures"]
+    return {"deep_steps": f"{f['steps']}", "deep_runs": f"{f['runs']}", "deep_failed": f"{f['failed']}",
+            "deep_diverged": f"{f['diverged']}", "deep_flat": f"{f['context_free']}", "deep_above": f"{f['above']}",
+            "deep_peak": f"{f['peak']:.2f}"}

@@ -10,7 +10,14 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from analysis.studies.deep_gau.experiments.deep_gau import ARCHS, arch_label, boundary, lr_curve
+from analysis.stats import t_quantile
 from analysis.studies.plotting import STYLE, readable_figure
+
+
+def t_half_width(se: float, n: int) -> float:
+    """The half width of a two-sided 95% Student-t interval of a mean over ``n`` seeds with standard error ``se``
+    (0 with one seed, which has no error estimate)."""
+    return t_quantile(n - 1) * se if n > 1 and se == se else 0.0
 
 
 @readable_figure
@@ -21,6 +28,7 @@ def deep_gau(data: dict[str, Any]) -> Figure:
     warmups = sorted({r["warmup"] for r in data["runs"]})
     lrs = sorted({r["lr"] for r in data["runs"]})
     floor = lrs[0] / 2  # where "no learning rate trains" is drawn
+    seeds = len({r["seed"] for r in data["runs"]})
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, 3, figsize=(18, 5))
         for i, (block, residual) in enumerate(ARCHS):
@@ -32,7 +40,7 @@ def deep_gau(data: dict[str, Any]) -> Figure:
                              label=f"{name}, {'no warmup' if warmup == 0 else f'warmup {warmup}'}")
                 rows = lr_curve(data, depths[-1], block, residual, warmup)
                 axes[1].errorbar([r["lr"] * shift for r in rows], [r["val_loss"] for r in rows],
-                                 yerr=[2 * r["se"] for r in rows], fmt=style, color=f"C{i}", capsize=3)
+                                 yerr=[t_half_width(r["se"], seeds) for r in rows], fmt=style, color=f"C{i}", capsize=3)
                 gone = [r["lr"] * shift for r in rows if r["diverged"] > 0]
                 axes[1].plot(gone, [data["unigram_entropy"] + 0.4] * len(gone), "x", color=f"C{i}", ms=10, mew=2)
             deepest = [r for r in data["runs"] if r["depth"] == depths[-1]

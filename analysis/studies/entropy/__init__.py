@@ -6,13 +6,13 @@ GAU, FLASH) measured against the bound and against a Markov source of known entr
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from IPython.display import Markdown
 from matplotlib.figure import Figure
 
-from analysis.studies.entropy.experiments import entropy_bound
+from analysis.studies.entropy.experiments import entropy_bound, entropy_lm
 from analysis.studies.entropy.figures import (architecture_clouds, bound_sampling, entropy_curves, lm_clouds,
                                              markov_curve)
 from analysis.theory import entropy as ent
@@ -110,22 +110,41 @@ def parameters_text(arch: Mapping[str, Mapping[str, Any]]) -> str:
     return ", ".join(f"{name} {run['parameters']:,}" for name, run in arch.items()) + " parameters"
 
 
+def calibration_text(snap: Mapping[str, Any]) -> str:
+    """'0.070 ± 0.038 nats (SE over 20 blocks of evaluation windows)': a snapshot's mean loss minus mean entropy with
+    the standard error of :func:`analysis.studies.entropy.experiments.entropy_lm.calibration_estimate`."""
+    est = entropy_lm.calibration_estimate(dict(snap))
+    return f"{plus_minus(est.value, est.se, 3)} nats (SE over {est.n} {est.units})"
+
+
 def calibration_lines(arch: Mapping[str, Mapping[str, Any]]) -> str:
     """A Markdown bullet per architecture: its last snapshot's loss, entropy and loss - entropy (calibration, with
-    its standard error), and its largest excess over the bound at any snapshot."""
+    its standard error over blocks of evaluation windows), and its largest excess over the bound at any snapshot."""
     lines = []
     for name, run in arch.items():
         late = run["snapshots"][-1]
         lines.append(f"- {name}: loss {late['val_loss']:.3f}, entropy {late['mean_entropy']:.3f}, loss - entropy "
-                     f"{plus_minus(late['loss_minus_entropy'], late['loss_minus_entropy_se'], 3)} nats, largest excess "
-                     f"over the bound {max(s['max_excess_over_bound'] for s in run['snapshots']):.2g}")
+                     f"{calibration_text(late)}, largest excess over the bound "
+                     f"{max(s['max_excess_over_bound'] for s in run['snapshots']):.2g}")
     return "\n".join(lines)
+
+
+def calibration_verdicts(verdict: Callable[[str], str], names: Sequence[str]) -> str:
+    """'holds for the Transformer, fails for GAU and holds for FLASH': the calibration claim's verdict per
+    architecture (``verdict`` maps a claim key to its verdict), in the order of ``names``."""
+    parts = []
+    for name in names:
+        key = "lm-calibration" + ("" if name == "Transformer" else f"-{name.lower()}")
+        word = verdict(key)
+        parts.append(f"{'is inconclusive' if word == 'inconclusive' else word} for "
+                     f"{'the Transformer' if name == 'Transformer' else name}")
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def facts(ch: Chapter) -> dict[str, Any]:
     """Every number and printed check the chapter states: the closed form's accuracy, the curves' monotonicity, the
     sampled gap (from the best entropy-bound run); the live language model's provenance, Markov excess and calibration,
-    and the best entropy-lm run's architectures."""
+    and the best entropy-lm run's architectures with their calibration verdicts."""
     bound = ch.best("entropy-bound").data
     direct, mono = bound["direct"], bound["monotone"]
     runs, live, best_lm = ch.runs["entropy-lm"], ch.live("entropy-lm").data, ch.best("entropy-lm")
@@ -160,13 +179,15 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "gpu_status": ch.gpu_status("entropy-lm"),
         "recorded_scales": recorded_scales_text([r.scale for r in runs if r.recorded]),
         "markov_excess": plus_minus(mk["excess_loss"], mk["excess_loss_se"], 4),
+        "markov_tokens": f"{mk['tokens']:,}",
         "markov_true": f"{mk['true_loss']:.4f}",
         "markov_rate": f"{mk['entropy_rate']:.4f}",
-        "calib_gap": plus_minus(late["loss_minus_entropy"], late["loss_minus_entropy_se"], 3),
+        "calib_gap": calibration_text(late),
         # the architectures against the bound
         "arch_params": parameters_text(arch),
         "arch_label": best_lm.label,
         "arch_calibration": Markdown(calibration_lines(arch)),
+        "calib_verdicts": calibration_verdicts(lambda key: ch.claim("entropy-lm", key).verdict_text(), list(arch)),
     }
 
 

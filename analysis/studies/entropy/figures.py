@@ -11,6 +11,8 @@ import numpy as np
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
+from analysis.stats import t_quantile
+from analysis.studies.entropy.experiments.entropy_lm import calibration_estimate
 from analysis.studies.plotting import STYLE, readable_figure
 from analysis.theory import entropy as ent
 
@@ -118,7 +120,8 @@ def lm_clouds(runs: Sequence[tuple[str, dict[str, Any]]], classes: int = 256) ->
 @readable_figure
 def architecture_clouds(data: dict[str, Any], classes: int = 256) -> Figure:
     """The last snapshot's per-token (loss, entropy) density of every architecture, under the bound; and each one's
-    mean loss minus mean entropy (calibration) with two standard errors, at every snapshot."""
+    mean loss minus mean entropy (calibration) with its 95% Student-t interval over blocks of evaluation windows
+    (:func:`analysis.studies.entropy.experiments.entropy_lm.calibration_estimate`), at every snapshot."""
     models = [("Transformer", data["real"])] + list(data.get("others", {}).items())
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, len(models) + 1, figsize=(5 * (len(models) + 1), 4.6), squeeze=False)
@@ -130,9 +133,9 @@ def architecture_clouds(data: dict[str, Any], classes: int = 256) -> Figure:
         ax = axes[-1]
         for i, (name, run) in enumerate(models):
             snaps = run["snapshots"]
-            ax.errorbar([s["step"] for s in snaps], [s["loss_minus_entropy"] for s in snaps],
-                        yerr=[2 * s["loss_minus_entropy_se"] for s in snaps], fmt="-o", color=f"C{i}", label=name,
-                        capsize=3)
+            ests = [calibration_estimate(s) for s in snaps]
+            ax.errorbar([s["step"] for s in snaps], [e.value for e in ests], yerr=[e.half_width() for e in ests],
+                        fmt="-o", color=f"C{i}", label=name, capsize=3)
         ax.axhline(0.0, color="k", lw=1, ls=":")
         ax.set_xscale("symlog", linthresh=10)
         ax.set_yscale("symlog", linthresh=0.1)  # linear within +-0.1 nats, where trained models end
@@ -154,7 +157,8 @@ def markov_curve(markov: dict[str, Any], title: str) -> Figure:
                    label=f"entropy rate of the source, {markov['entropy_rate']:.3f}")
         ax.axhline(markov["uniform_loss"], color="0.5", ls=":",
                    label=f"uniform over the alphabet, {markov['uniform_loss']:.3f}")
-        ax.errorbar([markov["train_steps"][-1]], [markov["model_loss"]], yerr=[2 * markov["excess_loss_se"]],
+        ax.errorbar([markov["train_steps"][-1]], [markov["model_loss"]],
+                    yerr=[t_quantile(markov["tokens"] - 1) * markov["excess_loss_se"]],
                     fmt="C3o", label=f"validation loss, {markov['model_loss']:.3f}")
         ax.set_xlabel("optimiser step")
         ax.set_ylabel("loss (nats per token)")

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 from IPython.display import Markdown
 from matplotlib.figure import Figure
 
-from analysis.studies.flash.checks import check_facts, run_checks
+from analysis.studies.flash.checks import (check_facts, peer_deviations, peer_facts, run_checks,
+                                          unit_gate_is_attention)
 from analysis.studies.flash.figures import counts, layers, leak, prose, ratio_table, speed
 from analysis.theory import flash_counts as fc
 
@@ -33,7 +34,8 @@ def counts_table(cnt: dict[str, Any]) -> Markdown:
 def facts(ch: Chapter) -> dict[str, Any]:
     """The counts' closed forms at the chapter's sizes, the counted table, and every sentence about the benchmark
     (:func:`analysis.studies.flash.figures.prose`), from the best runs; and ``analysis check`` run live on the
-    layers and normalisers the chapter discusses (:mod:`analysis.studies.flash.checks`)."""
+    layers and normalisers the chapter discusses, FLASH-pytorch's departures and the U = 1 check
+    (:mod:`analysis.studies.flash.checks`)."""
     counts_run, bench_run = ch.best("flash-counts"), ch.best("flash-bench")
     return {
         "counts_label": counts_run.label,
@@ -50,6 +52,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "verdicts_counts": ch.verdicts("flash-counts"),
         "verdicts_bench": ch.verdicts("flash-bench"),
         **check_facts(run_checks()),
+        **peer_facts(peer_deviations(), unit_gate_is_attention()),
     }
 
 

@@ -124,3 +124,95 @@ def check_facts(rows: list[Checked]) -> dict[str, Any]:
         if peer is not None and peer.laws
         else "not checked (FLASH-pytorch is not installed)",
     }
+
+
+def unit_gate_is_attention(seed: int = 0, n: int = 24) -> float:
+    """Relative gap (float64) between this book's GAU with its gate forced to U = 1 and single-head softmax attention
+    computed independently (``scaled_dot_product_attention`` on the layer's own Q, K and V, then W_o).
+
+    U = 1 is set through the weights: the gate's rows of the input projection are zeroed and its bias set to the b
+    with silu(b) = 1, so the layer's own forward pass computes (1 ⊙ A V) W_o."""
+    import torch.nn.functional as F
+    from scipy.optimize import brentq
+
+    torch.manual_seed(seed)
+    layer = GAU(GAUConfig(d=D, e=2 * D, s=S, norm="softmax", backend="dense")).double()
+    e = layer.cfg.e
+    b_one = brentq(lambda b: b / (1 + torch.exp(torch.tensor(-b, dtype=torch.float64)).item()) - 1, 0.5, 2.0,
+                   xtol=1e-15)
+    x = torch.randn(2, n, D, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        layer.to_uv.weight[:e] = 0
+        layer.to_uv.bias[:e] = b_one
+        out = layer(x)
+        v = F.silu(F.linear(x, layer.to_uv.weight[e:], layer.to_uv.bias[e:]))
+        q, k = layer.qk(F.silu(layer.to_z(x)))
+        ref = layer.to_out(F.scaled_dot_product_attention(q, k, v))
+    return float((out - ref).abs().max() / ref.abs().max())
+
+
+def peer_deviations(seed: int = 0) -> dict[str, float]:
+    """Three ways FLASH-pytorch (as installed) departs from what its arguments and the source say, each computed at
+    width 16, key size 8 (empty when it is not installed):
+
+    * ``rel_pos_bias_change``: its GAU built with ``rel_pos_bias=False`` still adds the T5 relative-position bias:
+      the largest relative change of the output when the bias module is removed by hand (0 if the flag worked);
+    * ``linear_growth``: its causal FLASH divides the linear term by the group size, not by the keys summed: on a
+      sequence of identical tokens, the output's change from the first group to the third over its change from the
+      first to the second (2: the sum over earlier groups grows with them; 1 for a normaliser by the keys summed);
+    * ``padding_change``: its bidirectional GAU divides the scores by the padded length: the relative change of 128
+      real tokens' attention output (output bias set to 0) when masked padding takes the length to 256
+      (1 - (128/256)^2 = 0.75 for relu^2 of scores over n; 0 if padding were ignored)."""
+    try:
+        from flash_pytorch import FLASH as PeerFLASH
+        from flash_pytorch import GAU as PeerGAU
+    except ImportError:
+        return {}
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    out: dict[str, float] = {}
+    with torch.no_grad():
+        gau = PeerGAU(dim=D, query_key_dim=S, causal=True, add_residual=False, rel_pos_bias=False).double()
+        x = torch.randn(1, 32, D, dtype=torch.float64, generator=gen)
+        with_bias = gau(x)
+        gau.rel_pos_bias = None
+        out["rel_pos_bias_change"] = float((gau(x) - with_bias).abs().max() / with_bias.abs().max())
+
+        flash = PeerFLASH(dim=D, group_size=CHUNK, query_key_dim=S, causal=True).double()
+        same = torch.randn(1, 1, D, dtype=torch.float64, generator=gen).expand(1, 3 * CHUNK, D)
+        y = flash(same)
+        first, second, third = (y[:, g * CHUNK:(g + 1) * CHUNK] for g in range(3))
+        out["linear_growth"] = float((third - first).norm() / (second - first).norm())
+
+        real, padded = 128, 256
+        bidir = PeerGAU(dim=D, query_key_dim=S, causal=False, add_residual=False).double()
+        bidir.to_out[0].bias.zero_()
+        z = torch.randn(1, padded, D, dtype=torch.float64, generator=gen)
+        ref = bidir(z[:, :real])
+        mask = torch.zeros(1, padded, dtype=torch.bool)
+        mask[:, :real] = True
+        moved = bidir(z, mask=mask)[:, :real]
+        out["padding_change"] = float((moved - ref).abs().max() / ref.abs().max())
+    return out
+
+
+def peer_facts(deviations: dict[str, float], unit_gate_gap: float) -> dict[str, Any]:
+    """The chapter's list of FLASH-pytorch's departures (:func:`peer_deviations`), each with its computed number, and
+    the U = 1 check (:func:`unit_gate_is_attention`)."""
+    facts: dict[str, Any] = {"unit_gate_gap": f"{unit_gate_gap:.1e}"}
+    if not deviations:
+        facts["peer_list"] = Markdown("FLASH-pytorch is not installed: its departures were not computed here.")
+        return facts
+    facts["peer_list"] = Markdown("\n".join([
+        f"- Its GAU ignores `rel_pos_bias=False`: it builds the T5 relative-position bias whatever the flag says and "
+        f"adds it to the scores (removing the bias module by hand changes the output by "
+        f"{deviations['rel_pos_bias_change']:.3g} of its largest entry).",
+        f"- Its causal FLASH divides the linear term by the group size, not by the number of keys it sums: on a "
+        f"sequence of identical tokens the output moves {deviations['linear_growth']:.3f} times as far from the first "
+        f"group to the third as to the second (1 under a normaliser by the keys summed). It does not leak, but the "
+        f"linear term grows with the number of earlier groups.",
+        f"- Its GAU divides the scores by the padded length: with 128 real tokens of 256 (bidirectional, masked "
+        f"padding) the real tokens' attention output changes by {deviations['padding_change']:.4g} of its largest "
+        f"entry, which is $1 - (128/256)^2$.",
+    ]))
+    return facts

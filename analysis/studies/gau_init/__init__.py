@@ -7,18 +7,20 @@ layer."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from IPython.display import Markdown
 from matplotlib.figure import Figure
 
+from analysis.stats import Estimate
 from analysis.studies.gau_init.experiments import coord_check as cc
 from analysis.studies.gau_init.experiments import gau_init as gi
 from analysis.studies.gau_init.figures import coord_check, gau_lambda, gau_rms_grid
 
 if TYPE_CHECKING:
     from analysis.chapter import Chapter
+    from analysis.verify import Claim
 
 TITLE = "How big is GAU at initialisation?"
 EXPERIMENTS = ("gau-init", "coord-check")
@@ -98,6 +100,30 @@ def position_table(rms: dict[str, list[float]], positions: Sequence[int] = POSIT
                      for kind, values in rms.items())
 
 
+VERDICT_KEYS = ("a-diag", "a-offdiag")  # the claims whose verdicts (and corrected verdicts) the prose names
+
+
+def verdict_phrase(verdict: str) -> str:
+    """A verdict as a predicate for prose: 'holds', 'fails', 'is inconclusive', 'holds within 3.7%' ('' stays '')."""
+    return "is inconclusive" if verdict == "inconclusive" else verdict
+
+
+def verdict_words(claim: Callable[[str], Claim], keys: Sequence[str] = VERDICT_KEYS) -> dict[str, str]:
+    """'v-<key>' and 'v-<key>-corrected': the verdict of each claim ``key`` the prose names, and of its corrected
+    prediction ('' when it has none), as predicates (:func:`verdict_phrase`)."""
+    out = {}
+    for key in keys:
+        c = claim(key)
+        out[f"v-{key}"] = verdict_phrase(c.verdict_text())
+        out[f"v-{key}-corrected"] = verdict_phrase(c.corrected_verdict or "")
+    return out
+
+
+def estimate_text(est: Estimate) -> str:
+    """'1.28 ± 0.09 (mean ± SE over 3 GAU stacks)'."""
+    return f"{est.value:.2f} ± {est.se:.2f} (mean ± SE over {est.n} {est.units})"
+
+
 def _text(block: str) -> Markdown:
     """A printed block as Markdown: a ```text fence around ``block``."""
     return Markdown(f"```text\n{block}\n```")
@@ -107,7 +133,8 @@ def facts(ch: Chapter) -> dict[str, Any]:
     """Every number the chapter states: Swish's moments (live run; quadrature, the same at every scale), the
     reference point (:func:`analysis.studies.gau_init.experiments.gau_init.summary`), the grid's fit (:func:`grid_fit`), the local
     exponent (:func:`exponent_near_one`) from the best run of gau-init, the GAU branch of the best coord-check run
-    (:func:`analysis.studies.gau_init.experiments.coord_check.summary`), and the per-position RMS (:func:`position_rms`)."""
+    (:func:`analysis.studies.gau_init.experiments.coord_check.summary`) and the mean over its widest stacks, the
+    per-position RMS (:func:`position_rms`), and the verdicts the prose names (:func:`verdict_words`)."""
     best = ch.best("gau-init")
     moments = ch.live("gau-init").data["moments"]
     summ = gi.summary(best.data)
@@ -146,6 +173,9 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "coord_gau": f"{coord['gau_median']:.3f}",
         "coord_where": coord["where"],
         "position_table": _text(position_table(position_rms())),
+        "coord_mean": estimate_text(cc.branch_estimate(ch.best("coord-check").data)),
+        # verdicts the prose names
+        **verdict_words(lambda key: ch.claim("gau-init", key)),
     }
 
 

@@ -9,15 +9,23 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
+from analysis.stats import t_quantile
 from analysis.studies.gau_init.experiments.coord_check import ARCHS
 from analysis.studies.gau_init.experiments.gau_init import local_exponents
 from analysis.studies.plotting import STYLE, readable_figure
+
+
+def interval_multiple(seeds: int) -> float:
+    """The multiple of a standard deviation over ``seeds`` seeds that spans the two-sided 95% Student-t interval of
+    their mean, t_{seeds-1} / sqrt(seeds) (0 for one seed: no error estimate, no bar)."""
+    return t_quantile(seeds - 1) / float(np.sqrt(seeds)) if seeds > 1 else 0.0
 
 
 @readable_figure
 def gau_rms_grid(data: dict[str, Any]) -> Figure:
     """Measured RMS of GAU(x) against n, per s, with the source's and the corrected predictions (log-log)."""
     widths = sorted({(r["d"], r["e"]) for r in data["grid"]}, reverse=True)
+    half = interval_multiple(int(data.get("seeds", 1)))
     inits = sorted({r["init"] for r in data["grid"]})
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(len(inits), len(widths), figsize=(7 * len(widths), 4.8 * len(inits)), squeeze=False)
@@ -28,7 +36,7 @@ def gau_rms_grid(data: dict[str, Any]) -> Figure:
                     rows = sorted((r for r in data["grid"] if r["init"] == init and r["d"] == d and r["s"] == s),
                                   key=lambda r: r["n"])
                     n = [r["n"] for r in rows]
-                    ax.errorbar(n, [r["rms"] for r in rows], yerr=[2 * r["rms_std"] for r in rows], fmt="o",
+                    ax.errorbar(n, [r["rms"] for r in rows], yerr=[half * r["rms_std"] for r in rows], fmt="o",
                                 color=f"C{i}", label=f"s = {s}: measured")
                     ax.plot(n, [r["pred_rms_corrected"] for r in rows], "-", color=f"C{i}")
                     ax.plot(n, [r["pred_rms_source"] for r in rows], ":", color=f"C{i}")
@@ -49,7 +57,8 @@ def gau_lambda(data: dict[str, Any]) -> Figure:
     lam = np.array([r["lambda"] for r in sweep["rows"]])
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, 2, figsize=(14, 4.8))
-        axes[0].errorbar(lam, [r["rms"] for r in sweep["rows"]], yerr=[2 * r["rms_std"] for r in sweep["rows"]],
+        half = interval_multiple(int(data.get("seeds", 1)))
+        axes[0].errorbar(lam, [r["rms"] for r in sweep["rows"]], yerr=[half * r["rms_std"] for r in sweep["rows"]],
                          fmt="o", label="measured")
         axes[0].plot(lam, [r["pred_corrected"] for r in sweep["rows"]], "k-", label="corrected prediction")
         i1 = int(np.argmin(np.abs(lam - 1)))

@@ -1,24 +1,28 @@
 """GAU and FLASH trained side by side: FLASH-Quad (post- and pre-norm) and FLASH against a Transformer++ of equal
 parameters on the same batches, loss, convergence and recall (experiment ``gau-quality``), and GAU under four
 attention normalisations trained at one length and evaluated at shorter and longer ones (experiment
-``gau-length``)."""
+``gau-length``); and three of the source's design choices, each changed alone in one GAU (``gau-ablations``)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from IPython.display import Markdown
 from matplotlib.figure import Figure
 
-from analysis.studies.gau_trained.experiments import gau_length, gau_quality
+from analysis.stats import Estimate, t_quantile
+from analysis.studies.gau_trained.experiments import gau_ablations, gau_length, gau_quality
 from analysis.studies.gau_trained.figures import length, no_run, quality
 
 if TYPE_CHECKING:
     from analysis.chapter import Chapter, RunSet
 
 TITLE = "GAU and FLASH trained: quality and length"
-EXPERIMENTS = ("gau-quality", "gau-length")
+EXPERIMENTS = ("gau-quality", "gau-length", "gau-ablations")
 NO_CPU_RUN = "no cpu-scale run other than the one above"  # said where the cpu-scale figure and verdicts would be
 
 
@@ -71,8 +75,72 @@ def quality_facts(data: dict[str, Any]) -> dict[str, Any]:
         "q_order": ", ".join(lab[a] for a in q["order"]),
         "q_order_check": ", ".join(lab[a] for a in q["order_lr_check"]),
         "q_chance": f"{data['chance']:.3g}",
+        "q_interval": interval_words(gau_quality.loss_gap(data, "flash-quad-post", "transformer")),
+        "q_lr_sentence": lr_sentence(data),
+        "q_pre_recall": pre_norm_recall_sentence(data),
     }
     return out
+
+
+def interval_words(gap: Estimate) -> str:
+    """How a paired gap is judged, in words: 'a 95% Student-t interval over 3 paired seeds (2 df: ±4.30 SE two-sided,
+    2.92 SE one-sided)', or that one seed gives no error estimate."""
+    if not gap.resolved:
+        return f"no error estimate ({gap.n} {gap.units})"
+    return (f"a 95% Student-t interval over {gap.n} {gap.units} ({gap.nu:g} df: ±{t_quantile(gap.nu):.3g} SE "
+            f"two-sided, {t_quantile(gap.nu, sided='one'):.3g} SE one-sided)")
+
+
+def lr_sentence(data: dict[str, Any]) -> str:
+    """What the second learning rate (one seed) says of the comparison made at the first: FLASH-Quad's gap to
+    Transformer++ at both, for that seed, and whether the order of any two architectures flips."""
+    g = gau_quality.lr_check_gap(data, "flash-quad-post", "transformer")
+    q = gau_quality.summary(data)
+    if not math.isfinite(g["check"]):
+        return f"Every comparison is at one peak learning rate, {data['lr']:g}, shared by every architecture."
+    flips = q["order"] != q["order_lr_check"]
+    return (f"Every comparison is at one peak learning rate, {data['lr']:g}, shared by every architecture; none is "
+            f"tuned. For seed {g['seed']:.0f}, FLASH-Quad's loss minus the Transformer's is {g['main']:+.3f} at "
+            f"{data['lr']:g} and {g['check']:+.3f} at {data['lr_check']:g}"
+            + (", and the order of the architectures changes between the two learning rates, so the order at each "
+               "one's best learning rate is not measured." if flips else
+               "; the order of the architectures is the same at both, but each one's best learning rate is not "
+               "measured."))
+
+
+def chunk_sentence(ctx: int, chunk: int) -> str:
+    """How much of FLASH's linear attention a window of ``ctx`` tokens in chunks of ``chunk`` exercises: the chunks
+    per window, how far back the linear term reaches, the positions without it, and its share of the keys a causal
+    row holds."""
+    rows = np.arange(ctx) + 1
+    across = (np.arange(ctx) // chunk) * chunk
+    share = float(across.sum() / rows.sum())
+    return (f"At {ctx} tokens in chunks of {chunk}, a window holds {ctx // chunk} chunks: FLASH's linear attention "
+            f"across chunks reaches at most {ctx - chunk} tokens back, the first {min(chunk, ctx)} positions do not "
+            f"use it, and it carries {100 * share:.0f}% of the keys a causal row holds. The lengths at which FLASH is "
+            f"meant to pay, where the linear term spans many chunks, are not reached here.")
+
+
+def pre_norm_recall_sentence(data: dict[str, Any]) -> str:
+    """What the recorded recall runs show of pre-norm FLASH-Quad: its accuracy at every number of pairs, its held-out
+    loss against that of a model that reads the key and guesses among its values (ln values) and against post-norm's,
+    and what the record does not hold."""
+    def runs(arch: str) -> list[dict[str, Any]]:
+        return [r for r in data["runs"] if r["task"] == "recall" and r["arch"] == arch]
+    pre, post = runs("flash-quad-pre"), runs("flash-quad-post")
+    if not pre or not post:
+        return ""
+    acc = gau_quality.recall_table(data, "flash-quad-pre")["mean"]
+    guess = math.log(round(1 / data["chance"]))
+    lo, hi = min(r["loss"] for r in pre), max(r["loss"] for r in pre)
+    diverged = sum(r["diverged_at"] is not None for r in pre)
+    return (f"Pre-norm FLASH-Quad recalls {', '.join(f'{a:.2f}' for a in acc)} at "
+            f"{', '.join(str(p) for p in data['pairs'])} pairs: no worse with more pairs, so the number of pairs is "
+            f"not what it fails at. Its held-out loss, {lo:.2f} to {hi:.2f} nats, lies below the {guess:.2f} nats of "
+            f"a model that reads the key and guesses among its values, and above post-norm's "
+            f"{min(r['loss'] for r in post):.2f} to {max(r['loss'] for r in post):.2f}; {diverged} of its "
+            f"{len(pre)} runs diverged. The record keeps no recall training curve, so whether it was stuck or still "
+            f"learning when the budget ended is not in the data.")
 
 
 def best_norm(s: dict[str, Any]) -> str:
@@ -148,6 +216,36 @@ def length_facts(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def ablation_table(s: dict[str, Any]) -> str:
+    """Markdown table of gau-ablations: per variant its mean final loss and loss(base) - loss(variant) paired by seed,
+    with its 95% two-sided t interval, the one-sided detectable difference and how the gap moved since the
+    previous validation point."""
+    base = s["variants"]["base"]
+    rows = ["| variant | validation loss (nats/byte) | loss(base) − loss(variant), 95% t | detects ≥ | moved since "
+            "step {} |".format(s["gaps"][gau_ablations.VARIANTS[1]]["previous_step"]),
+            "| --- | --- | --- | --- | --- |",
+            f"| {base['label']} (base) | {base['val_loss']:.4f} | | | |"]
+    for v in gau_ablations.VARIANTS[1:]:
+        g = s["gaps"][v]
+        end: Estimate = g["end"]
+        interval = f"{end.value:+.4f} ± {end.half_width():.4f} ({end.n} seeds, {end.nu:g} df)" if end.resolved \
+            else f"{end.value:+.4f} (one seed: no interval)"
+        rows.append(f"| {s['variants'][v]['label']} | {s['variants'][v]['val_loss']:.4f} | {interval} | "
+                    f"{end.detectable(sided='one'):.4f} | {g['drift']:+.4f} |")
+    return "\n".join(rows)
+
+
+def ablation_facts(ch: Chapter) -> dict[str, Any]:
+    """The ablation section: its run, table, sizes and verdicts, from the best gau-ablations run."""
+    best = ch.best("gau-ablations")
+    s = gau_ablations.summary(best.data)
+    cfg = gau_ablations.CONFIGS[best.scale]
+    return {"a_label": best.label, "a_table": Markdown(ablation_table(s)),
+            "a_sizes": f"$d$ = {cfg.d}, $e$ = {cfg.e}, $s$ = {cfg.s}, {cfg.layers} layers, $n$ = {cfg.ctx}, "
+                       f"{cfg.steps} steps",
+            "a_gpu": ch.gpu_status("gau-ablations"), "a_verdicts": ch.verdicts("gau-ablations")}
+
+
 def cpu_run(runs: Sequence[RunSet]) -> RunSet | None:
     """The cpu-scale run among ``runs`` when it is not the last (the best) one; None otherwise."""
     cpu = [r for r in runs if r.scale == "cpu"]
@@ -164,6 +262,8 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "q_label": qbest.label,
         "q_gpu": ch.gpu_status("gau-quality"),
         **quality_facts(qbest.data),
+        "q_chunk_sentence": chunk_sentence(gau_quality.CONFIGS[qbest.scale].ctx,
+                                           gau_quality.CONFIGS[qbest.scale].chunk),
         "l_label": lbest.label,
         "l_gpu": ch.gpu_status("gau-length"),
         "l_table": Markdown(f"```text\n{length_lines(summaries)}\n```"),
@@ -173,6 +273,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "l_verdicts": ch.verdicts("gau-length"),
         "l_verdicts_cpu": (Markdown(f"None: {NO_CPU_RUN}.") if cpu is None
                            else ch.verdicts("gau-length", cpu.key)),
+        **ablation_facts(ch),
     }
 
 

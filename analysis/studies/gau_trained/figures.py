@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
+from analysis.stats import t_quantile
 from analysis.studies.gau_trained.experiments.gau_length import NORM_LABELS, _runs, recall_curve, summary
 from analysis.studies.gau_trained.experiments.gau_quality import (
     ARCH_LABELS,
@@ -21,10 +22,16 @@ from analysis.studies.gau_trained.experiments.gau_quality import (
 from analysis.studies.plotting import STYLE, readable_figure
 
 
+def t_multiple(n: int) -> float:
+    """The two-sided 95% Student-t quantile for a mean over ``n`` seeds (n - 1 df): the band's half width in SE (0 with
+    one seed, which has no error estimate)."""
+    return t_quantile(n - 1) if n > 1 else 0.0
+
+
 @readable_figure
 def quality(data: dict[str, Any]) -> Figure:
     """Validation loss against steps and against measured training seconds per architecture (mean over seeds, band
-    of 2 SE), and held-out recall accuracy against the number of pairs."""
+    of the 95% Student-t interval), and held-out recall accuracy against the number of pairs."""
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, 3, figsize=(18, 5))
         for i, arch in enumerate(ARCHS):
@@ -34,17 +41,20 @@ def quality(data: dict[str, Any]) -> Figure:
             for ax, axis in ((axes[0], 0), (axes[1], 1)):
                 x = mean[1:, axis]
                 ax.plot(x, mean[1:, 2], "-", color=f"C{i}", label=ARCH_LABELS[arch])
-                ax.fill_between(x, mean[1:, 2] - 2 * se[1:, 2], mean[1:, 2] + 2 * se[1:, 2], color=f"C{i}",
+                t = t_multiple(len(runs))
+                ax.fill_between(x, mean[1:, 2] - t * se[1:, 2], mean[1:, 2] + t * se[1:, 2], color=f"C{i}",
                                 alpha=0.2)
             rec = recall_table(data, arch)
-            axes[2].errorbar(rec["pairs"], rec["mean"], yerr=[2 * e for e in rec["se"]], fmt="-o", color=f"C{i}",
+            seeds = len({r["seed"] for r in data["runs"] if r["task"] == "recall" and r["arch"] == arch})
+            axes[2].errorbar(rec["pairs"], rec["mean"], yerr=[t_multiple(seeds) * e for e in rec["se"]], fmt="-o",
+                             color=f"C{i}",
                              capsize=3, label=ARCH_LABELS[arch])
         for ax, xlabel in ((axes[0], "optimiser steps"), (axes[1], "training time on this machine (s, one thread)")):
             ax.set_xlabel(xlabel)
             ax.set_ylabel("validation loss (nats/byte)")
             lo = min(line.get_ydata().min() for line in ax.get_lines())
             ax.set_ylim(lo - 0.05, lo + 1.2)
-        axes[0].set_title("loss against steps (band: 2 SE over seeds)")
+        axes[0].set_title("loss against steps (band: 95% t interval)")
         axes[1].set_title("the same runs against training time")
         axes[0].legend()
         axes[2].axhline(data["chance"], color="grey", ls=":", lw=1.2, label="chance (1/values)")
@@ -54,7 +64,7 @@ def quality(data: dict[str, Any]) -> Figure:
         axes[2].set_ylim(-0.03, 1.05)
         axes[2].set_xlabel("pairs a query chooses among (log scale)")
         axes[2].set_ylabel("held-out recall accuracy")
-        axes[2].set_title("single-token recall (2 SE over seeds)")
+        axes[2].set_title("single-token recall (95% t interval)")
         axes[2].legend(loc="lower left")
         fig.tight_layout()
     return fig
@@ -84,7 +94,8 @@ def length(data: dict[str, Any]) -> Figure:
         for i, norm in enumerate(s["norms"]):
             for layout, style in (("spread", "-o"), ("near", "--s")):
                 c = s[norm][layout]
-                ax.errorbar(c["span"], c["mean"], yerr=[2 * e for e in c["se"]], fmt=style, color=f"C{i}", ms=5,
+                t = t_multiple(len(_runs(data, "recall", norm)))
+                ax.errorbar(c["span"], c["mean"], yerr=[t * e for e in c["se"]], fmt=style, color=f"C{i}", ms=5,
                             capsize=2, label=f"{NORM_LABELS[norm]}, {layout}")
         ax.axvline(n, color="k", ls=":", lw=1.2)
         ax.axhline(data["chance"], color="grey", ls=":", lw=1)
@@ -120,7 +131,8 @@ def length(data: dict[str, Any]) -> Figure:
             for i, norm in enumerate(s["norms"]):
                 sharpest = int(np.argmin([c["mean"][s["spans"].index(n)] for c in s[norm]["entropy_near"]]))
                 c = recall_curve(data, norm, "near", f"{metric}:{sharpest}")
-                ax.errorbar(c["span"], c["mean"], yerr=[2 * e for e in c["se"]], fmt="-o", color=f"C{i}", ms=5,
+                t = t_multiple(len(_runs(data, "recall", norm)))
+                ax.errorbar(c["span"], c["mean"], yerr=[t * e for e in c["se"]], fmt="-o", color=f"C{i}", ms=5,
                             capsize=2, label=f"{NORM_LABELS[norm]} (layer {sharpest + 1})")
             ax.axvline(n, color="k", ls=":", lw=1.2)
             ax.set_xscale("log", base=2)

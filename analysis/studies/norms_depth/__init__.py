@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.display import Markdown
 from matplotlib.figure import Figure
 
+from analysis.stats import Estimate
 from analysis.studies.norms_depth.experiments import norms_depth as nd
 from analysis.studies.norms_depth.figures import depth_updates, residual_streams
 
@@ -37,8 +38,11 @@ def facts(ch: Chapter) -> dict[str, Any]:
         **depth_facts(d["depth"]),
         **stream_facts(nd.summary(d)),
         "verdict_list": ch.verdicts("norms-depth"),
-        "premise_verdict": ch.claim("norms-depth", "prenorm-cosine").verdict_text(),
-        "conclusion_verdict": ch.claim("norms-depth", "prenorm-width").verdict_text(),
+        "premise_verdict": verdict_phrase(ch.claim("norms-depth", "prenorm-cosine").verdict_text()),
+        "pairs_verdict": verdict_phrase(ch.claim("norms-depth", "prenorm-pairs-cheaper").verdict_text()),
+        "conclusion_verdict": verdict_phrase(ch.claim("norms-depth", "prenorm-groups-cheaper").verdict_text()),
+        "bounded_verdict": verdict_phrase(ch.claim("norms-depth", "deepnorm-bounded").verdict_text()),
+        "below_post_verdict": verdict_phrase(ch.claim("norms-depth", "deepnorm-below-post").verdict_text()),
     }
 
 
@@ -49,6 +53,11 @@ def figures(ch: Chapter) -> dict[str, Figure]:
 
 
 # --- incremental decoding ---------------------------------------------------------------------------------------
+
+
+def verdict_phrase(verdict: str) -> str:
+    """A verdict as a predicate for prose: 'holds', 'fails', 'is inconclusive', 'holds within 3.7%' ('' stays '')."""
+    return "is inconclusive" if verdict == "inconclusive" else verdict
 
 
 def decoding_table(rows: list[dict[str, Any]]) -> Markdown:
@@ -149,6 +158,26 @@ def mean_text(pair: tuple[float, float], signed: bool = False, digits: int = 2) 
     return f"{mean:+.{digits}f} ± {se:.{digits}f}" if signed else f"{mean:.{digits}f} ± {se:.{digits}f}"
 
 
+def estimate_text(est: Estimate, signed: bool = False, digits: int = 2) -> str:
+    """'0.51 ± 0.06' (:func:`mean_text` of the estimate's value and standard error)."""
+    return mean_text((est.value, est.se), signed, digits)
+
+
+def interval_text(est: Estimate, digits: int = 2) -> str:
+    """'-0.54 ± 0.17 (SE over 2 paired seeds, 95% interval ± 2.15)': a paired or per-seed estimate with its SE, its
+    units and the half width of its two-sided 95% Student-t interval ('no error estimate' for one unit)."""
+    if not est.resolved:
+        return f"{est.value:+.{digits}f} (one {est.units.rstrip('s')}: no error estimate)"
+    return (f"{est.value:+.{digits}f} ± {est.se:.{digits}f} (SE over {est.n} {est.units}, 95% interval "
+            f"± {est.half_width():.{digits}f})")
+
+
+def dof_text(est: Estimate) -> str:
+    """'1 degree of freedom', '2 degrees of freedom': the estimate's degrees of freedom in words."""
+    nu = f"{est.nu:g}"
+    return f"{nu} degree of freedom" if nu == "1" else f"{nu} degrees of freedom"
+
+
 def mean_at(rows: list[dict[str, Any]], residual: str, depth: int) -> float:
     """The one-step model update at ``depth`` for ``residual``, mean over seeds."""
     return nd.mean_update(rows, residual, depth)[0]
@@ -161,7 +190,7 @@ def depth_facts(rows: list[dict[str, Any]]) -> dict[str, str]:
     post_lo, post_hi = mean_at(rows, "post", dmin), mean_at(rows, "post", dmax)
     dn_lo, dn_hi = mean_at(rows, "deepnorm", dmin), mean_at(rows, "deepnorm", dmax)
     return {
-        **{f"slope_{res}": mean_text(nd.slope(rows, res)) for res in nd.RESIDUALS},
+        **{f"slope_{res}": estimate_text(nd.slope_estimate(rows, res)) for res in nd.RESIDUALS},
         "depth_range": f"{dmin} to {dmax}",
         "mu_post_max": f"{post_hi:.2f}",
         "mu_dn_max": f"{dn_hi:.3f}",
@@ -179,13 +208,15 @@ def depth_facts(rows: list[dict[str, Any]]) -> dict[str, str]:
 def stream_facts(s: dict[str, Any]) -> dict[str, str]:
     """From :func:`analysis.studies.norms_depth.experiments.norms_depth.summary`: per residual the sequential loss, the penalties of
     groups of 2 and of the largest group, the late cosine and the stream-norm growth; pre-norm's penalties compared
-    with post-norm's, the pair penalty as a share of the loss, the largest group and the number of sublayers."""
+    with post-norm's (paired by seed, with its SE and 95% t interval), the seeds and the pair's degrees of freedom,
+    the pair penalty as a share of the loss, the largest group and the number of sublayers."""
     out: dict[str, str] = {}
     for res in ("pre", "post"):
         r = s[res]
         out |= {f"loss1_{res}": f"{r['loss1']:.3f}", f"pen2_{res}": mean_text(r["pen2"], signed=True, digits=3),
                 f"penmax_{res}": mean_text(r["penmax"], signed=True, digits=3), f"cos_{res}": f"{r['cosine']:.3f}",
                 f"norm_growth_{res}": f"{r['norm_growth']:.1f}"}
-    return out | {"pen_compare": s["pen2_compare"], "penmax_compare": s["penmax_compare"],
+    return out | {"pen2_diff": interval_text(s["pen2_diff"], 2), "penmax_diff": interval_text(s["penmax_diff"], 2),
+                  "n_seeds": f"{s['penmax_diff'].n}", "pair_df": dof_text(s["penmax_diff"]),
                   "pen_frac": f"{100 * s['pen2_share_of_loss']:.0f}%", "gmax": f"{s['gmax']}",
                   "n_sub": f"{s['sublayers']}"}

@@ -9,8 +9,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
+from analysis.stats import t_quantile
 from analysis.studies.norms_depth.experiments.norms_depth import mean_update
 from analysis.studies.plotting import STYLE, readable_figure
+
+
+def t_half(seeds: int) -> float:
+    """The multiple of the standard error that spans a two-sided 95% Student-t interval over ``seeds`` seeds (0 for
+    one seed: no error estimate, no bar)."""
+    return t_quantile(seeds - 1) if seeds > 1 else 0.0
 
 
 @readable_figure
@@ -23,7 +30,9 @@ def depth_updates(rows: list[dict[str, Any]]) -> Figure:
         for i, (res, name) in enumerate(names.items()):
             for ax, key in zip(axes, ("model_update", "update_init")):
                 mean, se = np.array([mean_update(rows, res, d, key) for d in depths]).T
-                ax.errorbar(depths, mean, yerr=2 * se, fmt="-o", color=f"C{i}", label=name)
+                seeds = [sum(1 for r in rows if r["residual"] == res and r["depth"] == d) for d in depths]
+                ax.errorbar(depths, mean, yerr=se * np.array([t_half(m) for m in seeds]), fmt="-o", color=f"C{i}",
+                            label=name)
         for ax in axes:
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
@@ -50,7 +59,8 @@ def residual_streams(rows: list[dict[str, Any]]) -> Figure:
             groups = sorted(int(g) for g in sel[0]["trained"]["loss"])
             loss = np.array([[r["trained"]["loss"][str(g)] for g in groups] for r in sel])
             err = loss.std(0, ddof=1) / np.sqrt(len(sel)) if len(sel) > 1 else np.zeros(len(groups))
-            axes[1].errorbar(groups, loss.mean(0), yerr=2 * err, fmt="-o", color=f"C{i}", label=f"{res}-norm, trained")
+            axes[1].errorbar(groups, loss.mean(0), yerr=t_half(len(sel)) * err, fmt="-o", color=f"C{i}",
+                             label=f"{res}-norm, trained")
         l_cos = np.arange(1, len(rows[0]["init"]["cosines"]) + 1)
         axes[0].plot(l_cos, 1 / np.sqrt(1 + 1 / l_cos), "k--", lw=1,
                      label=r"$1/\sqrt{1 + 1/l}$: independent equal branches")

@@ -30,11 +30,13 @@ def facts(ch: Chapter) -> dict[str, Any]:
 
 def checks_facts(ch: Chapter) -> dict[str, Any]:
     """The identity's checks, the normal and cosine maximisers against the source's fits, and the length rules."""
+    from analysis.studies.softmax_scale.experiments.softmax_scale_checks import large_d_limits
     from analysis.theory import softmax_scale as sc
 
     checks = ch.best("softmax-scale-checks").data
     fits, rules, dec = checks["fits"], checks["rules"], checks["decoder"]["rows"]
     lo, hi = fits["cosine_own_range_alpha"]
+    law, direction = large_d_limits(checks["large_d"]["dims"], checks["large_d"]["ratios"]["1024"])
     return {
         "jacobian_checks": Markdown(pr.text_block(pr.jacobian_checks(sc.symbolic_jacobian_identity(3),
                                                                      checks["jacobian"]))),
@@ -47,6 +49,9 @@ def checks_facts(ch: Chapter) -> dict[str, Any]:
         "max_gap_normal": f"{checks['maximiser']['normal_max_rel_diff']:.1e}",
         # cosine scores: the slope in d, the fit 3.5 ln n, the range against the source's "25 to 35"
         "slope_d": f"{checks['large_d']['slope_1024_to_65536']:.3f}",
+        "slope_unit": f"{checks['large_d']['slope_1024_to_65536'] - 1:.3f}",
+        "slope_limit": f"{direction['limit']:.6f}",
+        "law_limit": f"{law['limit']:.9f}",
         "fit_cos": f"{100 * fits['cosine_own']['rel_error']:+.1f}%",
         "cos_range": f"{lo:.1f} to {hi:.1f}",
         "cos_range_vs_source": pr.range_against_source(lo, hi),
@@ -119,9 +124,14 @@ def recall_facts(ch: Chapter) -> dict[str, Any]:
         "recall_ratio": pr.value_range(pr.best_over_mean_field(rs), ".2f"),
         "recall_acc": ", ".join(f"{rows[p]['best_by_accuracy']:.3g}" for p in pairs),
         "recall_best": ", ".join(f"{rows[p]['best']:.3g}" for p in pairs),
-        "recall_drift": ", ".join(f"{100 * rows[p]['drift_last_quarter']:+.1f}%" for p in pairs),
+        "recall_drift": ", ".join(f"{100 * rows[p]['drift']:+.1f}%" for p in pairs),
+        "recall_drift_window": f"steps {rs['drift_from']} to {rs['drift_to']}",
+        "recall_acc_ratio": pr.value_range([rows[p]["best_by_accuracy"] / rows[p]["mean_field"] for p in pairs], ".2f"),
+        "recall_mf": ", ".join(f"{rows[p]['mean_field']:.3g}" for p in pairs),
+        "recall_growth_dof": f"{g['dof']:g}",
         "recall_verdicts": ch.verdicts("softmax-scale-recall"),
         "recall_gpu_status": ch.gpu_status("softmax-scale-recall"),
+        "recall_gpu_plan": pr.run_plan(softmax_scale_recall.CONFIGS["gpu"]),
     }
 
 

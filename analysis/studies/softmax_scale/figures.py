@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
+from analysis.stats import t_quantile
 from analysis.studies.softmax_scale.experiments.softmax_scale_recall import by_budget, loss_table, summary
 from analysis.studies.plotting import STYLE, readable_figure
 from analysis.theory import softmax_scale as sc
@@ -82,7 +83,8 @@ def cosine_scores(density: dict[str, Any], large_d: dict[str, Any]) -> Figure:
 
 @readable_figure
 def finite_sample_curves(mc: dict[str, Any], ns: Sequence[int]) -> Figure:
-    """Mean (with 2 SE) and median objective against alpha / alpha*_MF, with the plateau h(b_n)."""
+    """Mean (with its 95% interval over the rows) and median objective against alpha / alpha*_MF, with the plateau
+    h(b_n)."""
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, 2, figsize=(15, 5))
         for ax, kind in zip(axes, ("normal", "cosine")):
@@ -91,7 +93,8 @@ def finite_sample_curves(mc: dict[str, Any], ns: Sequence[int]) -> Figure:
                 x = np.array(r["alpha"]) / r["alpha_mean_field"]
                 mean, se = np.array(r["mean"]), np.array(r["mean_se"])
                 ax.plot(x, mean, color=f"C{i}", label=f"n = {r['n']:,}: mean")
-                ax.fill_between(x, mean - 2 * se, mean + 2 * se, color=f"C{i}", alpha=0.2)
+                z = t_quantile(math.inf)
+                ax.fill_between(x, mean - z * se, mean + z * se, color=f"C{i}", alpha=0.2)
                 ax.plot(x, r["median"], "--", color=f"C{i}", label="median (typical row)")
                 ax.axhline(r["plateau_predicted"], color=f"C{i}", ls=":", lw=1.2)
                 ax.plot([r["alpha_finite_sample"] / r["alpha_mean_field"]], [max(r["median"])], "v", color=f"C{i}",
@@ -109,10 +112,10 @@ def finite_sample_curves(mc: dict[str, Any], ns: Sequence[int]) -> Figure:
 
 
 def _finite_sample_points(ax: Any, mc: dict[str, Any], kind: str) -> None:
-    """The typical-row maximisers of the Monte Carlo, with two standard errors."""
+    """The typical-row maximisers of the Monte Carlo, with 95% intervals (hundreds of rows: the normal quantile)."""
     rows = [r for r in mc["rows"] if r["kind"] == kind]
     ax.errorbar([r["n"] for r in rows], [r["alpha_finite_sample"] for r in rows],
-                yerr=[2 * r["alpha_finite_sample_se"] for r in rows], fmt="rs", label="finite-sample (typical row)")
+                yerr=[t_quantile(math.inf) * r["alpha_finite_sample_se"] for r in rows], fmt="rs", label="finite-sample (typical row)")
 
 
 @readable_figure
@@ -202,7 +205,8 @@ def training_sweep(runs: Sequence[tuple[str, dict[str, Any]]]) -> Figure:
 @readable_figure
 def recall_scale(data: dict[str, Any]) -> Figure:
     """Held-out recall loss against the cosine scale per number of pairs; the best scale against the row length,
-    with its bootstrap interval, beside every prediction; and the best scale against the training budget."""
+    by loss and by accuracy with their 95% Student-t intervals over seeds, beside every prediction; and the best
+    scale against the training budget."""
     s = summary(data)
     pairs = s["pairs"]
     with plt.rc_context(STYLE):
@@ -210,8 +214,9 @@ def recall_scale(data: dict[str, Any]) -> Figure:
         ax = axes[0]
         for i, p in enumerate(pairs):
             scales, table = loss_table(data, p)
-            se = table.std(axis=0, ddof=1) / np.sqrt(table.shape[0]) if table.shape[0] > 1 else 0 * scales
-            ax.errorbar(scales, table.mean(axis=0), yerr=2 * se, fmt="-o", color=f"C{i}", capsize=3,
+            seeds = table.shape[0]
+            se = table.std(axis=0, ddof=1) / np.sqrt(seeds) if seeds > 1 else 0 * scales
+            ax.errorbar(scales, table.mean(axis=0), yerr=(t_quantile(seeds - 1) if seeds > 1 else 0) * se, fmt="-o", color=f"C{i}", capsize=3,
                         label=f"{p} pairs (m = {s['rows'][p]['row_length']:.3g})")
             ax.axvline(s["rows"][p]["mean_field"], color=f"C{i}", ls=":", lw=1.2)
         ax.set_xscale("log", base=2)
@@ -224,7 +229,12 @@ def recall_scale(data: dict[str, Any]) -> Figure:
         best = np.array([s["rows"][p]["best"] for p in pairs])
         lo = np.array([s["rows"][p]["lo"] for p in pairs])
         hi = np.array([s["rows"][p]["hi"] for p in pairs])
-        ax.errorbar(m, best, yerr=[best - lo, hi - best], fmt="ko", capsize=4, ms=8, label="trains best (95% interval)")
+        ax.errorbar(m, best, yerr=[best - lo, hi - best], fmt="ko", capsize=4, ms=8, label="lowest loss (95% interval)")
+        acc = np.array([s["rows"][p]["best_by_accuracy"] for p in pairs])
+        acc_lo = np.array([s["rows"][p]["accuracy_lo"] for p in pairs])
+        acc_hi = np.array([s["rows"][p]["accuracy_hi"] for p in pairs])
+        ax.errorbar(m * 1.04, acc, yerr=[acc - acc_lo, acc_hi - acc], fmt="o", mfc="white", mec="k", ecolor="0.4",
+                    capsize=4, ms=8, label="highest accuracy (95% interval)")
         grid = np.geomspace(m.min() / 1.5, m.max() * 1.5, 100)
         k = data["head_dim"]
         ax.plot(grid, sc.alpha_star_cosine(grid, k), "C0-", label=rf"mean-field $\alpha^*(m, k = {k})$")
@@ -232,7 +242,7 @@ def recall_scale(data: dict[str, Any]) -> Figure:
         ax.plot(grid, np.full_like(grid, math.sqrt(k)), "C2-.",
                 label=rf"QK-norm practice $\sqrt{{k}}$ = {math.sqrt(k):.3g}")
         ax.errorbar(m, [s["rows"][p]["finite_sample"] for p in pairs],
-                    yerr=[2 * s["rows"][p]["finite_sample_se"] for p in pairs], fmt="C3s", capsize=3,
+                    yerr=[t_quantile(math.inf) * s["rows"][p]["finite_sample_se"] for p in pairs], fmt="C3s", capsize=3,
                     label="finite-sample maximiser")
         ax.set_xscale("log")
         ax.set_xticks(m, [f"{v:.3g}" for v in m])
@@ -241,12 +251,13 @@ def recall_scale(data: dict[str, Any]) -> Figure:
         ax.set_xlabel("mean row length m (log scale)")
         ax.set_ylabel("cosine scale (log scale)")
         ax.set_title("the best scale against the predictions")
-        top = max(max(s["rows"][p]["finite_sample"] + 2 * s["rows"][p]["finite_sample_se"] for p in pairs), hi.max())
-        ax.set_ylim(min(lo.min(), math.sqrt(k)) / 4, top * 1.3)  # room below the data for the legend
+        top = max(max(s["rows"][p]["finite_sample"] + 2 * s["rows"][p]["finite_sample_se"] for p in pairs), hi.max(),
+                  acc_hi.max())
+        ax.set_ylim(min(lo.min(), acc_lo.min(), math.sqrt(k)) / 4, top * 1.3)  # room below the data for the legend
         ax.legend(fontsize=9, loc="lower right")
         ax = axes[2]
         for i, p in enumerate(pairs):
-            path = by_budget(data, p, bootstrap=100)
+            path = by_budget(data, p)
             steps = [b["step"] for b in path]
             ax.fill_between(steps, [b["lo"] for b in path], [b["hi"] for b in path], color=f"C{i}", alpha=0.25)
             ax.plot(steps, [b["best"] for b in path], "-o", color=f"C{i}", label=f"{p} pairs")

@@ -112,14 +112,16 @@ def train_table(data: dict[str, Any]) -> str:
 
 
 def train_summary(data: dict[str, Any], label: str) -> str:
-    """Per context length, the best dot-product alpha and the range of alpha within two seed standard errors of it
-    (:func:`analysis.studies.softmax_scale.experiments.softmax_scale_train.indistinguishable_range`), with the run's label."""
+    """Per context length, the best dot-product alpha and the range of alpha whose paired loss difference from it is
+    within its 95% Student-t interval
+    (:func:`analysis.studies.softmax_scale.experiments.softmax_scale_train.indistinguishable_range`), with the run's
+    label."""
     ranges = []
     for ctx in train_lengths(data):
         lo, hi = indistinguishable_range(data, ctx, "dot")
         value, _, _ = best_setting(data, ctx, "dot")
         ranges.append(f"at L = {ctx} the lowest loss is at alpha = {value:g}, and alpha from {lo:.2g} to {hi:.2g} "
-                      f"is within two seed standard errors of it")
+                      f"is within seed noise of it (paired over seeds, 95% Student-t)")
     return "; ".join(ranges) + f" ({label})"
 
 
@@ -136,14 +138,15 @@ def grid_text(scales: Sequence[float]) -> str:
 
 
 def recall_table(summary: dict[str, Any]) -> str:
-    """Per number of pairs: the best scale with its 95% interval, the best by accuracy, its drift over the last
-    quarter of training, and every prediction."""
+    """Per number of pairs: the best scale by loss and by accuracy with their 95% Student-t intervals over seeds, how
+    far the best by loss moved over the second half of training, and every prediction."""
     lines = []
     for p in summary["pairs"]:
         r = summary["rows"][p]
         lines.append(f"{p:3d} pairs, mean row length m = {r['row_length']:.3g}: best s = {r['best']:.3g} "
-                     f"(95%: {r['lo']:.3g} to {r['hi']:.3g}), by accuracy {r['best_by_accuracy']:.3g},")
-        lines.append(f"    moved {100 * r['drift_last_quarter']:+.1f}% over the last quarter of training; predicted: "
+                     f"(95%: {r['lo']:.3g} to {r['hi']:.3g}), by accuracy {r['best_by_accuracy']:.3g} "
+                     f"({r['accuracy_lo']:.3g} to {r['accuracy_hi']:.3g}),")
+        lines.append(f"    moved {100 * r['drift']:+.1f}% over the second half of training; predicted: "
                      f"mean-field {r['mean_field']:.3g}, finite-sample {r['finite_sample']:.3g}, 3.5 ln m "
                      f"{r['log_n']:.3g}, sqrt(k) {r['qk_norm']:.3g}")
     return "\n".join(lines)
@@ -156,7 +159,7 @@ def value_range(values: Iterable[float], fmt: str) -> str:
 
 
 def interval_widths(summary: dict[str, Any]) -> list[float]:
-    """Per number of pairs, the width hi / lo of the best scale's 95% interval (a factor)."""
+    """Per number of pairs, the width hi / lo of the best scale's 95% Student-t interval (a factor)."""
     return [summary["rows"][p]["hi"] / summary["rows"][p]["lo"] for p in summary["pairs"]]
 
 
@@ -203,3 +206,22 @@ def recall_conclusion(summary: dict[str, Any], label: str) -> str:
     return (f"The best scale grows by {g['measured']:.2f}x from {g['from']} to {g['to']} pairs; of the rival growths, "
             f"the nearest is {nearest}'s, {distance:.1f} standard errors away. Inside the 95% interval of the best "
             f"scale lies: {inside} numbers of pairs ({label}).")
+
+
+class RecallPlan(Protocol):
+    """What :func:`run_plan` reads of a recall configuration."""
+
+    steps: int
+    pairs: tuple[int, ...]
+    seeds: tuple[int, ...]
+
+
+def run_plan(cfg: RecallPlan) -> str:
+    """A recall configuration's budget in words: steps, numbers of pairs, seeds and the t multiple of its 95%
+    intervals over those seeds."""
+    from analysis.stats import t_quantile
+
+    m = len(cfg.seeds)
+    pairs = ", ".join(str(p) for p in cfg.pairs[:-1]) + f" and {cfg.pairs[-1]}" if len(cfg.pairs) > 1 else str(cfg.pairs[0])
+    interval = f"its intervals are ± {t_quantile(m - 1):.2f} standard errors" if m > 1 else "no error estimate"
+    return f"{cfg.steps:,} steps at {pairs} pairs with {m} seeds ({m - 1} degrees of freedom: {interval})"

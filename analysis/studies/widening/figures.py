@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
+from analysis.stats import Estimate
 from analysis.studies.widening.experiments import widening as wx
 from analysis.studies.plotting import readable
 from analysis.verify import claims_table_css, fmt
@@ -188,8 +189,30 @@ def prose(data: dict[str, Any]) -> dict[str, str]:
         "grad_split": f"{st['grad_split']:.2e}", "memo_loss": f"{st['loss_small']:.3f}",
         "memo_steps": f"{st['memo_steps']}",
         "grad_split_ratio": f"{st['grad_split_linear'] / max(st['grad_copy_linear'], 1e-300):.4f}",
+        **saving_sentences(wx.saving_estimate(data)),
     }
     return out
+
+
+def saving_sentences(est: Estimate, published: float = wx.BERT2BERT_SAVING) -> dict[str, str]:
+    """What the chapter says of the measured saving: its 95% Student-t interval over seeds, whether that interval holds
+    0 and the published saving, the smallest difference the run detects, and the seeds that would tell 0 from the
+    published saving at this seed spread."""
+    if not est.resolved:
+        return {"saving_interval": f"With {est.n} seed there is no error estimate, so the saving is not judged.",
+                "seeds_basis": "one seed per arm: no error estimate"}
+    half = est.half_width()
+    lo, hi = est.value - half, est.value + half
+    contains = [f"{v:.0%}" for v in (0.0, published) if lo <= v <= hi]
+    excludes = [f"{v:.0%}" for v in (0.0, published) if not lo <= v <= hi]
+    words = (f"contains {' and '.join(contains)}" if contains else "contains neither 0% nor the published saving") + (
+        f" and excludes {' and '.join(excludes)}" if contains and excludes else "")
+    return {"saving_interval": (f"Its 95% Student-t interval over {est.n} seeds ({est.nu:g} df), {lo:.0%} to "
+                                f"{hi:.0%}, {words}; the run detects a saving differing by {est.detectable():.0%} "
+                                f"with 80% power, and {wx.seeds_to_tell(est, published)}."),
+            "seeds_basis": (f"each mean is judged by its 95% Student-t interval over the {est.n} seeds "
+                            f"({est.nu:g} df, ±{est.half_width() / est.se:.3g} SE)" if est.se > 0 else
+                            f"each mean is judged by its 95% Student-t interval over the {est.n} seeds")}
 
 
 def stationary_sentences(gap: float, tolerance: float = wx.EXACT_TOL) -> dict[str, str]:

@@ -159,16 +159,16 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         out.append(Claim(f"mask-1e9-{name}",
                          f"The notes' −1e9 mask gives finite attention weights in {name} (measured: NaN weights "
                          f"among the {m['weights']} of a partly and a fully masked row, additive mask; −1e9 is "
-                         f"stored as {m['stored']:.4g}, the largest finite value being {m['finite_max']:.4g}; "
+                         f"stored as {float(m['stored']):.4g}, the largest finite value being {float(m['finite_max']):.4g}; "
                          f"masked_fill {fill} the value; {label})",
                          SOURCE, predicted=0.0, measured=float(m["nan_weights"]), uncertainty=0.0,
                          tolerance=0.0, tolerance_basis="exact: a count of NaN weights", kind="upper_bound",
                          unit="NaN weights"))
-    finite = [n for n in DTYPES if math.isfinite(data["masking"][n]["partly_masked_leak"])]
+    finite = [n for n in DTYPES if math.isfinite(float(data["masking"][n]["partly_masked_leak"]))]
     out.append(Claim("mask-1e9-partial",
                      f"Where the weights are finite ({', '.join(finite)}), −1e9 puts no weight on masked keys "
                      f"(largest masked weight of a partly masked row; {label})", SOURCE, predicted=0.0,
-                     measured=max(data["masking"][n]["partly_masked_leak"] for n in finite), uncertainty=0.0,
+                     measured=max(float(data["masking"][n]["partly_masked_leak"]) for n in finite), uncertainty=0.0,
                      tolerance=0.0, tolerance_basis="exact: exp(−1e9) underflows to 0", kind="upper_bound",
                      unit="probability"))
     out.append(Claim("mask-finfo-min",

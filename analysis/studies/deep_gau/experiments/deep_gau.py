@@ -22,7 +22,7 @@ import torch
 
 from analysis.data import PINNED_CORPUS_PATH
 from analysis.core.trial import Trial
-from analysis.experiments.base import Workload, compare, corpus_of, mean_se, run_seed
+from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig, update_sizes
 from analysis.train import (
     TrainConfig,
@@ -30,7 +30,8 @@ from analysis.train import (
     token_stats,
     train_lm,
 )
-from analysis.verify import Claim
+from analysis.stats import Estimate, paired_estimate
+from analysis.verify import Claim, estimate_fields
 
 NAME = "deep-gau"
 PRIORITY = 30  # the gpu campaign's order (lower first; 50 by default): the order of the claims' stakes at gpu scale
@@ -194,9 +195,69 @@ def grid_step(data: dict[str, Any]) -> float:
     return float(np.exp(np.mean(np.diff(np.log(lrs))))) if len(lrs) > 1 else 1.0
 
 
+def stable_boundary(data: dict[str, Any], depth: int, block: str, residual: str, warmup: int) -> float:
+    """The largest learning rate of the grid at which no seed diverged (0 when every one did): the boundary when a run
+    that neither diverged nor trained counts as one that might still train with a longer budget."""
+    rows = _rows(data, depth, block, residual, warmup)
+    ok = [lr for lr in sorted({r["lr"] for r in rows})
+          if all(r["diverged_at"] is None and math.isfinite(r["val_loss"]) for r in rows if r["lr"] == lr)]
+    return max(ok) if ok else 0.0
+
+
+def at_context_free(data: dict[str, Any], run: dict[str, Any]) -> bool:
+    """Whether a run that did not diverge ended within the trained margin (unigram entropy - threshold) of the unigram
+    entropy: at the loss of a model that ignores context, neither trained nor still descending from above it."""
+    margin = data["unigram_entropy"] - data["threshold"]
+    return (run["diverged_at"] is None and math.isfinite(run["val_loss"]) and not trained(data, run)
+            and abs(run["val_loss"] - data["unigram_entropy"]) <= margin)
+
+
+def loss_peak(data: dict[str, Any]) -> float:
+    """The largest ratio of a logged training loss to the run's first, over every run (above 1: a loss spike; the
+    trainer stops a run as diverged at 3)."""
+    return max(max(r["train_loss"][1:], default=r["train_loss"][0]) / r["train_loss"][0]
+               for r in data["runs"] if r["train_loss"])
+
+
+def failure_modes(data: dict[str, Any]) -> dict[str, Any]:
+    """How the runs that did not train failed: how many diverged, how many ended at the context-free loss, how many
+    above it (still descending), the largest training-loss ratio to the first, and the budget in steps."""
+    failed = [r for r in data["runs"] if not trained(data, r)]
+    flat = [r for r in failed if at_context_free(data, r)]
+    return {"runs": len(data["runs"]), "failed": len(failed),
+            "diverged": sum(r["diverged_at"] is not None for r in failed), "context_free": len(flat),
+            "above": len(failed) - len(flat) - sum(r["diverged_at"] is not None for r in failed),
+            "peak": loss_peak(data), "steps": max(max(r["train_steps"], default=0) for r in data["runs"])}
+
+
+def best_gap(data: dict[str, Any], depth: int, a: tuple[str, str], b: tuple[str, str], warmup: int = 0
+             ) -> Estimate | None:
+    """Validation loss of architecture ``a`` minus that of ``b``, each at its best learning rate (:func:`best_loss`),
+    paired by seed (a seed gives both the same batches); None when either has no learning rate without divergence."""
+    la, lb = best_loss(data, depth, *a, warmup)["lr"], best_loss(data, depth, *b, warmup)["lr"]
+    if not (math.isfinite(la) and math.isfinite(lb)):
+        return None
+    va = {r["seed"]: r["val_loss"] for r in _rows(data, depth, *a, warmup) if r["lr"] == la}
+    vb = {r["seed"]: r["val_loss"] for r in _rows(data, depth, *b, warmup) if r["lr"] == lb}
+    seeds = sorted(set(va) & set(vb))
+    return paired_estimate([va[s] for s in seeds], [vb[s] for s in seeds])
+
+
+def gap_words(gap: Estimate | None) -> str:
+    """'smaller than', 'larger than' or 'indistinguishable from' by the two-sided 95% t interval of a paired gap;
+    'not comparable with' when there is none, 'undecided against (one seed)' without an error estimate."""
+    if gap is None:
+        return "not comparable with (no learning rate trained without divergence)"
+    if not gap.resolved:
+        return "undecided against (one seed)"
+    half = gap.half_width()
+    return "smaller than" if gap.value < -half else "larger than" if gap.value > half else "indistinguishable from"
+
+
 def summary(data: dict[str, Any]) -> dict[str, Any]:
-    """The boundary of every (architecture, depth, warmup); and at the largest depth without warmup, each
-    architecture's best loss and how GAU's compares with it (3 SE)."""
+    """The boundary of every (architecture, depth, warmup); at the largest depth without warmup, each architecture's
+    best loss, how GAU's compares with it (paired by seed, 95% t interval), the strongest Transformer; and how the
+    runs that did not train failed."""
     depths = sorted({r["depth"] for r in data["runs"]})
     warm = max(r["warmup"] for r in data["runs"])
     bounds = {arch_label(b, r): {w: [boundary(data, d, b, r, w) for d in depths] for w in (0, warm)} for b, r in ARCHS}
@@ -204,13 +265,13 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
     gau = best_loss(data, deep, "gau", "post", 0)
     out: dict[str, Any] = {"depths": depths, "depth": deep, "warmup": warm, "boundaries": bounds, "gau": gau,
                            "grid_step": grid_step(data), "threshold": data["threshold"],
-                           "unigram": data["unigram_entropy"]}
+                           "unigram": data["unigram_entropy"], "failures": failure_modes(data), "gaps": {}}
     for block, residual in ARCHS[1:]:
-        other = best_loss(data, deep, block, residual, 0)
-        out[residual] = other
-        finite = all(math.isfinite(v) for v in (gau["val_loss"], other["val_loss"]))
-        out[f"gau_vs_{residual}"] = (compare(gau["val_loss"], gau["se"], other["val_loss"], other["se"])
-                                     if finite else "not comparable with (no learning rate trained without divergence)")
+        out[residual] = best_loss(data, deep, block, residual, 0)
+        out["gaps"][residual] = best_gap(data, deep, ("gau", "post"), (block, residual))
+        out[f"gau_vs_{residual}"] = gap_words(out["gaps"][residual])
+    finite = [r for _, r in ARCHS[1:] if math.isfinite(out[r]["val_loss"])]
+    out["strongest"] = min(finite, key=lambda r: out[r]["val_loss"]) if finite else None
     return out
 
 
@@ -219,47 +280,85 @@ def _ratio(a: float, b: float) -> float:
     return a / b if b > 0 else 0.0
 
 
+def depth_range(data: dict[str, Any], block: str, residual: str, warmup: int = 0) -> tuple[float, float]:
+    """The boundary ratio deepest / shallowest depth as the runs allow it: from the runs that did not train counted as
+    failures (:func:`boundary` deep over :func:`stable_boundary` shallow) to the runs that did not diverge counted as
+    trainable (the reverse); one value when every run either trained or diverged."""
+    depths = sorted({r["depth"] for r in data["runs"]})
+    lowest = min(r["lr"] for r in data["runs"]) / grid_step(data)  # below the grid: nothing trains
+    lo = _ratio(boundary(data, depths[-1], block, residual, warmup),
+                stable_boundary(data, depths[0], block, residual, warmup))
+    hi = stable_boundary(data, depths[-1], block, residual, warmup) / (
+        boundary(data, depths[0], block, residual, warmup) or lowest)
+    return lo, max(lo, hi)
+
+
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
-    """Post-norm GAU's boundary does not fall with depth and does not need warmup; its best loss without warmup
-    is below the post-norm Transformer's at the largest depth."""
+    """Post-norm GAU's boundary does not fall with depth and does not need warmup; without warmup and each at its best
+    learning rate, its loss at the largest depth is below the post-norm Transformer's and the strongest
+    Transformer's."""
     s = summary(data)
     shallow, deep = s["depths"][0], s["depths"][-1]
     gau, tfm = s["boundaries"]["post-norm GAU"], s["boundaries"]["post-norm Transformer"]
     step = s["grid_step"]
+    f = s["failures"]
     # a boundary is known to one step of the grid: a ratio of 1/step is one step down, within the resolution
     tol = 1.0 - 1.0 / step
+    resolves = 1.0 - step ** -2  # the smallest fall of a ratio the grid resolves: two steps
     basis = f"one step of the learning-rate grid (x{step:.3g}): a boundary is known to that resolution"
+    budget = (f"{f['steps']} steps: of {f['runs']} runs {f['failed']} did not train, {f['diverged']} of them diverged, "
+              f"{f['context_free']} ended at the context-free loss and {f['above']} above it; no logged training loss "
+              f"rose above {f['peak']:.2f} x the first (no gradient norms recorded)")
     where = f"from depth {shallow} to {deep} ({2 * shallow} to {2 * deep} GAU layers), {label}"
+    lo, hi = depth_range(data, "gau", "post")
+    t_lo, t_hi = depth_range(data, "transformer", "post")
     # the rival: GAU needs warmup as much as the post-norm Transformer does, measured at the deepest depth at which
     # the Transformer trains with warmup (without one, the run says nothing about its warmup)
     trains = [i for i, b in enumerate(tfm[s["warmup"]]) if b > 0]
     warm_ratio = _ratio(tfm[0][trains[-1]], tfm[s["warmup"]][trains[-1]]) if trains else None
     warm_note = ("GAU needs warmup as much as the post-norm Transformer does (its ratio at depth "
                  f"{s['depths'][trains[-1]]}, the deepest at which it trains with warmup)" if trains else "")
-    gap_se = float(np.hypot(s["gau"]["se"], s["post"]["se"]))
-    gap_ok = math.isfinite(gap_se) and math.isfinite(s["gau"]["val_loss"]) and math.isfinite(s["post"]["val_loss"])
     out = [
         Claim("gau-lr-depth",
-              f"Post-norm GAU's largest trainable learning rate without warmup does not fall with depth ({where})",
-              "Su 2022, kexue.fm/archives/8990", 1.0, _ratio(gau[0][-1], gau[0][0]), 0.0, tol, basis,
-              kind="lower_bound", unit="ratio deep / shallow", approx_rel=0.0,
-              alternative=_ratio(tfm[0][-1], tfm[0][0]),
-              alternative_note="GAU's boundary falls with depth as the post-norm Transformer's does"),
+              f"Post-norm GAU's largest trainable learning rate without warmup does not fall with depth by more than "
+              f"one grid step ({where}; trained within {f['steps']} steps, and runs that neither trained nor diverged "
+              f"may be slow rather than unstable: the ratio is the range both readings allow; post-norm "
+              f"Transformer's range {t_lo:.2g} to {t_hi:.2g})",
+              "Su 2022, kexue.fm/archives/8990", step ** -1.5, (lo + hi) / 2, (hi - lo) / 2, (hi - lo) / 2,
+              f"half the range of ratios the runs allow ({lo:.2g}: a run that did not train counts as a failure; "
+              f"{hi:.2g}: a run that did not diverge counts as trainable); {budget}; the grid steps x{step:.3g}, so "
+              f"'falls by at most one step' is a ratio above {step:.3g}^-1.5",
+              kind="above", unit="ratio deep / shallow", detectable=resolves),
         Claim("gau-lr-no-warmup",
               f"At depth {deep} ({2 * deep} GAU layers), post-norm GAU trains without warmup at the largest learning "
-              f"rate it trains at with warmup ({label})",
-              "Su 2022, kexue.fm/archives/8990", 1.0, _ratio(gau[0][-1], gau[s["warmup"]][-1]), 0.0, tol, basis,
+              f"rate it trains at with warmup (trained within {f['steps']} steps; {label})",
+              "Su 2022, kexue.fm/archives/8990", 1.0, _ratio(gau[0][-1], gau[s["warmup"]][-1]), 0.0, tol,
+              f"{basis}; the grid resolves a fall of two steps (ratio {step ** -2:.2g}); {budget}",
               kind="lower_bound", unit="ratio without / with warmup", approx_rel=0.0,
-              alternative=warm_ratio, alternative_note=warm_note),
+              alternative=warm_ratio, alternative_note=warm_note, detectable=resolves,
+              effect=None if warm_ratio is None else 1.0 - warm_ratio),
     ]
-    if gap_ok:
+    what = "the paired loss difference (each at its best learning rate)"
+    post = s["gaps"]["post"]
+    if post is not None:
+        collapsed = tfm[0][-1] == 0
         out.append(Claim(
             "gau-vs-postnorm-transformer",
             f"Without warmup, each at its best learning rate, post-norm GAU reaches a lower loss than a post-norm "
-            f"Transformer of equal parameters (depth {deep}, {label})",
-            "Su 2022, kexue.fm/archives/8990 (standard Transformer tricks not needed for GAU)", s["post"]["val_loss"],
-            s["gau"]["val_loss"], gap_se, 3 * gap_se, "3 standard errors over seeds of the difference (0 with one seed)",
-            kind="upper_bound", unit="nats/byte"))
+            f"Transformer of equal parameters (depth {deep}, {label}"
+            + ("; the Transformer trains at no learning rate of the grid there, so this compares GAU with a model "
+               "left at the context-free loss)" if collapsed else ")"),
+            "Su 2022, kexue.fm/archives/8990 (standard Transformer tricks not needed for GAU)", 0.0,
+            kind="below", unit="nats/byte", **estimate_fields(post, what, sided="one")))
+    strongest = s["strongest"]
+    if strongest is not None and strongest != "post" and s["gaps"][strongest] is not None:
+        name = arch_label("transformer", strongest)
+        out.append(Claim(
+            "gau-vs-strongest-transformer",
+            f"Without warmup, each at its best learning rate, post-norm GAU reaches a lower loss than the strongest "
+            f"Transformer of equal parameters here, the {name} (depth {deep}, {label})",
+            "Su 2022, kexue.fm/archives/8990 (standard Transformer tricks not needed for GAU)", 0.0,
+            kind="below", unit="nats/byte", **estimate_fields(s["gaps"][strongest], what, sided="one")))
     return out
 
 

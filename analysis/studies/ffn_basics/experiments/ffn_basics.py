@@ -206,9 +206,11 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                      f"factored ones (relative gap between the function changes after one SGD step; {label})", SOURCE,
                      0.0, m["step_gap"], 0.0, 1e3 * EPS64, "1000 float64 ulps", kind="upper_bound", unit="relative"))
     dr = data["dropout"]
-    out.append(Claim("dropout-sites", f"Dropout acts where the paper puts it: each sub-layer output and the "
-                     f"embedding sums (torch.nn.Transformer, 6 + 6 layers, sites per forward pass; {label})",
-                     SOURCE + "; Vaswani et al. 2017, sec. 5.4", dr["paper_residual"], dr["torch_total"], 0.0, 0.0,
+    out.append(Claim("dropout-sites", f"torch.nn.Transformer applies dropout where the paper and the notes put it, "
+                     f"once on each sub-layer output ({dr['paper_residual']} sites for 6 + 6 layers; dropout sites "
+                     f"counted with hooks in one training-mode forward pass of torch.nn.Transformer; {label})",
+                     "PyTorch's torch.nn.Transformer against Vaswani et al. 2017, sec. 5.4 (the placement the notes "
+                     "restate)", dr["paper_residual"], dr["torch_total"], 0.0, 0.0,
                      "an exact count (torch.nn.Transformer has no embedding layer, so the paper's 2 embedding sites are "
                      "left out)", unit="sites", approx_rel=0.0, corrected=10 * (dr["paper_residual"] // 5),
                      corrected_note="10 per encoder-decoder layer pair: PyTorch also drops the attention weights "

@@ -265,9 +265,10 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     widths = sorted(cnt["two_gau_over_transformer"], key=int)
     worst_w = max(widths, key=lambda w: cnt["two_gau_over_transformer"][w])
     out.append(Claim("two-gau-params", f"Two GAU layers ($e = 2d$, $s = 128$) have the parameters of one "
-                     f"Transformer++ layer (ratio, worst over $d$ = {widths[0]} to {widths[-1]}: $d = {worst_w}$; {label})",
-                     SOURCE, 1.0, cnt["two_gau_over_transformer"][worst_w], 0.0, 0.0, "an exact count",
-                     approx_rel=0.10, unit="ratio"))
+                     f"Transformer++ layer (ratio, worst over $d$ = {widths[0]} to {widths[-1]}: $d = {worst_w}$; "
+                     f"{label})", SOURCE, 1.0, cnt["two_gau_over_transformer"][worst_w], 0.0, 0.0,
+                     "an exact count: two GAU layers hold $12d^2 + 2ds$ weights against $12d^2$, so the ratio is 1 "
+                     "only as $d \\to \\infty$", approx_rel=0.0, unit="ratio"))
     out.append(Claim("gau-quadratic-vs-mha", "GAU's quadratic part costs more than multi-head attention's "
                      "at equal parameters (two GAU layers per Transformer layer, $e = 2d$, $s = 128$, $d = 768$: "
                      f"$2 \\times 2n(s + e) / 4nd$; {label})", SOURCE + " (comments, May 30th)", 1.0,
@@ -279,6 +280,9 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                                                            f"$1 - {prefix}/n$: every prefix row is rescaled by ${prefix}/n$"),
                  "paper appendix: relu^2(qk / n)": (1 - (prefix / longest) ** 2,
                                                     f"$1 - ({prefix}/n)^2$: the square takes the $1/n$ inside")}
+    peer_gau = "FLASH-pytorch GAU (causal)"
+    if peer_gau in lk:
+        corrected[peer_gau] = peer_gau_leak(lk[peer_gau], data["leak"]["lengths"], prefix)
     for variant, changes in lk.items():
         worst = max(changes)
         leaks = "this book" not in variant
@@ -290,7 +294,9 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                          corrected=fix, corrected_note=note))
     statements = {
         "identity_is_glu": "$A = I$ turns GAU into the GLU feed-forward layer $(U \\odot V)\\, W_o$",
-        "ones_is_unnormalised": "$A = \\mathbf{1}\\mathbf{1}^\\top$ turns GAU into attention without normalisation, $(U \\odot \\sum_j V_j)\\, W_o$",
+        "ones_is_unnormalised": "$A = \\mathbf{1}\\mathbf{1}^\\top$ turns GAU into uniform sum pooling gated by $U$, "
+                                "$(U \\odot \\sum_j V_j)\\, W_o$: every position receives the same unweighted sum "
+                                "of all values, which is not attention",
         "flash_global": "FLASH's chunked global term equals full linear attention $Q\\,(K^\\top V)/n$",
         "flash_causal": "FLASH's causal cumulative sum equals the explicit sum over earlier chunks",
     }
@@ -303,6 +309,23 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                      f"real tokens, padded to {pad['max_padded']}, float64; {label})", "this book", 0.0,
                      pad["worst_change"], 0.0, 1e3 * EPS64, "1000 float64 ulps", kind="upper_bound", unit="relative"))
     return out
+
+
+def peer_gau_leak(changes: list[float], lengths: list[int], prefix: int) -> tuple[float | None, str]:
+    """The corrected prediction of FLASH-pytorch's causal GAU leak at the longest length, and its note.
+
+    The peer divides its scores by the total length before squaring, relu((qk + bias) / n)^2, so appending tokens
+    scales the prefix's attention output by (prefix / n)^2: the change of its output is 1 - (prefix / n)^2 times the
+    share D of the attention part in the largest output (the rest is the output projection's bias), the same D at
+    every n. D is read off the shortest extension; the prediction is for the longest."""
+    pairs = [(c, n) for c, n in zip(changes, lengths) if n > prefix]
+    if len(pairs) < 2:
+        return None, ""
+    (first, n0), longest = pairs[0], max(n for _, n in pairs)
+    share = first / (1 - (prefix / n0) ** 2)
+    return (share * (1 - (prefix / longest) ** 2),
+            f"$D\\,(1 - ({prefix}/n)^2)$: the peer divides its scores by $n$ before squaring, and its output bias "
+            f"dilutes the change by $D = {share:.4g}$, read off the extension to $n = {n0}$")
 
 
 # the leak variants as the reader sees them (their names in the data and the claim keys are kept as they were)

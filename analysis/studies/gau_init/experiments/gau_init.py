@@ -18,7 +18,8 @@ from analysis.core.trial import Trial
 from analysis.experiments.base import Workload
 from analysis.models.gau import GAU, GAUConfig
 from analysis.theory import gau_init as th
-from analysis.verify import Claim
+from analysis.stats import Estimate, from_se
+from analysis.verify import Claim, estimate_fields
 
 NAME = "gau-init"
 DATA_VERSION = 1  # raised when the layout of the record's data changes
@@ -159,20 +160,28 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
             "over_source": ref["rms"] / ref["pred_rms_source"]}
 
 
+def seed_estimate(mean: float, sd: float, seeds: int, scale: float = 1.0) -> Estimate:
+    """The mean over ``seeds`` seeds of a recorded quantity with standard deviation ``sd`` over seeds, divided by
+    ``scale``: its standard error sd / sqrt(seeds), with seeds - 1 degrees of freedom."""
+    return from_se(mean / scale, sd / scale / np.sqrt(seeds), seeds, "seeds")
+
+
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
-    """The source's magnitude claims at s = 128, n = 512 (or the nearest grid point), and across the grid."""
+    """The source's magnitude claims at s = 128, n = 512 (or the nearest grid point), and across the grid. Each
+    measurement is a mean over the recorded seeds, tested by its standard error with Student's t (seeds - 1 df);
+    every grid point and lambda reuses the same seeds, so points are not independent of each other."""
     grid = [r for r in data["grid"] if r["init"] == "lecun"]
     ref = reference_row(data)
     where = f"$d = {ref['d']}$, $e = {ref['e']}$, $s = {ref['s']}$, $n = {ref['n']}$, LeCun"
     ratios = np.array([r["rms"] / r["pred_rms_corrected"] for r in data["grid"]])
     worst_at = int(np.argmax(np.abs(np.log(ratios))))
-    worst, worst_ratio = data["grid"][worst_at], ratios[worst_at]
-    worst_ratio_sd = worst["rms_std"] / worst["pred_rms_corrected"]
+    worst = data["grid"][worst_at]
     big_n = [r for r in grid if r["s"] == ref["s"] and r["d"] == ref["d"]]
     seeds = int(data.get("seeds", 1)) or 1
     log_n = np.log([r["n"] for r in big_n])
     slope = float(np.polyfit(log_n, np.log([r["rms"] for r in big_n]), 1)[0]) if len(big_n) > 1 else 0.0
-    # standard error of the slope, from the seed error of each ln RMS (sd / mean / sqrt(seeds))
+    # standard error of the slope, from the seed error of each ln RMS (sd / mean / sqrt(seeds)), propagated as if
+    # independent: the points share their seeds, and a shared error moves every ln RMS alike, which leaves the slope
     sig = np.array([r["rms_std"] / r["rms"] / np.sqrt(seeds) for r in big_n])
     centred = log_n - log_n.mean()
     slope_se = float(np.sqrt(np.sum(sig**2 * centred**2)) / np.sum(centred**2)) if len(big_n) > 1 else 0.0
@@ -183,33 +192,43 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     lam = np.array([r["lambda"] for r in sweep])
     ln_err = np.array([r["rms_std"] / r["rms"] / np.sqrt(seeds) for r in sweep])
     exp_se = float(np.hypot(ln_err[one], ln_err[one + 1]) / np.log(lam[one + 1] / lam[one]))
+    a_diag = seed_estimate(ref["a_diag"], ref["a_diag_std"], seeds)
+    a_off = seed_estimate(ref["a_offdiag"], ref["a_offdiag_std"], seeds)
+    rms = seed_estimate(ref["rms"], ref["rms_std"], seeds)
+    ratio = seed_estimate(worst["rms"], worst["rms_std"], seeds, worst["pred_rms_corrected"])
     return [
         Claim("swish-mean", "$\\mu = E[\\mathrm{Swish}(\\varepsilon)] = 0.2066$ for $\\varepsilon \\sim N(0, 1)$", SOURCE, 0.2066, mom["mean"], 1e-13, 5e-5,
               "the source gives 4 decimals: ±5e-5 rounding; quadrature error ~1e-13", computed=True),
-        Claim("swish-second-moment", "$\\nu^2 = E[\\mathrm{Swish}(\\varepsilon)^2] = 0.3557$", SOURCE, 0.3557, mom["second_moment"], 1e-13, 5e-5,
-              "the source gives 4 decimals: ±5e-5 rounding; quadrature error ~1e-13",
-              corrected=round(mom["second_moment"], 4), corrected_note="0.3558 to four decimals (0.35578 truncated)",
-              computed=True),
-        Claim("a-diag", f"$A_{{ii}} \\approx s\\nu^4/n$ ({where}; {label})", SOURCE, ref["pred_a_diag_source"], ref["a_diag"],
-              ref["a_diag_std"], 3 * ref["a_diag_std"], "3 standard deviations over seeds",
+        Claim("swish-second-moment", "$\\nu^2 = E[\\mathrm{Swish}(\\varepsilon)^2] = 0.3557\\cdots$, truncated: the value lies in "
+              "$[0.3557, 0.3558)$ (predicted: the interval's midpoint)", SOURCE, 0.35575, mom["second_moment"], 1e-13,
+              5e-5, "the source truncates to 4 decimals (0.3557⋯): the true value lies in [0.3557, 0.3558), "
+              "midpoint ± 5e-5; quadrature error ~1e-13", computed=True),
+        Claim("a-diag", f"$A_{{ii}} \\approx s\\nu^4/n$ ({where}; mean over seeds; {label})", SOURCE,
+              ref["pred_a_diag_source"], **estimate_fields(a_diag, "the mean of $A_{ii}$"),
+              effect=ref["pred_a_diag"] - ref["pred_a_diag_source"],
               corrected=ref["pred_a_diag"], corrected_note="$(s\\nu^4 + m_4 - \\nu^4)/n$: $|Z_i|^2$ fluctuates"),
-        Claim("a-offdiag", f"$A_{{ij}} \\approx s\\mu^4/n$ for $i \\neq j$ ({where}; {label})", SOURCE, ref["pred_a_offdiag_source"],
-              ref["a_offdiag"], ref["a_offdiag_std"], 3 * ref["a_offdiag_std"], "3 standard deviations over seeds",
+        Claim("a-offdiag", f"$A_{{ij}} \\approx s\\mu^4/n$ for $i \\neq j$ ({where}; mean over seeds; {label})", SOURCE,
+              ref["pred_a_offdiag_source"], **estimate_fields(a_off, "the mean of $A_{ij}$"),
+              effect=ref["pred_a_offdiag"] - ref["pred_a_offdiag_source"],
               corrected=ref["pred_a_offdiag"], corrected_note="$E[\\mathrm{relu}^2]$ of $Z_i \\cdot Z_j$ with its spread $s(\\nu^4 - \\mu^4)$ included"),
-        Claim("rms-source", f"$\\mathrm{{RMS}}(\\mathrm{{GAU}}(x)) \\approx s\\nu^6/n \\approx 0.01$ ({where}; {label})", SOURCE, ref["pred_rms_source"],
-              ref["rms"], ref["rms_std"], 3 * ref["rms_std"], "3 standard deviations over seeds",
+        Claim("rms-source", f"$\\mathrm{{RMS}}(\\mathrm{{GAU}}(x)) \\approx s\\nu^6/n \\approx 0.01$ ({where}; mean over seeds; {label})", SOURCE,
+              ref["pred_rms_source"], **estimate_fields(rms, "the mean RMS"),
+              effect=ref["pred_rms_corrected"] - ref["pred_rms_source"],
               corrected=ref["pred_rms_corrected"],
               corrected_note="the off-diagonal row mass $c \\approx s\\mu^4 + \\ldots$ does not shrink with $n$, and $V$ has mean $\\mu$"),
         Claim("rms-slope", f"RMS falls as $1/n$ (log-log slope in $n$ at $s = {ref['s']}$, $d = {ref['d']}$; {label})",
-              SOURCE, -1.0, slope, slope_se, 3 * slope_se,
-              "3 standard errors of the slope, propagated from the seed error of each ln RMS"),
+              SOURCE, -1.0, **estimate_fields(
+                  from_se(slope, slope_se, seeds, "seeds"),
+                  "the slope, propagated from each point's seed SE of ln RMS as if independent (the points share seeds)")),
         Claim("rms-corrected-grid", f"The corrected prediction fits the whole grid: measured / predicted RMS "
               f"({len(ratios)} points over $n, s, d, e$, LeCun and std 0.02; worst at $n = {worst['n']}$, $s = {worst['s']}$, "
-              f"$d = {worst['d']}$, {worst['init']}; {label})", "this book", 1.0, float(worst_ratio), float(worst_ratio_sd),
-              3 * float(worst_ratio_sd), "3 standard deviations over seeds of the worst ratio"),
+              f"$d = {worst['d']}$, {worst['init']}; {label})", "this book", 1.0,
+              **estimate_fields(ratio, "the worst point's ratio")),
         Claim("lambda7", f"Scaling every weight by $\\lambda$ scales the output by $\\lambda^7$ (local exponent at $\\lambda \\approx 1$; {label})",
-              SOURCE, 7.0, float(exps[one]), exp_se, 3 * exp_se,
-              "3 standard errors of the finite-difference exponent, from the seed errors of its two RMS values"),
+              SOURCE, 7.0, **estimate_fields(
+                  from_se(float(exps[one]), exp_se, seeds, "seeds"),
+                  "the finite-difference exponent, from the seed SEs of its two RMS values as if independent "
+                  "(both use the same seeds)")),
     ]
 
 

@@ -36,7 +36,8 @@ from analysis.length import (
 from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.recall import IGNORE, recall_metrics
 from analysis.train import TrainConfig, fixed_windows, train_lm
-from analysis.verify import Claim
+from analysis.stats import Estimate, mean_estimate, paired_estimate
+from analysis.verify import Claim, estimate_fields
 
 NAME = "gau-length"
 PRIORITY = 48  # the gpu campaign's order (lower first; 50 by default): the order of the claims' stakes at gpu scale
@@ -265,12 +266,31 @@ def _paired_change(data: dict[str, Any], norm: str, layout: str, metric: str, la
                    for r in _runs(data, "recall", norm))
 
 
-def _resolved(key: str, statement: str, source: str, value: float, se: float, unit: str) -> Claim:
-    """A claim that ``value`` > 0 beyond its noise: measured is the lower end value - 3 SE, which must be >= 0."""
-    return Claim(key, statement, source, predicted=0.0, measured=value - 3 * se, uncertainty=se, tolerance=0.0,
-                 tolerance_basis="one-sided at 3 standard errors over seeds: the measured value is the difference "
-                                 "minus 3 SE, so the claim holds only when the difference is resolved",
-                 kind="lower_bound", approx_rel=0.0, unit=unit)
+def recall_drops(data: dict[str, Any], norm: str, layout: str, at: int, to: int) -> dict[int, float]:
+    """Per seed: accuracy at span ``at`` minus accuracy at span ``to``."""
+    return {r["seed"]: r["evals"][f"{layout}-{at}"]["accuracy"] - r["evals"][f"{layout}-{to}"]["accuracy"]
+            for r in _runs(data, "recall", norm)}
+
+
+def text_costs(data: dict[str, Any], norm: str, ctx: int, lo: int, hi: int) -> dict[int, float]:
+    """Per seed: the loss at positions [lo, hi) with the full context minus from the last ctx tokens only."""
+    out = {}
+    for r in _runs(data, "text", norm):
+        full = np.asarray(r["position_loss"])[lo:hi]
+        cut = np.asarray(r["truncated_loss"])[lo - (ctx - 1) : hi - (ctx - 1)]
+        out[r["seed"]] = float((full - cut).mean())
+    return out
+
+
+def over_seeds(values: dict[int, float]) -> Estimate:
+    """The mean over seeds of per-seed values, with its SE and n - 1 df."""
+    return mean_estimate([values[k] for k in sorted(values)], "seeds")
+
+
+def paired_over_seeds(a: dict[int, float], b: dict[int, float]) -> Estimate:
+    """The mean over the seeds both have of a - b (a seed gives every normalisation the same draw and batches)."""
+    seeds = sorted(set(a) & set(b))
+    return paired_estimate([a[k] for k in seeds], [b[k] for k in seeds])
 
 
 SOURCE_9019 = "Su 2022, kexue.fm/archives/9019 (softmax suits attention better)"
@@ -278,60 +298,67 @@ SOURCE_8934 = "Su 2022, kexue.fm/archives/8934, readers' comments (a GAU trained
 
 
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
-    """Length-transfer claims of relu^2 and log-n-scaled softmax GAU, from the recall and the text runs."""
+    """Length-transfer claims of relu^2 and log-n-scaled softmax GAU, from the recall and the text runs; every
+    difference per seed (paired where two normalisations are compared), judged by its Student-t interval."""
     s = summary(data)
     n, top, ctx, long = s["train_span"], s["spans"][-1], s["ctx"], s["long"]
     out: list[Claim] = []
+    acc_what, loss_what = "the per-seed accuracy drop", "the per-seed loss difference"
 
     def learned(norm: str) -> bool:  # transfer is measured only for a model that learnt the task at its length
         return norm in s["norms"] and bool(s[norm]["learned"])
 
+    drops = {m: recall_drops(data, m, "spread", n, top) for m in s["norms"]}
+    costs = {m: text_costs(data, m, ctx, long // 2, long) for m in s["norms"]}
     if learned("relu2_ns"):
-        drop, se = s["relu2_ns"]["spread_drop_long"]
-        out.append(_resolved(
+        out.append(Claim(
             "relu2-length-recall",
             f"relu²/(ns) GAU trained at length {n} recalls worse at {top // n}x that length: accuracy at {n} minus "
-            f"at {top}, less 3 SE, is above 0 ({label})", SOURCE_8934, drop, se, "accuracy (fraction)"))
+            f"at {top} is above 0 ({label})", SOURCE_8934, predicted=0.0, kind="above", unit="accuracy (fraction)",
+            **estimate_fields(over_seeds(drops["relu2_ns"]), acc_what, sided="one")))
     if "relu2_ns" in s["norms"]:
-        cost, cse = s["relu2_ns"]["text_cost"]
-        out.append(_resolved(
+        out.append(Claim(
             "relu2-length-text",
             f"On text, context beyond the training length {ctx} raises relu²/(ns) GAU's loss at positions "
-            f"{long // 2}-{long - 1} above the loss from the last {ctx} tokens ({label})", SOURCE_8934, cost, cse,
-            "nats/byte"))
+            f"{long // 2}-{long - 1} above the loss from the last {ctx} tokens ({label})", SOURCE_8934,
+            predicted=0.0, kind="above", unit="nats/byte",
+            **estimate_fields(over_seeds(costs["relu2_ns"]), loss_what, sided="one")))
+    plain = "softmax" in s["norms"]
     if learned("softmax_log512"):
-        drop, se = s["softmax_log512"]["spread_drop_long"]
         out.append(Claim(
             "log-softmax-length-recall",
+            f"softmax · log₅₁₂ n GAU trained at length {n} recalls as well at {top} as at {n}: the drop is at most 0, "
+            f"against plain softmax's {over_seeds(drops['softmax']).value:.2f} ({label})" if plain else
             f"softmax · log₅₁₂ n GAU trained at length {n} recalls as well at {top} as at {n} ({label})",
-            SOURCE_9019, predicted=0.0, measured=drop, uncertainty=se, tolerance=3 * se,
-            tolerance_basis="3 standard errors over seeds of the paired accuracy drop", kind="upper_bound",
-            approx_rel=0.0, unit="accuracy drop (fraction)"))
+            SOURCE_9019, predicted=0.0, kind="upper_bound", unit="accuracy drop (fraction)",
+            effect=over_seeds(drops["softmax"]).value if plain and learned("softmax") else None,
+            **estimate_fields(over_seeds(drops["softmax_log512"]), acc_what, sided="one")))
     if "softmax_log512" in s["norms"]:
-        cost, cse = s["softmax_log512"]["text_cost"]
         out.append(Claim(
             "log-softmax-length-text",
             f"On text, context beyond the training length {ctx} does not raise softmax · log₅₁₂ n GAU's loss at "
-            f"positions {long // 2}-{long - 1} above the loss from the last {ctx} tokens ({label})",
-            SOURCE_9019, predicted=0.0, measured=cost, uncertainty=cse, tolerance=3 * cse,
-            tolerance_basis="3 standard errors over seeds of the paired loss difference", kind="upper_bound",
-            approx_rel=0.0, unit="nats/byte"))
-    if "softmax" in s["norms"] and "softmax_log512" in s["norms"]:
-        c_plain, se_plain = s["softmax"]["text_cost"]
-        c_log, se_log = s["softmax_log512"]["text_cost"]
-        out.append(_resolved(
+            f"positions {long // 2}-{long - 1} above the loss from the last {ctx} tokens"
+            + (f", against plain softmax's {over_seeds(costs['softmax']).value:+.2f} nats/byte ({label})" if plain
+               else f" ({label})"),
+            SOURCE_9019, predicted=0.0, kind="upper_bound", unit="nats/byte",
+            effect=over_seeds(costs["softmax"]).value if plain else None,
+            **estimate_fields(over_seeds(costs["softmax_log512"]), loss_what, sided="one")))
+    if plain and "softmax_log512" in s["norms"]:
+        out.append(Claim(
             "log-scaling-beats-softmax-text",
             f"On text, scaling the logits by log₅₁₂ n makes context beyond the training length {ctx} cost softmax "
-            f"GAU less: plain softmax's cost minus the scaled one's, less 3 SE, is above 0 ({label})",
-            SOURCE_9019, c_plain - c_log, math.hypot(se_plain, se_log), "nats/byte"))
+            f"GAU less: plain softmax's cost minus the scaled one's, paired by seed, is above 0 ({label})",
+            SOURCE_9019, predicted=0.0, kind="above", unit="nats/byte",
+            **estimate_fields(paired_over_seeds(costs["softmax"], costs["softmax_log512"]),
+                              "the paired loss difference", sided="one")))
     if learned("softmax") and learned("softmax_log512"):
-        d_plain, se_plain = s["softmax"]["spread_drop_long"]
-        d_log, se_log = s["softmax_log512"]["spread_drop_long"]
-        out.append(_resolved(
+        out.append(Claim(
             "log-scaling-beats-softmax",
             f"Scaling the logits by log₅₁₂ n makes softmax GAU lose less recall accuracy from length {n} to "
-            f"{top}: plain softmax's drop minus the scaled one's, less 3 SE, is above 0 ({label})",
-            SOURCE_9019, d_plain - d_log, math.hypot(se_plain, se_log), "accuracy (fraction)"))
+            f"{top}: plain softmax's drop minus the scaled one's, paired by seed, is above 0 ({label})",
+            SOURCE_9019, predicted=0.0, kind="above", unit="accuracy (fraction)",
+            **estimate_fields(paired_over_seeds(drops["softmax"], drops["softmax_log512"]),
+                              "the paired accuracy difference", sided="one")))
     return out
 
 

@@ -21,11 +21,12 @@ from torch import nn
 
 from analysis.data import PINNED_CORPUS_PATH
 from analysis.core.trial import Trial
-from analysis.experiments.base import Workload, compare, corpus_of, mean_se, run_seed
+from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig, update_sizes
 from analysis.theory import transformer_basics as tb
 from analysis.train import TrainConfig, fixed_windows, random_windows, train_lm
-from analysis.verify import Claim
+from analysis.stats import Estimate, mean_estimate, paired_estimate
+from analysis.verify import Claim, estimate_fields
 
 NAME = "norms-depth"
 DATA_VERSION = 1  # raised when the layout of the record's data changes
@@ -303,19 +304,57 @@ def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> di
 
 def late_cosine(data: dict[str, Any], residual: str) -> float:
     """Mean over seeds of the trained model's mean cosine of successive streams over the upper half of the stack."""
-    rows = [r for r in data["trained"] if r["residual"] == residual]
-    return float(np.mean([np.mean(r["trained"]["cosines"][len(r["trained"]["cosines"]) // 2 :]) for r in rows]))
+    return float(np.mean(late_cosines(data, residual)))
+
+
+def late_cosines(data: dict[str, Any], residual: str) -> list[float]:
+    """Per seed (in seed order), the trained model's mean cosine of successive streams over the upper half of the
+    stack."""
+    rows = sorted((r for r in data["trained"] if r["residual"] == residual), key=lambda r: r["seed"])
+    return [float(np.mean(r["trained"]["cosines"][len(r["trained"]["cosines"]) // 2 :])) for r in rows]
+
+
+def group_penalties(data: dict[str, Any], residual: str, group: int) -> list[float]:
+    """Per seed (in seed order), the trained loss with sublayers in groups of ``group`` minus the sequential loss."""
+    rows = sorted((r for r in data["trained"] if r["residual"] == residual), key=lambda r: r["seed"])
+    return [r["trained"]["loss"][str(group)] - r["trained"]["loss"]["1"] for r in rows]
 
 
 def group_penalty(data: dict[str, Any], residual: str, group: int) -> tuple[float, float]:
     """Mean over seeds of the trained loss with groups of ``group`` minus the sequential loss, and its SE."""
-    vals = [r["trained"]["loss"][str(group)] - r["trained"]["loss"]["1"] for r in data["trained"] if r["residual"] == residual]
-    return mean_se(vals)
+    return mean_se(group_penalties(data, residual, group))
+
+
+def penalty_difference(data: dict[str, Any], group: int) -> Estimate:
+    """Pre-norm's grouping penalty minus post-norm's at ``group``, paired by seed (the two share each seed's
+    initial draw, batches and evaluation windows)."""
+    return paired_estimate(group_penalties(data, "pre", group), group_penalties(data, "post", group))
+
+
+def cosine_difference(data: dict[str, Any]) -> Estimate:
+    """Pre-norm's late cosine of successive streams minus post-norm's, paired by seed."""
+    return paired_estimate(late_cosines(data, "pre"), late_cosines(data, "post"))
+
+
+def seed_slopes(data: list[dict[str, Any]], residual: str, key: str = "model_update") -> list[float]:
+    """Per seed, the least-squares slope of log(key) against log(depth) (seeds with fewer than two depths left out)."""
+    out = []
+    for seed in sorted({r["seed"] for r in data}):
+        rows = [r for r in data if r["residual"] == residual and r["seed"] == seed]
+        if len({r["depth"] for r in rows}) > 1:
+            out.append(float(np.polyfit(np.log([r["depth"] for r in rows]), np.log([r[key] for r in rows]), 1)[0]))
+    return out
+
+
+def slope_estimate(data: list[dict[str, Any]], residual: str, key: str = "model_update") -> Estimate:
+    """The log-log slope of ``key`` against depth: the mean over seeds of each seed's fitted slope, with the SE over
+    seeds (a seed's depths share its batch, so seeds, not points, are the independent units)."""
+    return mean_estimate(seed_slopes(data, residual, key), "seeds")
 
 
 def summary(data: dict[str, Any]) -> dict[str, Any]:
     """Per residual: sequential loss, group penalties at g = 2 and the largest g, late cosine, stream-norm growth;
-    and pre-norm's penalties compared with post-norm's at 3 combined standard errors."""
+    and pre-norm's penalties minus post-norm's, paired by seed (:func:`penalty_difference`)."""
     trained = data["trained"]
     groups = sorted(int(g) for g in trained[0]["trained"]["loss"])
     gmax = groups[-1]
@@ -326,9 +365,8 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
                     "pen2": group_penalty(data, res, 2), "penmax": group_penalty(data, res, gmax),
                     "cosine": late_cosine(data, res),
                     "norm_growth": float(np.mean([r["trained"]["norms"][-1] / r["trained"]["norms"][1] for r in rows]))}
-    for key in ("pen2", "penmax"):
-        (a, sa), (b, sb) = out["pre"][key], out["post"][key]
-        out[f"{key}_compare"] = compare(a, sa, b, sb)
+    for key, g in (("pen2", 2), ("penmax", gmax)):
+        out[f"{key}_diff"] = penalty_difference(data, g)
     out["pen2_share_of_loss"] = out["pre"]["pen2"][0] / out["pre"]["loss1"]
     return out
 
@@ -367,30 +405,37 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                      code_gap, 0.0, 1e-6, "8 float32 ulps (the quoted code computes in float32)", kind="upper_bound",
                      unit="absolute"))
     depth = data["depth"]
-    s_dn, se_dn = slope(depth, "deepnorm")
     lo, hi = min(r["depth"] for r in depth), max(r["depth"] for r in depth)
+    slope_dn = slope_estimate(depth, "deepnorm")
     out.append(Claim("deepnorm-bounded", f"DeepNorm keeps the model update after one step bounded as depth "
-                     f"grows (log-log slope of $\\|\\Delta F\\|$ against $N$, $N = {lo} \\ldots {hi}$, AdamW; {label})",
-                     "Wang et al. 2022 (DeepNet), sec. 4", 0.0, s_dn, se_dn, 3 * se_dn,
-                     "3 standard errors of the fitted slope", kind="upper_bound", unit="slope", corrected=0.5,
-                     corrected_note="fitted, not derived: the update grows like $\\sqrt{N}$, as if the layers' "
-                                    "contributions added as independent terms"))
-
-    (m_post, e_post), (m_dn, e_dn) = mean_update(depth, "post", hi), mean_update(depth, "deepnorm", hi)
-    se = math.hypot(e_post, e_dn)
-    out.append(Claim("deepnorm-below-post", f"DeepNorm's one-step model update is below post-norm's "
-                     f"(depth {hi}; {label})", "Wang et al. 2022 (DeepNet), fig. 3", m_post, m_dn, se, 3 * se,
-                     "3 standard errors over seeds of the difference", kind="upper_bound", unit="relative RMS"))
-    pen_pre, se_pre = group_penalty(data, "pre", 2)
-    out.append(Claim("prenorm-width", f"Pre-norm: $x_{{t+1}} \\approx x_{{t-1}} + 2 f(\\mathrm{{Norm}}(x_t))$, so running pairs of "
-                     f"sublayers side by side barely changes a trained model (loss increase, {label})",
-                     SOURCE + " (after Su, kexue.fm/archives/9009)", 0.0, pen_pre, se_pre, 3 * se_pre,
-                     "3 standard errors over seeds", kind="upper_bound", unit="nats/byte"))
+                     f"grows (log-log slope of $\\|\\Delta F\\|$ against $N$, $N = {lo} \\ldots {hi}$, fitted per seed, "
+                     f"AdamW; {label})", "Wang et al. 2022 (DeepNet), sec. 4", 0.0,
+                     **estimate_fields(slope_dn, "the mean per-seed slope", sided="one"), kind="upper_bound",
+                     unit="slope"))
+    dn_post = paired_estimate([r["model_update"] for r in sorted(depth, key=lambda r: r["seed"])
+                               if r["residual"] == "deepnorm" and r["depth"] == hi],
+                              [r["model_update"] for r in sorted(depth, key=lambda r: r["seed"])
+                               if r["residual"] == "post" and r["depth"] == hi])
+    out.append(Claim("deepnorm-below-post", f"DeepNorm's one-step model update is below post-norm's: DeepNorm's minus "
+                     f"post-norm's, paired by seed (same batch and probe; depth {hi}; {label})",
+                     "Wang et al. 2022 (DeepNet), fig. 3", 0.0,
+                     **estimate_fields(dn_post, "the paired difference DeepNorm - post-norm", sided="one"),
+                     kind="below", unit="relative RMS"))
+    gmax = max(int(g) for g in data["trained"][0]["trained"]["loss"])
+    for key, group, what in (("prenorm-pairs-cheaper", 2, "pairs of sublayers"),
+                             ("prenorm-groups-cheaper", gmax, f"groups of {gmax} sublayers")):
+        diff = penalty_difference(data, group)
+        out.append(Claim(key, f"Pre-norm: $x_{{t+1}} \\approx x_{{t-1}} + 2 f(\\mathrm{{Norm}}(x_t))$, so pre-norm's depth is "
+                         f"partly width: running {what} side by side costs a trained pre-norm model less loss than a "
+                         f"post-norm one (pre-norm's loss increase minus post-norm's, paired by seed; {label})",
+                         SOURCE + " (after Su, kexue.fm/archives/9009)", 0.0,
+                         **estimate_fields(diff, "the paired difference of loss increases, pre - post", sided="one"),
+                         kind="below", unit="nats/byte"))
     out.append(Claim("prenorm-cosine", f"Pre-norm's successive residual streams are more alike than post-norm's "
-                     f"(mean cosine over the upper half of the trained stack; {label})", SOURCE, late_cosine(data, "post"),
-                     late_cosine(data, "pre"),
-                     0.0, 0.0, "a comparison of two means (seed spread shown in the figure)", kind="lower_bound",
-                     unit="cosine"))
+                     f"(mean cosine over the upper half of the trained stack, pre-norm's minus post-norm's, paired by "
+                     f"seed; {label})", SOURCE, 0.0,
+                     **estimate_fields(cosine_difference(data), "the paired difference of cosines, pre - post",
+                                       sided="one"), kind="above", unit="cosine"))
     return out
 
 

@@ -212,7 +212,7 @@ def _claims(data: dict[str, Any]) -> list[Claim]:
     """The ledger entries of these checks."""
     fits, dens, large = data["fits"], data["density"], data["large_d"]
     worst_ks = max(dens["rows"], key=lambda r: r["statistic"] / r["critical_1pct"])
-    ratio_65536 = data["large_d"]["ratios"]["1024"][-1]
+    law, direction = large_d_limits(large["dims"], large["ratios"]["1024"])
     return [
         Claim("jacobian-identity", f"$\\frac{{1}}{{2}}\\|\\partial p/\\partial s\\|_1 = \\alpha\\,(1 - \\sum_i p_i^2)$ ({data['jacobian']['trials']} random cases, "
               f"autograd; largest relative gap {data['jacobian']['max_rel_diff']:.1e})", SOURCE, 1.0,
@@ -238,13 +238,57 @@ def _claims(data: dict[str, Any]) -> list[Claim]:
         Claim("cosine-mgf", "$E[e^{\\alpha s}] = \\Gamma(d/2)\\,(2/\\alpha)^{d/2-1} I_{d/2-1}(\\alpha)$ (quadrature, $d = 3$ to 1024)",
               "this book (the source integrates numerically)", 0.0, data["mgf"]["max_rel_diff"], 1e-12, 1e-10,
               "adaptive quadrature at relative tolerance 1e-12; 100x margin", kind="upper_bound", unit="relative gap"),
-        Claim("large-d-direction", "$\\alpha^*$ falls like $1/\\sqrt{d - 3}$ as $d$ grows (log-log slope in $d$, $n = 1024$, $d$ = 1024 to 65536)",
-              "Su 2023, reply in the comments of kexue.fm/archives/9812", -0.5, large["slope_1024_to_65536"], 1e-9, 1e-9,
-              "$\\alpha^*$ is computed to 1e-10; the slope is exact to about 1e-9", corrected=0.5,
-              corrected_note="$\\alpha^*$ grows like $\\sqrt{d}$: $\\mathrm{Var}[s] = 1/d$, so $\\alpha s$ has unit scale at $\\alpha \\approx \\sqrt{d}$"),
-        Claim("large-d-law", "$\\alpha^*(n, d) \\to \\sqrt{d}\\, \\alpha^*_{\\mathrm{normal}}(n)$ (ratio at $n = 1024$, $d = 65536$)", "this book", 1.0,
-              ratio_65536, 1e-10, 1e-9, "$\\alpha^*$ is computed to 1e-10 relative", unit="ratio"),
+        Claim("large-d-direction", "With RMS-normalised $q$, $k$ and logits $\\lambda\\, d \\cos(q, k)$ (the "
+              "questioner's setting), the best scale per unit logit $\\lambda^* = \\alpha^*(n, d)/d$ falls like "
+              "$1/\\sqrt{d - 3}$ as $d$ grows (the log-log slope of $\\alpha^*/d$ in $d - 3$ as $d \\to \\infty$, "
+              f"extrapolated from $d$ = {int(large['dims'][-3]):,} to {int(large['dims'][-1]):,}, $n = 1024$)",
+              "Su 2023, reply in the comments of kexue.fm/archives/9812", -0.5, direction["limit"], 0.0,
+              direction["tolerance"], direction["basis"]),
+        Claim("large-d-law", "$\\alpha^*(n, d) \\to \\sqrt{d}\\, \\alpha^*_{\\mathrm{normal}}(n)$ as $d \\to \\infty$ "
+              f"(the ratio extrapolated from $d$ = {int(large['dims'][-3]):,} to {int(large['dims'][-1]):,}, "
+              "$n = 1024$)", "this book", 1.0, law["limit"], 0.0, law["tolerance"], law["basis"], unit="ratio"),
     ]
+
+
+def richardson(values: list[float], dims: list[float]) -> float:
+    """The d -> infinity limit of a quantity f(d) = f_inf + a/d + b/d^2 + O(1/d^3) from its values at three dims
+    (the polynomial in 1/d through the three points, evaluated at 1/d = 0)."""
+    if len(values) != 3 or len(dims) != 3:
+        raise ValueError("richardson needs three values and three dims")
+    h = [1.0 / d for d in dims]
+    total = 0.0
+    for i in range(3):
+        weight = 1.0
+        for j in range(3):
+            if j != i:
+                weight *= (0.0 - h[j]) / (h[i] - h[j])
+        total += weight * values[i]
+    return total
+
+
+def large_d_limits(dims: list[float], ratios: list[float]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The large-d limits the chapter claims, from alpha*(n, d) / (sqrt(d) alpha*_normal(n)) at the recorded dims:
+    the ratio itself (law: 1), and the local log-log slope of alpha*/d in d - 3 (direction: -1/2), each extrapolated
+    to d -> infinity from the three largest dims (:func:`richardson`), with its tolerance and basis.
+
+    alpha*/d = ratio * alpha*_normal / sqrt(d), so the slope between consecutive dims needs only the ratios.
+    alpha* is computed to 1e-10 relative; the extrapolation's weights sum in absolute value to 5 (dims doubling), and a slope over a factor 2 divides by ln 2."""
+    d = [float(x) for x in dims]
+    r = [float(x) for x in ratios]
+    law_limit = richardson(r[-3:], d[-3:])
+    slopes, mids = [], []
+    for (d0, r0), (d1, r1) in zip(zip(d[-4:-1], r[-4:-1]), zip(d[-3:], r[-3:])):
+        slopes.append((np.log(r1 / r0) - 0.5 * np.log(d1 / d0)) / np.log((d1 - 3) / (d0 - 3)))
+        mids.append(float(np.sqrt(d0 * d1)))
+    slope_limit = richardson(slopes, mids)
+    # the extrapolation multiplies each value's error by at most the sum of |weights| (5 for doubling dims)
+    weights = 5.0
+    return ({"limit": law_limit, "tolerance": weights * 1e-10,
+             "basis": "$\\alpha^*$ is computed to 1e-10 relative; the three-point extrapolation in $1/d$ multiplies "
+                      "that by at most 5 (the sum of its weights' sizes)"},
+            {"limit": slope_limit, "tolerance": weights * 2e-10 / np.log(2),
+             "basis": "$\\alpha^*$ is computed to 1e-10 relative, so each slope over a factor 2 in $d$ to "
+                      "2e-10 / ln 2; the three-point extrapolation in $1/d$ multiplies that by at most 5"})
 
 
 def plan(cfg: Config) -> list[Workload]:

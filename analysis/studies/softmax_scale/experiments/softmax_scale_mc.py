@@ -21,7 +21,8 @@ import torch
 from analysis.core.trial import Trial
 from analysis.experiments.base import Workload
 from analysis.theory import softmax_scale as sc
-from analysis.verify import Claim
+from analysis.stats import from_se
+from analysis.verify import Claim, estimate_fields
 
 NAME = "softmax-scale-mc"
 DATA_VERSION = 1  # raised when the layout of the record's data changes
@@ -149,32 +150,41 @@ def finite_sample_alpha(kind: str, n: int, d: int | None = None, reps: int = 256
     return {"alpha": row["alpha_finite_sample"], "se": row["alpha_finite_sample_se"]}
 
 
+def rows_per_point(data: dict[str, Any], label: str) -> int:
+    """The rows each (kind, n) averaged: the reps of the config the run's label names ('recorded-cpu', 'smoke'),
+    else the fewest reps of any config with the run's lengths (the conservative choice for the degrees of freedom)."""
+    scale = label.removeprefix("recorded-")
+    if scale in CONFIGS:
+        return CONFIGS[scale].reps
+    ns = tuple(sorted({int(r["n"]) for r in data["rows"]}))
+    matching = [c.reps for c in CONFIGS.values() if tuple(sorted(c.ns)) == ns]
+    return min(matching or [c.reps for c in CONFIGS.values()])
+
+
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
-    """Per kind, at the largest n: mean-field alpha* as the finite-sample maximiser, and the plateau h(b_n)."""
+    """Per kind, at the largest n: mean-field alpha* as the finite-sample maximiser, and the plateau h(b_n); both
+    Student-t intervals over the independent rows (the maximiser's SE a bootstrap over rows)."""
     out = []
+    reps = rows_per_point(data, label)
     for kind in KINDS:
         rows = [r for r in data["rows"] if r["kind"] == kind]
         r = max(rows, key=lambda x: x["n"])
         where = f"{kind} scores{' ($d = ' + str(data['d']) + '$)' if kind == 'cosine' else ''}, $n$ = {r['n']:,}"
+        argmax = from_se(r["alpha_finite_sample"], r["alpha_finite_sample_se"], reps, "independent rows")
         out.append(Claim(
             key=f"finite-argmax-{kind}",
             statement=f"The mean-field $\\alpha^*$ maximises the objective on actual samples (typical row), {where} ({label})",
             source="Su 2023 (kexue.fm/archives/9812), mean-field step",
             predicted=r["alpha_mean_field"],
-            measured=r["alpha_finite_sample"],
-            uncertainty=r["alpha_finite_sample_se"],
-            tolerance=3 * r["alpha_finite_sample_se"],
-            tolerance_basis="3 bootstrap standard errors of the median-curve maximiser",
+            **estimate_fields(argmax, "the median-curve maximiser (its SE a bootstrap over the rows)"),
         ))
+        plateau = from_se(r["plateau_measured"], r["plateau_measured_se"], reps, "independent rows")
         out.append(Claim(
             key=f"finite-plateau-{kind}",
             statement=f"For $\\alpha \\gg b_n$ the mean objective tends to the Poisson-Dirichlet level $h(b_n) = n\\,p(b_n)$, {where} ({label})",
             source="this book (extreme-value correction of the mean-field step)",
             predicted=r["plateau_predicted"],
-            measured=r["plateau_measured"],
-            uncertainty=r["plateau_measured_se"],
-            tolerance=3 * r["plateau_measured_se"],
-            tolerance_basis="3 standard errors of the Monte Carlo mean at $\\alpha = 4 h(b_n)$",
+            **estimate_fields(plateau, f"the Monte Carlo mean at $\\alpha = 4 h(b_n)$"),
         ))
     return out
 

@@ -31,7 +31,8 @@ from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.recall import LookupTask, recall_metrics
 from analysis.theory import softmax_scale as sc
 from analysis.train import TrainConfig, train_lm
-from analysis.verify import Claim
+from analysis.stats import Estimate, mean_estimate, paired_estimate
+from analysis.verify import Claim, estimate_fields
 
 NAME = "softmax-scale-recall"
 PRIORITY = 40  # the gpu campaign's order (lower first; 50 by default): the order of the claims' stakes at gpu scale
@@ -199,80 +200,159 @@ def _refined_argmin(curve: npt.NDArray[np.float64], log_s: npt.NDArray[np.float6
     return float(np.exp(log_s[i]))
 
 
-def best_scale(data: dict[str, Any], pairs: int, bootstrap: int, seed: int = 0, checkpoint: int = -1,
-               metric: str = "loss") -> dict[str, float]:
-    """The scale with the lowest mean held-out loss (or error; parabola-refined in ln s) and its paired bootstrap
-    over seeds: standard error and 95% interval of ln s, each resample drawing whole seeds (all scales of a seed
-    together)."""
+def seed_best_scales(data: dict[str, Any], pairs: int, checkpoint: int = -1, metric: str = "loss"
+                     ) -> npt.NDArray[np.float64]:
+    """ln of each seed's best scale: the argmin of that seed's held-out loss (or error) over the grid, refined by the
+    parabola in ln s (:func:`loss_table`, :func:`_refined_argmin`); one value per seed, in seed order."""
     scales, table = loss_table(data, pairs, checkpoint, metric)
     log_s = np.log(scales)
-    best = _refined_argmin(table.mean(axis=0), log_s)
-    at_edge = bool(best <= scales[0] or best >= scales[-1])
-    if bootstrap < 2:
-        return {"best": best, "log_se": 0.0, "lo": best, "hi": best, "at_edge": at_edge}
-    rng = np.random.default_rng(seed)
-    draws = np.log([_refined_argmin(table[rng.integers(0, table.shape[0], table.shape[0])].mean(axis=0), log_s)
-                    for _ in range(bootstrap)])
-    lo, hi = np.exp(np.percentile(draws, [2.5, 97.5]))
-    return {"best": best, "log_se": float(draws.std(ddof=1)), "lo": float(lo), "hi": float(hi), "at_edge": at_edge}
+    return np.log([_refined_argmin(row, log_s) for row in table])
 
 
-def by_budget(data: dict[str, Any], pairs: int, bootstrap: int = 100) -> list[dict[str, float]]:
+def best_scale_estimate(data: dict[str, Any], pairs: int, checkpoint: int = -1, metric: str = "loss") -> Estimate:
+    """The mean over seeds of ln(best scale) (:func:`seed_best_scales`), with its SE and m - 1 degrees of freedom:
+    the seeds are the independent units (every scale of a seed shares its initialisation and batches)."""
+    return mean_estimate(seed_best_scales(data, pairs, checkpoint, metric), "seeds")
+
+
+def best_scale(data: dict[str, Any], pairs: int, checkpoint: int = -1, metric: str = "loss") -> dict[str, Any]:
+    """The best scale (the geometric mean of the seeds' best scales) with the standard error of its log and its 95%
+    Student-t interval over seeds (lo, hi); ``at_edge`` when it lies on an end of the grid."""
+    scales, _ = loss_table(data, pairs, checkpoint, metric)
+    est = best_scale_estimate(data, pairs, checkpoint, metric)
+    half = est.half_width() if est.resolved else 0.0
+    best = float(np.exp(est.value))
+    return {"best": best, "log_se": est.se, "lo": float(np.exp(est.value - half)),
+            "hi": float(np.exp(est.value + half)), "seeds": est.n,
+            "at_edge": bool(best <= scales[0] * (1 + 1e-9) or best >= scales[-1] * (1 - 1e-9))}
+
+
+def by_budget(data: dict[str, Any], pairs: int, metric: str = "loss") -> list[dict[str, Any]]:
     """The best scale at every held-out evaluation along training (step, best, lo, hi): how it moves with the budget."""
     steps = [c[0] for c in next(r for r in data["runs"] if r["pairs"] == pairs)["curve"]]
-    return [{"step": step, **best_scale(data, pairs, bootstrap, checkpoint=i)} for i, step in enumerate(steps) if step > 0]
+    return [{"step": step, **best_scale(data, pairs, checkpoint=i, metric=metric)}
+            for i, step in enumerate(steps) if step > 0]
 
 
-def summary(data: dict[str, Any], bootstrap: int = 400) -> dict[str, Any]:
-    """Per number of pairs: the best scale with its interval beside every prediction, and how far it moved over the
-    last quarter of training; and the growth from the fewest to the most pairs, measured (with a bootstrap standard
-    error of its log) and predicted."""
+def halfway_checkpoint(data: dict[str, Any], pairs: int) -> int:
+    """The index of the held-out evaluation nearest half the training budget (the start of the drift window)."""
+    steps = [c[0] for c in next(r for r in data["runs"] if r["pairs"] == pairs)["curve"]]
+    return min(range(len(steps)), key=lambda i: abs(steps[i] - steps[-1] / 2))
+
+
+def budget_drift(data: dict[str, Any], pairs: int, metric: str = "loss") -> Estimate:
+    """How far ln(best scale) moved over the second half of training: per seed, its best at the end minus its best at
+    the evaluation nearest half the budget (:func:`halfway_checkpoint`), paired over seeds."""
+    half = halfway_checkpoint(data, pairs)
+    return paired_estimate(seed_best_scales(data, pairs, -1, metric), seed_best_scales(data, pairs, half, metric))
+
+
+def growth_estimate(data: dict[str, Any], low: int, high: int, checkpoint: int = -1) -> Estimate:
+    """ln(best scale at ``high`` pairs / best at ``low`` pairs), paired over seeds (seed i's runs at both numbers of
+    pairs share its seed)."""
+    return paired_estimate(seed_best_scales(data, high, checkpoint), seed_best_scales(data, low, checkpoint))
+
+
+def summary(data: dict[str, Any]) -> dict[str, Any]:
+    """Per number of pairs: the best scale by loss with its Student-t interval over seeds beside every prediction, the
+    best by accuracy with its interval, and how far each moved over the second half of training; and the growth from
+    the fewest to the most pairs, measured (paired over seeds, with the standard error of its log) and predicted."""
     pairs = sorted(int(p) for p in data["predictions"])
-    rows = {p: {**best_scale(data, p, bootstrap), **data["predictions"][str(p)],
-                "best_by_accuracy": best_scale(data, p, 0, metric="error")["best"]} for p in pairs}
+    rows: dict[int, dict[str, Any]] = {}
     for p in pairs:
-        path = by_budget(data, p, bootstrap=0)
-        last = path[-1]["step"]
-        earlier = min(path, key=lambda b: abs(b["step"] - 0.75 * last))
-        rows[p]["drift_last_quarter"] = path[-1]["best"] / earlier["best"] - 1.0 if earlier is not path[-1] else 0.0
+        acc = best_scale(data, p, metric="error")
+        rows[p] = {**best_scale(data, p), **data["predictions"][str(p)], "best_by_accuracy": acc["best"],
+                   "accuracy_lo": acc["lo"], "accuracy_hi": acc["hi"]}
+        for metric, key in (("loss", "drift"), ("error", "accuracy_drift")):
+            drift = budget_drift(data, p, metric)
+            rows[p][key] = math.expm1(drift.value)
+            rows[p][f"{key}_log"] = drift.value
+    steps = [c[0] for c in data["runs"][0]["curve"]]
     lo, hi = rows[pairs[0]], rows[pairs[-1]]
+    g = growth_estimate(data, pairs[0], pairs[-1])
     growth = {
-        "measured": hi["best"] / lo["best"],
-        "log_se": math.hypot(lo["log_se"], hi["log_se"]),
+        "measured": math.exp(g.value), "log_se": g.se, "dof": g.nu,
         **{name: hi[name] / lo[name] for name in ("mean_field", "finite_sample", "log_n", "qk_norm")},
         "from": pairs[0], "to": pairs[-1],
     }
-    return {"rows": rows, "growth": growth, "pairs": pairs}
+    return {"rows": rows, "growth": growth, "pairs": pairs,
+            "drift_from": steps[halfway_checkpoint(data, pairs[0])], "drift_to": steps[-1]}
+
+
+def log_claim_fields(est: Estimate, predicted: float, what: str) -> dict[str, Any]:
+    """A claim's measured value, SE, tolerance, basis and detectable difference in scale units from an estimate of
+    ln(scale): the interval exp(v ± t SE) and the detectable ln-difference taken on the prediction's side."""
+    fields = estimate_fields(est, what)
+    value, half, det = est.value, est.half_width(), fields["detectable"]
+    up = predicted > math.exp(value)
+
+    def side(width: float) -> float:
+        if not math.isfinite(width):
+            return math.inf
+        return math.exp(value + width) - math.exp(value) if up else math.exp(value) - math.exp(value - width)
+
+    return {"measured": math.exp(value), "uncertainty": math.exp(value) * est.se,
+            "tolerance": side(half) if math.isfinite(half) else 0.0,
+            "tolerance_basis": fields["tolerance_basis"] + " (the interval of ln s, taken on the prediction's side)",
+            "detectable": side(det)}
+
+
+def _drift_verdict(fields: dict[str, Any], drift: Estimate, est: Estimate, start: int, end: int
+                   ) -> dict[str, Any]:
+    """The fields with the budget drift stated; an optimum that moved over the second half of training by more than
+    its own interval is no verdict: the claim is undecided (inconclusive), with that reason."""
+    half = est.half_width() if est.resolved else 0.0
+    moving = abs(drift.value) > half
+    text = (f"; over steps {start} to {end} it moved {100 * math.expm1(drift.value):+.1f}% "
+            f"(± {100 * math.expm1(drift.half_width()) if drift.resolved else math.inf:.1f}%), "
+            f"{'more than' if moving else 'within'} its interval of ± {100 * math.expm1(half):.1f}%"
+            f"{': still moving with the budget, no verdict' if moving else ''}")
+    return {**fields, "tolerance_basis": fields["tolerance_basis"] + text,
+            "undecided": "the optimum still moves with the training budget by more than its interval" if moving
+            else ""}
 
 
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
-    """Per number of pairs, the best scale against the mean-field alpha*; and its growth with n against the rules."""
+    """Per number of pairs, the best scale by loss and by accuracy against the mean-field alpha*, each inconclusive
+    while it still moves with the budget; and its growth with n against the rules."""
     s = summary(data)
+    start, end = s["drift_from"], s["drift_to"]
     out = []
     for p in s["pairs"]:
         r = s["rows"][p]
-        predicted, best = r["mean_field"], r["best"]
-        tolerance = (best - r["lo"]) if predicted < best else (r["hi"] - best)
-        steps = data["runs"][0]["curve"][-1][0] if data["runs"][0]["curve"] else 0
-        out.append(Claim(
-            key=f"recall-best-scale-{p}",
-            statement=f"Cosine attention trains recall best at the mean-field $\\alpha^*(m, k)$ ({p} pairs, mean row "
-                      f"length $m = {r['row_length']:.3g}$, $k = {data['head_dim']}$, {steps} steps; {label})",
-            source="Su 2023 (kexue.fm/archives/9812), cosine scores",
-            predicted=predicted, measured=best, uncertainty=best * r["log_se"], tolerance=tolerance,
-            tolerance_basis="the 95% paired bootstrap interval of the best scale over seeds",
-            approx_rel=0.0, alternative=r["finite_sample"],
-            alternative_note="the finite-sample maximiser of the same objective (this book's correction)",
-        ))
+        predicted = r["mean_field"]
+        # the claim is about alpha* against the other rules: the nearest of them sets the difference it must resolve
+        effect = min(abs(r[k] - predicted) for k in ("log_n", "qk_norm"))
+        for metric, key, what, by in (("loss", f"recall-best-scale-{p}", "the lowest held-out loss", "loss"),
+                                      ("error", f"recall-best-scale-accuracy-{p}", "the highest held-out accuracy",
+                                       "accuracy")):
+            est = best_scale_estimate(data, p, metric=metric)
+            fields = _drift_verdict(log_claim_fields(est, predicted, f"ln of the seeds' best scales by held-out {by}"),
+                                    budget_drift(data, p, metric), est, start, end)
+            out.append(Claim(
+                key=key,
+                statement=f"Cosine attention trains recall to {what} at the mean-field $\\alpha^*(m, k)$ ({p} pairs, "
+                          f"mean row length $m = {r['row_length']:.3g}$, $k = {data['head_dim']}$, {end} steps; "
+                          f"{label})",
+                source="Su 2023 (kexue.fm/archives/9812), cosine scores",
+                predicted=predicted, **fields, effect=effect,
+                alternative=r["finite_sample"],
+                alternative_note="the finite-sample maximiser of the same objective (this book's correction)",
+            ))
     g = s["growth"]
-    se = g["measured"] * g["log_se"]
+    lo, hi = s["pairs"][0], s["pairs"][-1]
+    est = growth_estimate(data, lo, hi)
+    drift = paired_estimate(seed_best_scales(data, hi) - seed_best_scales(data, lo),
+                            seed_best_scales(data, hi, halfway_checkpoint(data, hi))
+                            - seed_best_scales(data, lo, halfway_checkpoint(data, lo)))
+    fields = _drift_verdict(log_claim_fields(est, g["mean_field"], "the ln ratio of the best scales, paired over seeds"),
+                            drift, est, start, end)
     out.append(Claim(
         key="recall-scale-growth",
         statement=f"The best cosine scale grows from {g['from']} to {g['to']} pairs as the mean-field $\\alpha^*$ does "
                   f"({label})",
         source="Su 2023 (kexue.fm/archives/9812): $\\alpha^*$ grows like $\\log n$",
-        predicted=g["mean_field"], measured=g["measured"], uncertainty=se, tolerance=2 * se,
-        tolerance_basis="2 bootstrap standard errors of the measured ratio", unit="ratio", approx_rel=0.0,
+        predicted=g["mean_field"], **fields, unit="ratio", effect=abs(g["log_n"] - g["mean_field"]),
         alternative=g["log_n"], alternative_note="the log-n rule $3.5 \\ln m$; QK-norm practice predicts 1",
     ))
     return out

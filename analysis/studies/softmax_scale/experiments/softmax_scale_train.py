@@ -11,6 +11,7 @@ in the head dimension.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.theory import softmax_scale as sc
 from analysis.train import TrainConfig, fixed_windows, token_stats, train_lm
+from analysis.stats import Estimate, paired_estimate
 from analysis.verify import Claim
 
 NAME = "softmax-scale-train"
@@ -160,37 +162,70 @@ def best_setting(data: dict[str, Any], ctx: int, kind: str) -> tuple[float, floa
     return min(loss_by_setting(data, ctx, kind), key=lambda row: row[1])
 
 
+def paired_differences(data: dict[str, Any], ctx: int, kind: str) -> dict[float, Estimate]:
+    """Per fixed setting of ``kind`` at ``ctx``: its validation loss minus the best setting's, paired over seeds (every
+    setting of a seed trains on the same batches), with the SE and m - 1 degrees of freedom of the differences."""
+    rows = [r for r in data["runs"] if r["ctx"] == ctx and r["kind"] == kind and not r["learned"]]
+    best, _, _ = best_setting(data, ctx, kind)
+
+    def losses(v: float) -> list[float]:
+        return [r["val_loss"] for r in sorted(rows, key=lambda r: r["seed"]) if r["value"] == v]
+
+    return {v: paired_estimate(losses(v), losses(best)) for v in sorted({r["value"] for r in rows})}
+
+
 def indistinguishable_range(data: dict[str, Any], ctx: int, kind: str) -> tuple[float, float]:
-    """The values whose mean loss is within 2 combined seed standard errors of the best, widened by the grid's sqrt(2)."""
-    rows = loss_by_setting(data, ctx, kind)
-    _, best_loss, best_se = best_setting(data, ctx, kind)
-    close = [v for v, loss, se in rows if loss - best_loss <= 2 * np.hypot(se, best_se)]
+    """The values whose paired loss difference from the best lies within its 95% Student-t interval of 0 (or has no
+    error estimate), widened by the grid's sqrt(2)."""
+    close = [v for v, d in paired_differences(data, ctx, kind).items()
+             if not d.resolved or d.value <= d.half_width()]
     return min(close) / np.sqrt(2), max(close) * np.sqrt(2)
 
 
+def detectable_loss(data: dict[str, Any], ctx: int, kind: str) -> tuple[float, float, float]:
+    """(smallest, largest) loss difference from the best that the run detects with 80% power across the other
+    settings (paired over seeds), and the largest measured difference: what the sweep can resolve."""
+    diffs = [d for v, d in paired_differences(data, ctx, kind).items() if d.se > 0 or d.value != 0]
+    if not diffs:
+        return math.inf, math.inf, 0.0
+    found = [d.detectable() for d in diffs]
+    return min(found), max(found), max(d.value for d in diffs)
+
+
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
-    """Per length: the best fixed dot-product alpha against the mean-field alpha*(L/2)."""
+    """Per length: the best fixed dot-product alpha against the mean-field alpha*(L/2); inconclusive when the sweep
+    cannot tell the scales apart (the loss differences it detects exceed those it measured)."""
     out = []
     for ctx_key, pred in data["predictions"].items():
         ctx = int(ctx_key)
         best, _, _ = best_setting(data, ctx, "dot")
         lo, hi = indistinguishable_range(data, ctx, "dot")
+        small, large, measured_gap = detectable_loss(data, ctx, "dot")
+        seeds = len({r["seed"] for r in data["runs"] if r["ctx"] == ctx})
         predicted = pred["dot_alpha_mean_field"]
         # the measured optimum is known only to within [lo, hi]: the tolerance reaches the end on the prediction's side
         tolerance = (best - lo) if predicted < best else (hi - best)
+        # no setting's loss differs detectably from the best: the run resolves no scale inside [lo, hi], so the
+        # smallest deviation of alpha it could find reaches at least the end of that range
+        resolved_alpha = math.inf if seeds < 2 else tolerance
         out.append(Claim(
             key=f"train-best-dot-{ctx}",
             statement=f"Dot-product attention trains best at $\\alpha = \\alpha^*(n = L/2)$ ($L = {ctx}$; "
-                      f"scales $\\alpha$ within seed noise of the best: {lo:.2g} to {hi:.2g}; {label})",
+                      f"scales $\\alpha$ within seed noise of the best: {lo:.2g} to {hi:.2g}; the sweep detects loss "
+                      f"differences of {small:.2g} to {large:.2g} nats with 80% power and measured at most "
+                      f"{measured_gap:.2g}; {label})",
             source="Su 2023 (kexue.fm/archives/9812): $2.5/\\sqrt{d}$, decoder rule $n = L/2$",
             predicted=predicted,
             measured=best,
             uncertainty=(hi - lo) / 2,
             tolerance=tolerance,
-            tolerance_basis="scales $\\alpha$ whose loss is within 2 combined seed standard errors of the best, widened by the grid's $\\sqrt{2}$",
+            tolerance_basis=f"scales $\\alpha$ whose loss difference from the best, paired over {seeds} seeds, lies "
+                            f"within its 95% Student-t interval ({seeds - 1} df), widened by the grid's $\\sqrt{{2}}$",
             approx_rel=0.0,
             alternative=1.0,
             alternative_note="the standard scale $1/\\sqrt{k}$ ($\\alpha = 1$), which needs no theory",
+            detectable=resolved_alpha,
+            effect=abs(predicted - 1.0),
         ))
     return out
 

@@ -27,7 +27,8 @@ from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
 from analysis.models.bert import Bert, BertConfig
 from analysis.models.lm import FeedForward, LanguageModel, ModelConfig
 from analysis.train import TrainConfig, token_stats, train_lm
-from analysis.verify import Claim
+from analysis.stats import Estimate, detectable_multiple, mean_estimate, paired_estimate
+from analysis.verify import Claim, estimate_fields
 
 NAME = "widening"
 PRIORITY = 45  # the gpu campaign's order (lower first; 50 by default): the order of the claims' stakes at gpu scale
@@ -466,6 +467,37 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def saving_estimate(data: dict[str, Any], arm: str = "placed") -> Estimate:
+    """The FLOPs saving of widening (:func:`saving`) as a mean over seeds, with its SE and n - 1 df."""
+    tr = data["training"]
+    return mean_estimate([saving(tr, s, arm) for s in tr["seeds"]], "seeds")
+
+
+def seeds_needed(sd: float, effect: float, most: int = 1000) -> int | None:
+    """The fewest seeds n whose two-sided 95% t test detects ``effect`` with 80% power when the seeds' standard
+    deviation is ``sd`` (detectable = lambda(n - 1) sd / sqrt(n) < effect); None beyond ``most``."""
+    for n in range(2, most + 1):
+        if detectable_multiple(n - 1) * sd / math.sqrt(n) < abs(effect):
+            return n
+    return None
+
+
+def seeds_to_tell(est: Estimate, effect: float = BERT2BERT_SAVING) -> str:
+    """In words: how many seeds, at this run's seed spread, would tell a saving of 0 from ``effect``."""
+    if not est.resolved:
+        return "one seed: no error estimate"
+    sd = est.se * math.sqrt(est.n)
+    n = seeds_needed(sd, effect)
+    return (f"at this seed spread (SD {sd:.2f}) telling 0 from {effect:.0%} needs "
+            + (f"{n} seeds" if n is not None else "more than 1000 seeds"))
+
+
+def paired_over_seeds(seeds: list[dict[str, Any]], a: str, b: str, at: int) -> Estimate:
+    """Validation loss of arm ``a`` minus arm ``b`` at evaluation ``at``, paired by seed (the same small model and
+    batches)."""
+    return paired_estimate([s["arms"][a]["val_loss"][at] for s in seeds], [s["arms"][b]["val_loss"][at] for s in seeds])
+
+
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
     """The chapter's claims from one run."""
     s = summary(data)
@@ -563,22 +595,29 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                      f"a stationary point stays stationary (relative difference from the lifted gradient, every "
                      f"linear weight, float64; {label})", COMMENTS, 0.0, st["gradient_identity_rel"], 0.0, EXACT_TOL,
                      rounding, kind="upper_bound", unit="relative", approx_rel=0.0))
-    seeds = len(data["training"]["seeds"])
-    for key, arm, what in (("saving", "saving", "exact copies"), ("saving-split", "saving_split",
+    tr = data["training"]
+    for key, arm, what in (("saving", "placed", "exact copies"), ("saving-split", "split",
                                                                  "copies with a random split of their weights")):
-        mean, se = s[arm]
+        est = saving_estimate(data, arm)
+        fields = estimate_fields(est, "the per-seed FLOPs saving")
+        both = all(abs(est.value - v) <= fields["tolerance"] for v in (0.0, BERT2BERT_SAVING))
         out.append(Claim(f"{key}", f"Widening a partly trained small model ({what}) and training on saves "
                          f"compute against training the wide model from scratch (fraction of FLOPs saved to reach the "
-                         f"same validation loss, {seeds} seeds; {label})", "Chen et al. 2022 (bert2BERT); Wang et al. "
-                         "2023 (LiGO)", BERT2BERT_SAVING, mean, se, 2 * se, "2 seed standard errors", unit="fraction",
+                         f"same validation loss, {est.n} seeds; {seeds_to_tell(est)}; {label})",
+                         "Chen et al. 2022 (bert2BERT); Wang et al. 2023 (LiGO)", BERT2BERT_SAVING, unit="fraction",
                          approx_rel=0.0, corrected=0.0, corrected_note="no saving, as the source's author answers in "
-                         "the comments (here: a 2-layer byte-level model trained for a few hundred steps)"))
-    gap, gap_se = s["pairs_gap"]["final"]
-    steps = data["training"]["seeds"][0]["arms"]["pairs"]["val_steps"][-1]
+                         "the comments (here: a 2-layer byte-level model trained for a few hundred steps)",
+                         effect=BERT2BERT_SAVING, alternative=0.0 if both else None,
+                         alternative_note="no saving (the source's author): the interval holds both 0 and the "
+                                          "published saving" if both else "", **fields))
+    gap = paired_over_seeds(tr["seeds"], "pairs", "placed", -1)
+    jump = mean_estimate([s["arms"]["pairs"]["val_loss"][0] - s["small_val"] for s in tr["seeds"]], "seeds")
+    steps = tr["seeds"][0]["arms"]["pairs"]["val_steps"][-1]
     out.append(Claim("rope-recovers", f"Continued training recovers what pairwise RoPE repetition loses "
                      f"(validation loss of the pairwise arm minus the placed arm, paired by seed, {steps} steps after "
-                     f"widening; {label})", SOURCE, 0.0, gap, gap_se, 2 * gap_se,
-                     "2 standard errors of the paired difference", unit="nats", approx_rel=0.0))
+                     f"widening, against the {jump.value:.3f} nats the pairwise widening costs at once; {label})",
+                     SOURCE, 0.0, kind="upper_bound", unit="nats", approx_rel=0.0, effect=jump.value,
+                     **estimate_fields(gap, "the paired loss difference", sided="one")))
     return out
 
 
