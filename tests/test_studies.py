@@ -87,5 +87,7 @@ def test_facts_and_figures_are_what_the_prose_glues(chapter, tmp_path):
         assert isinstance(value, (str, Figure)) or hasattr(value, "_repr_markdown_"), (name, type(value))
         if isinstance(value, str):
             assert value.strip() and "nan" not in value.lower().split(), (name, value)
+            # glue:text prints a string as it is: maths in it would reach the page as raw '$d$'
+            assert not re.search(r"\$[^$\s][^$]*\$", value), f"{name} holds maths but is glued as text: {value!r}"
     for name in markdown_glue_names(chapter):  # glue:md renders only a text/markdown output
         assert hasattr(made[name], "_repr_markdown_"), f"{name} is glued as Markdown but has no Markdown form"
