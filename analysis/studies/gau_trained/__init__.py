@@ -241,8 +241,8 @@ def ablation_facts(ch: Chapter) -> dict[str, Any]:
     s = gau_ablations.summary(best.data)
     cfg = gau_ablations.CONFIGS[best.scale]
     return {"a_label": best.label, "a_table": Markdown(ablation_table(s)),
-            "a_sizes": Markdown(f"$d$ = {cfg.d}, $e$ = {cfg.e}, $s$ = {cfg.s}, {cfg.layers} layers, "
-                                f"$n$ = {cfg.ctx}, {cfg.steps} steps"),
+            "a_sizes": f"width {cfg.d}, expanded width {cfg.e}, key size {cfg.s}, {cfg.layers} layers, "
+                       f"{cfg.ctx} tokens, {cfg.steps} steps",
             "a_gpu": ch.gpu_status("gau-ablations"), "a_verdicts": ch.verdicts("gau-ablations")}
 
 
