@@ -133,3 +133,20 @@ def test_causal_gau_early_rows_are_large():
     with torch.no_grad():
         causal = GAU(GAUConfig(d=128, e=256, s=64, causal=True))(x).pow(2).mean((0, 2)).sqrt()
     assert causal[0] > 5 * causal[-1]  # row 1 sees one key: A_11 ~ s nu^4, not s nu^4 / n
+
+
+def test_exponent_at_half_reads_a_power_law_exactly_and_needs_the_range():
+    from analysis.studies.gau_init.experiments.gau_init import exponent_at_half, half_claim
+
+    lams = [0.3, 0.45, 0.7, 0.9, 1.2, 1.6]
+    sweep = {"d": 8, "n": 4, "s": 2,
+             "rows": [{"lambda": lam, "rms": lam ** 7, "rms_std": 0.01 * lam ** 7, "pred_corrected": lam ** 9}
+                      for lam in lams]}
+    p, se, interp = exponent_at_half(sweep, seeds=4)
+    assert p == pytest.approx(7.0, abs=1e-12) and interp == pytest.approx(0.0, abs=1e-9)
+    # each interpolated ln RMS has an SE between 0.005 / sqrt 2 and 0.005 (0.01 / sqrt 4 at each grid point)
+    assert 0.005 / math.log(2) <= se <= 0.005 * math.sqrt(2) / math.log(2)
+    claim = half_claim(sweep, 4, "test")
+    assert claim.verdict == "holds" and claim.corrected == pytest.approx(9.0) and claim.corrected_verdict == "fails"
+    with pytest.raises(ValueError, match="must span 1/2 to 1"):
+        exponent_at_half({"rows": sweep["rows"][2:]}, seeds=4)

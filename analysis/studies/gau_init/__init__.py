@@ -129,6 +129,13 @@ def _text(block: str) -> Markdown:
     return Markdown(f"```text\n{block}\n```")
 
 
+def half_facts(data: dict[str, Any]) -> dict[str, str]:
+    """The exponent p between lambda = 1/2 and 1 (:func:`gau_init.exponent_at_half`), the factor 2^-p and how many
+    times smaller it is than the source's 2^-7."""
+    p, _, _ = gi.exponent_at_half(data["sweep"], data["seeds"])
+    return {"half_p": f"{p:.2f}", "half_factor": f"{2 ** -p:.2g}", "half_times": f"{2 ** (p - 7):.1f}"}
+
+
 def facts(ch: Chapter) -> dict[str, Any]:
     """Every number the chapter states: Swish's moments (live run; quadrature, the same at every scale), the
     reference point (:func:`analysis.studies.gau_init.experiments.gau_init.summary`), the grid's fit (:func:`grid_fit`), the local
@@ -169,6 +176,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         # scaling every weight by lambda
         "exp_at_1": f"{at_1:.2f}",
         "exp_range": f"{lo:.1f} to {hi:.1f}",
+        **half_facts(best.data),
         # coordinate checks, and the per-position RMS of a bidirectional and a causal layer
         "coord_gau": f"{coord['gau_median']:.3f}",
         "coord_where": coord["where"],

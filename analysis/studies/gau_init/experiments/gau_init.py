@@ -228,8 +228,49 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
               SOURCE, 7.0, **estimate_fields(
                   from_se(float(exps[one]), exp_se, seeds, "seeds"),
                   "the finite-difference exponent, from the seed SEs of its two RMS values as if independent "
-                  "(both use the same seeds)")),
+                  "(both use the same seeds)")),        half_claim(data["sweep"], seeds, label),
     ]
+
+
+def exponent_at_half(sweep: dict[str, Any], seeds: int, key: str = "rms") -> tuple[float, float, float]:
+    """log2 RMS(lambda = 1) - log2 RMS(lambda = 1/2): the exponent p with RMS(1/2) = 2^-p RMS(1), read from the
+    lambda sweep by linear interpolation in (ln lambda, ln RMS); with its seed SE (the two interpolated values taken
+    as independent, which overstates it: they share the seeds) and the interpolation error (linear against cubic
+    through the four nearest points)."""
+    rows = sweep["rows"]
+    x = np.log([r["lambda"] for r in rows])
+    y = np.log([r[key] for r in rows])
+    if not (x[0] < np.log(0.5) and x[-1] > 0.0):
+        raise ValueError("the lambda sweep must span 1/2 to 1")
+    se = np.array([r["rms_std"] / r["rms"] / np.sqrt(seeds) for r in rows]) if key == "rms" else np.zeros(len(rows))
+
+    def at(point: float) -> tuple[float, float, float]:
+        i = int(np.searchsorted(x, point))
+        w = (point - x[i - 1]) / (x[i] - x[i - 1])
+        linear = (1 - w) * y[i - 1] + w * y[i]
+        near = slice(max(0, i - 2), min(len(x), i + 2))
+        cubic = float(np.polyval(np.polyfit(x[near], y[near], min(3, len(x[near]) - 1)), point))
+        return float(linear), float(np.hypot((1 - w) * se[i - 1], w * se[i])), abs(cubic - float(linear))
+
+    (y1, s1, e1), (yh, sh, eh) = at(0.0), at(float(np.log(0.5)))
+    return (y1 - yh) / np.log(2), float(np.hypot(s1, sh) / np.log(2)), (e1 + eh) / np.log(2)
+
+
+def half_claim(sweep: dict[str, Any], seeds: int, label: str) -> Claim:
+    """The source's use of lambda^7: with every weight halved (its 0.02 init against LeCun's 0.036 at d = 768) the
+    output shrinks by 2^-7, 'also of order 0.01'; measured as the exponent between lambda = 1/2 and 1, its tolerance
+    the t interval of the seed SE plus the interpolation error."""
+    p, p_se, p_interp = exponent_at_half(sweep, seeds)
+    corrected, _, _ = exponent_at_half(sweep, seeds, key="pred_corrected")
+    fields = estimate_fields(from_se(p, p_se, seeds, "seeds"), "the exponent between two interpolated points of the "
+                             "sweep, their seed SEs taken as independent (they share the seeds)")
+    fields["tolerance"] += p_interp
+    fields["tolerance_basis"] += f"; plus {p_interp:.2g} for the interpolation (linear against cubic in log-log)"
+    return Claim("lambda7-half", f"Halving every weight ($\\lambda = 1/2$) scales the output by $2^{{-7}}$, "
+                 f"'also of order 0.01': measured as the exponent $p$ with RMS(1/2) = $2^{{-p}}$ RMS(1) "
+                 f"($d$ = {sweep['d']}, $n$ = {sweep['n']}, $s$ = {sweep['s']}; the measured factor is "
+                 f"{2 ** -p:.2g}; {label})", SOURCE, 7.0, **fields, unit="exponent",
+                 corrected=corrected, corrected_note="the chapter's corrected RMS formula at the same two points")
 
 
 def gau_forward_flops(n: int, d: int, e: int, s: int) -> float:
