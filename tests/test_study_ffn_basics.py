@@ -1,0 +1,43 @@
+"""The feed-forward chapter's findings at smoke scale: the properties its prose states as facts."""
+
+import pytest
+
+from analysis.studies.ffn_basics.experiments import ffn_basics as fb
+
+
+@pytest.fixture(scope="module")
+def data():
+    return fb.run(fb.CONFIGS["smoke"])
+
+
+def test_the_ffn_counts_8h2_in_weights_and_more_with_biases(data):
+    p = data["params"]
+    assert p["torch_ffn_weights"] == 8 * p["d"] ** 2
+    assert p["torch_ffn_with_bias"] == 8 * p["d"] ** 2 + 5 * p["d"]  # b1 (4H) and b2 (H)
+
+
+def test_swiglu_matches_the_ffn_at_8d_over_3_not_2d_over_3(data):
+    p = data["params"]
+    assert p["matching_hidden"] == pytest.approx(8 * p["d"] / 3)
+    assert p["notes_swiglu_weights"] / p["torch_ffn_weights"] == pytest.approx(0.25, rel=0.01)  # r = 2d/3
+
+
+def test_the_notes_gelu_is_off_and_torch_computes_x_phi(data):
+    act = data["activations"]
+    assert act["notes"]["max_abs"] > 0.1  # erf from 1: off by a visible amount
+    assert act["notes_slope_at_8"] != pytest.approx(1.0, abs=0.05)
+    assert act["torch_gelu_gap"] < 1e-12 and act["torch_silu_gap"] < 1e-12
+    assert act["tanh"]["max_abs"] < act["sigmoid"]["max_abs"] < 0.05  # the tanh form is the closer one
+
+
+def test_the_merge_is_exact_forward_and_not_under_training(data):
+    m = data["merge"]
+    assert m["forward_gap"] < 1e-12
+    assert m["step_gap"] > 0.01
+    assert m["params_merged"] < m["params_factored"]
+
+
+def test_torch_drops_in_more_places_than_the_paper(data):
+    dr = data["dropout"]
+    assert dr["paper_residual"] == 6 * 2 + 6 * 3 and dr["paper_total"] == dr["paper_residual"] + 2
+    assert dr["torch_total"] == dr["torch_modules"] + dr["torch_attention"] > dr["paper_total"]
