@@ -191,15 +191,20 @@ def difference(a: Estimate, b: Estimate, units: str | None = None) -> Estimate:
     return Estimate(a.value - b.value, se, a.n + b.n, name, max(1.0, dof))
 
 
-def compare(a: Estimate, b: Estimate, confidence: float = CONFIDENCE) -> str:
-    """'smaller than', 'larger than' or 'indistinguishable from': a against b by the two-sided t interval of a - b
-    (:func:`difference`), 'undecided (no error estimate)' when either has none."""
-    d = difference(a, b)
+def direction(d: Estimate, confidence: float = CONFIDENCE) -> str | None:
+    """'smaller than', 'larger than' or 'indistinguishable from' 0 for a difference ``d`` by its two-sided t interval;
+    None without an error estimate."""
     if not d.resolved:
-        return "undecided (no error estimate)"
+        return None
     half = d.half_width(confidence)
     if d.value < -half:
         return "smaller than"
     if d.value > half:
         return "larger than"
     return "indistinguishable from"
+
+
+def compare(a: Estimate, b: Estimate, confidence: float = CONFIDENCE) -> str:
+    """'smaller than', 'larger than' or 'indistinguishable from': a against b by the two-sided t interval of a - b
+    (:func:`difference`, :func:`direction`), 'undecided (no error estimate)' when either has none."""
+    return direction(difference(a, b), confidence) or "undecided (no error estimate)"

@@ -271,6 +271,11 @@ class Claim:
         return cls(**fields)
 
 
+def verdict_phrase(verdict: str) -> str:
+    """A verdict as a predicate for prose: 'holds', 'fails', 'is inconclusive', 'holds within 3.7%' ('' stays '')."""
+    return "is inconclusive" if verdict == "inconclusive" else verdict
+
+
 def estimate_fields(est: Estimate, what: str, sided: Sided = "two",
                     confidence: float = CONFIDENCE) -> dict[str, Any]:
     """A claim's ``measured``, ``uncertainty`` (SE), ``tolerance`` (t_{nu} SE, :mod:`analysis.stats`),

@@ -83,14 +83,3 @@ def test_summary_reads_the_recorded_data(name):
     assert record is not None, f"{name} has a summary() but no cpu record to read"
     out = EXPERIMENTS[name].summary(record.data)
     assert isinstance(out, dict) and out
-
-
-def test_compare_needs_three_combined_standard_errors():
-    from analysis.experiments.base import compare
-
-    assert compare(1.0, 0.1, 2.0, 0.1) == "smaller than"  # gap 1.0 > 3 * 0.141
-    assert compare(1.0, 0.3, 2.0, 0.3) == "indistinguishable from"  # gap 1.0 < 3 * 0.424
-    assert compare(2.0, 0.0, 1.0, 0.0) == "larger than"
-    assert compare(1.0, 0.2, 2.0, 0.2, sigmas=1.0) == "smaller than"
-    with pytest.raises(ValueError, match="finite"):
-        compare(float("nan"), 0.1, 1.0, 0.1)

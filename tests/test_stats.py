@@ -120,3 +120,12 @@ def test_welch_difference_and_compare():
     assert compare(from_se(0.0, 0.0, 1, "seeds"), b) == "undecided (no error estimate)"
     lopsided = difference(from_se(0.0, 1.0, 2, "seeds"), from_se(0.0, 0.01, 50, "seeds"))
     assert lopsided.nu == pytest.approx(1.0, rel=1e-3)  # the noisy side's 1 df dominates
+
+
+def test_direction_reads_a_difference_by_its_interval():
+    from analysis.stats import direction
+
+    assert direction(from_se(-1.0, 0.1, 3, "paired seeds")) == "smaller than"
+    assert direction(from_se(1.0, 0.1, 3, "paired seeds")) == "larger than"
+    assert direction(from_se(0.4, 0.1, 3, "paired seeds")) == "indistinguishable from"  # 4.30 SE = 0.43
+    assert direction(from_se(1.0, 0.0, 1, "seeds")) is None

@@ -97,15 +97,3 @@ def mean_se(values: Iterable[float]) -> tuple[float, float]:
         return math.nan, math.nan
     se = float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else 0.0
     return float(v.mean()), se
-
-
-def compare(a: float, se_a: float, b: float, se_b: float, sigmas: float = 3.0) -> str:
-    """'smaller than', 'larger than' or 'indistinguishable from': a against b at sigmas combined standard errors."""
-    if not all(math.isfinite(v) for v in (a, b)):
-        raise ValueError(f"compare needs finite values; got {a!r} and {b!r}")
-    margin = sigmas * math.hypot(se_a if math.isfinite(se_a) else 0.0, se_b if math.isfinite(se_b) else 0.0)
-    if a < b - margin:
-        return "smaller than"
-    if a > b + margin:
-        return "larger than"
-    return "indistinguishable from"

@@ -17,6 +17,7 @@ from analysis.stats import Estimate
 from analysis.studies.gau_init.experiments import coord_check as cc
 from analysis.studies.gau_init.experiments import gau_init as gi
 from analysis.studies.gau_init.figures import coord_check, gau_lambda, gau_rms_grid
+from analysis.verify import verdict_phrase
 
 if TYPE_CHECKING:
     from analysis.chapter import Chapter
@@ -101,11 +102,6 @@ def position_table(rms: dict[str, list[float]], positions: Sequence[int] = POSIT
 
 
 VERDICT_KEYS = ("a-diag", "a-offdiag")  # the claims whose verdicts (and corrected verdicts) the prose names
-
-
-def verdict_phrase(verdict: str) -> str:
-    """A verdict as a predicate for prose: 'holds', 'fails', 'is inconclusive', 'holds within 3.7%' ('' stays '')."""
-    return "is inconclusive" if verdict == "inconclusive" else verdict
 
 
 def verdict_words(claim: Callable[[str], Claim], keys: Sequence[str] = VERDICT_KEYS) -> dict[str, str]:

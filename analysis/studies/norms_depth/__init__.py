@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 from analysis.stats import Estimate
 from analysis.studies.norms_depth.experiments import norms_depth as nd
 from analysis.studies.norms_depth.figures import depth_updates, residual_streams
+from analysis.verify import verdict_phrase
 
 if TYPE_CHECKING:
     from analysis.chapter import Chapter
@@ -53,11 +54,6 @@ def figures(ch: Chapter) -> dict[str, Figure]:
 
 
 # --- incremental decoding ---------------------------------------------------------------------------------------
-
-
-def verdict_phrase(verdict: str) -> str:
-    """A verdict as a predicate for prose: 'holds', 'fails', 'is inconclusive', 'holds within 3.7%' ('' stays '')."""
-    return "is inconclusive" if verdict == "inconclusive" else verdict
 
 
 def decoding_table(rows: list[dict[str, Any]]) -> Markdown:

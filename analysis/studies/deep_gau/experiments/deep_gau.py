@@ -30,7 +30,7 @@ from analysis.train import (
     token_stats,
     train_lm,
 )
-from analysis.stats import Estimate, paired_estimate
+from analysis.stats import Estimate, direction, paired_estimate
 from analysis.verify import Claim, estimate_fields
 
 NAME = "deep-gau"
@@ -248,10 +248,7 @@ def gap_words(gap: Estimate | None) -> str:
     'not comparable with' when there is none, 'undecided against (one seed)' without an error estimate."""
     if gap is None:
         return "not comparable with (no learning rate trained without divergence)"
-    if not gap.resolved:
-        return "undecided against (one seed)"
-    half = gap.half_width()
-    return "smaller than" if gap.value < -half else "larger than" if gap.value > half else "indistinguishable from"
+    return direction(gap) or "undecided against (one seed)"
 
 
 def summary(data: dict[str, Any]) -> dict[str, Any]:
