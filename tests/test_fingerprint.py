@@ -32,7 +32,7 @@ def test_code_fingerprint_follows_the_definitions_the_data_depends_on(monkeypatc
     monkeypatch.undo()
     fp._parsed.cache_clear()
     for module, name in [("analysis.studies.deep_gau.experiments.deep_gau", "claims"), ("analysis.studies.deep_gau.experiments.deep_gau", "trial_plan"),
-                         ("analysis.experiments.base", "compare")]:  # the claims, the plan, code the trials do not call
+                         ("analysis.experiments.base", "config_for")]:  # the claims, the plan, code the trials do not call
         _patched(monkeypatch, module, name)
         assert fp.code_fingerprint("analysis.studies.deep_gau.experiments.deep_gau") == base, name
         monkeypatch.undo()
