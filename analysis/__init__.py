@@ -7,3 +7,15 @@ modules), ``experiments`` (one module per measured experiment). Modules:
 """
 
 __version__ = "0.1.0"
+
+import os as _os
+import sys as _sys
+
+if "triton" not in _sys.modules:
+    # Without a GPU, Triton runs kernels only in its interpreter (the tests run the fused kernel that way), and it
+    # reads TRITON_INTERPRET once, when first imported (torch.utils.flop_counter imports it): decided here, before
+    # any module of the package can import it.
+    import torch as _torch
+
+    if not _torch.cuda.is_available():
+        _os.environ.setdefault("TRITON_INTERPRET", "1")

@@ -1,6 +1,6 @@
 """FLASH-Quad and FLASH: parameters and FLOPs counted, the identities and the decoder's normaliser checked, and
-speed and activation memory timed against the Transformer++ and FLASH-pytorch (experiments ``flash-counts`` and
-``flash-bench``)."""
+speed and activation memory timed against the Transformer++ and FLASH-pytorch, and the fused relu^2 kernel checked
+and timed (experiments ``flash-counts``, ``flash-bench`` and ``gau-kernel``)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 
 from analysis.studies.flash.checks import (check_facts, peer_deviations, peer_facts, run_checks,
                                           unit_gate_is_attention)
+from analysis.studies.flash.kernel import kernel_facts
 from analysis.studies.flash.figures import counts, layers, leak, prose, ratio_table, speed
 from analysis.theory import flash_counts as fc
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from analysis.chapter import Chapter
 
 TITLE = "FLASH-Quad and FLASH: counted, checked and timed"
-EXPERIMENTS = ("flash-counts", "flash-bench")
+EXPERIMENTS = ("flash-counts", "flash-bench", "gau-kernel")
 
 
 def counts_table(cnt: dict[str, Any]) -> Markdown:
@@ -53,6 +54,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "verdicts_bench": ch.verdicts("flash-bench"),
         **check_facts(run_checks()),
         **peer_facts(peer_deviations(), unit_gate_is_attention()),
+        **kernel_facts(ch),
     }
 
 
