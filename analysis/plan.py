@@ -138,10 +138,12 @@ def h100_step_model() -> StepTimeModel:
 
 def h100_seconds(workloads: Any) -> float:
     """Expected H100 seconds of a list of workloads: :meth:`StepTimeModel.step_s` per training step,
-    :meth:`StepTimeModel.eval_s` per forward-only batch, counted FLOPs at the fitted rate."""
+    :meth:`StepTimeModel.eval_s` per forward-only batch, counted FLOPs at the fitted rate, plus each workload's stated
+    overhead (compiling)."""
     model = h100_step_model()
     total = 0.0
     for w in workloads:
+        total += w.overhead_s
         if w.model is None:
             total += w.count * w.flops / model.flops_per_s
             continue

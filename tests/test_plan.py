@@ -103,3 +103,11 @@ def test_deep_stacks_are_counted_exactly_from_one_and_two_layers(config):
     from analysis.cost import _step_cost_direct
 
     assert step_cost(config, 2, 32) == _step_cost_direct(config, 2, 32)
+
+
+def test_a_stated_overhead_is_added_to_the_estimate_once_and_validated():
+    counted = Workload("x", flops=1e12)
+    with_compile = Workload("x", flops=1e12, overhead_s=30.0)
+    assert h100_seconds([with_compile]) == pytest.approx(h100_seconds([counted]) + 30.0)
+    with pytest.raises(ValueError, match="overhead_s must be finite and >= 0"):
+        Workload("x", flops=1.0, overhead_s=-1.0)

@@ -106,7 +106,9 @@ class Estimator:
             return flops * self.measured_s / self.measured_flops
         if flops <= 0:
             return self.uncounted_s / self.uncounted_n if self.uncounted_n else UNKNOWN_TRIAL_S
-        return h100_seconds(workloads) if self.device_type == "cuda" else flops / CPU_ASSUMED_FLOPS
+        if self.device_type == "cuda":
+            return h100_seconds(workloads)
+        return flops / CPU_ASSUMED_FLOPS + sum(w.overhead_s for w in workloads)
 
 
 @dataclass

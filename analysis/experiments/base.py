@@ -50,12 +50,15 @@ class Workload:
     count: int = 1
     flops: float = 0.0  # counted work, when model is None
     memory_bytes: float = 0.0
+    overhead_s: float = 0.0  # seconds no count captures (compiling kernels and graphs), added to any estimate as is
 
     def __post_init__(self) -> None:
         if self.count < 1 or self.batch < 1 or self.ctx < 1 or self.steps < 0 or self.eval_batches < 0:
             raise ValueError(f"workload {self.label!r}: count, batch, ctx must be >= 1 and steps, eval_batches >= 0")
         if self.model is None and not (self.flops >= 0 and math.isfinite(self.flops)):
             raise ValueError(f"workload {self.label!r}: flops must be finite and >= 0")
+        if not (self.overhead_s >= 0 and math.isfinite(self.overhead_s)):
+            raise ValueError(f"workload {self.label!r}: overhead_s must be finite and >= 0")
 
 
 def config_for(module: ModuleType, scale: str, **overrides: Any) -> Any:

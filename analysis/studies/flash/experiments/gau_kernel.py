@@ -292,18 +292,26 @@ def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> di
             "sizes": {"d": cfg.d, "e": cfg.e, "s": cfg.s, "tokens": cfg.tokens}}
 
 
+# Compile seconds no FLOP count captures, until the first GPU trials calibrate the estimate. Timing: inductor's compile of
+# the dense GAU layer, 10 to 15 s (first forward plus first step) in flash-bench's cpu record, and the kernel's 3 Triton
+# compiles: 20 s. Check: 3 kernels for each of 6 dtype x causality pairs at about 1.5 s each (assumed): 30 s.
+COMPILE_S = {"check": 30.0, "timing": 20.0}
+
+
 def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:
-    """Counted work: the check's 12 reference and kernel passes; a timing trial's six layers and the attention."""
+    """Counted work: the check's 12 reference and kernel passes; a timing trial's six layers and the attention. Each
+    with its compile time as an overhead (:data:`COMPILE_S`), which no FLOP count captures."""
     if trial.key == "check":
         n, s, e = cfg.check_n, cfg.check_s, cfg.check_e
         work = 12 * tr.flops(cfg.check_batch, n, s, e, causal=False) * 2
-        return [Workload("kernel check against float64", flops=work, memory_bytes=8.0 * cfg.check_batch * n * n)]
+        return [Workload("kernel check against float64", flops=work, memory_bytes=8.0 * cfg.check_batch * n * n,
+                         overhead_s=COMPILE_S["check"])]
     n = int(trial.params["n"])
     batch = max(1, cfg.tokens // n)
     per_step = 6.0 * batch * n * 3 * cfg.d * cfg.e + tr.flops(batch, n, cfg.s, cfg.e, causal=False)
     return [Workload(f"six layers and the attention at n = {n}",
                      flops=(len(LAYERS) + 1) * (cfg.repeats + cfg.warmup) * per_step,
-                     memory_bytes=4.0 * batch * n * (cfg.d + 4 * cfg.e))]
+                     memory_bytes=4.0 * batch * n * (cfg.d + 4 * cfg.e), overhead_s=COMPILE_S["timing"])]
 
 
 def summary(data: dict[str, Any]) -> dict[str, Any]:
