@@ -1,6 +1,7 @@
 """FLASH-Quad and FLASH: parameters and FLOPs counted, the identities and the decoder's normaliser checked, and
 speed and activation memory timed against the Transformer++ and FLASH-pytorch, and the fused relu^2 kernel checked
-and timed (experiments ``flash-counts``, ``flash-bench`` and ``gau-kernel``)."""
+and timed, and the memory formulas measured (experiments ``flash-counts``, ``flash-bench``, ``gau-kernel`` and
+``flash-memory``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from matplotlib.figure import Figure
 from analysis.studies.flash.checks import (check_facts, peer_deviations, peer_facts, run_checks,
                                           unit_gate_is_attention)
 from analysis.studies.flash.kernel import kernel_facts
+from analysis.studies.flash.memory import memory_facts
 from analysis.studies.flash.figures import counts, layers, leak, prose, ratio_table, speed
 from analysis.theory import flash_counts as fc
 
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
     from analysis.chapter import Chapter
 
 TITLE = "FLASH-Quad and FLASH: counted, checked and timed"
-EXPERIMENTS = ("flash-counts", "flash-bench", "gau-kernel")
+EXPERIMENTS = ("flash-counts", "flash-bench", "flash-memory", "gau-kernel")
 
 
 def counts_table(cnt: dict[str, Any]) -> Markdown:
@@ -55,6 +57,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         **check_facts(run_checks()),
         **peer_facts(peer_deviations(), unit_gate_is_attention()),
         **kernel_facts(ch),
+        **memory_facts(ch),
     }
 
 

@@ -1,0 +1,55 @@
+"""flash-memory: the saved-tensor census, and the two attention forms it measures, against direct computations."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from analysis.studies.flash.experiments import flash_memory as fm
+
+
+def test_explicit_attention_is_causal_softmax_attention():
+    gen = torch.Generator().manual_seed(0)
+    qkv = torch.randn(2, 12, 3 * 16, generator=gen, dtype=torch.float64)
+    q, k, v = (t.reshape(2, 12, 4, 4).transpose(1, 2) for t in qkv.chunk(3, dim=-1))
+    want = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(2, 12, 16)
+    assert torch.allclose(fm.explicit_attention(qkv, 4), want, atol=1e-12)
+
+
+def test_prefix_linear_attention_is_the_running_sum_over_keys():
+    gen = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(2, 7, w, generator=gen, dtype=torch.float64) for w in (3, 3, 5))
+    want = torch.stack([torch.einsum("bs,bjs,bje->be", q[:, t], k[:, :t + 1], v[:, :t + 1]) / (t + 1)
+                        for t in range(7)], dim=1)
+    assert torch.allclose(fm.prefix_linear_attention(q, k, v), want, atol=1e-12)
+
+
+def test_census_counts_the_saved_tensors_by_shape():
+    a = torch.randn(3, 4, requires_grad=True)
+    shapes = fm.saved_shapes(lambda: (a @ a.T).exp())
+    assert (3, 4) in shapes and (3, 3) in shapes
+    assert fm._largest([(2, 5, 5), (5, 5), (1, 5)], (5, 5)) == {"count": 2, "largest": [2, 5, 5], "elements": 50}
+    assert fm._largest([(1, 5)], (5, 5))["count"] == 0
+
+
+def test_smoke_sizes_all_differ_and_the_claims_read_them():
+    cfg = fm.CONFIGS["smoke"]
+    sizes = [cfg.d, cfg.e, 2 * cfg.e, cfg.s, cfg.n, *cfg.chunks]
+    assert len(set(sizes)) == len(sizes)  # otherwise a shape could name two tensors
+    data = fm.run(cfg)
+    verdicts = {c.key: c.verdict for c in fm.claims(data, "smoke")}
+    assert verdicts["mha-matrix"] == verdicts["gau-matrix"] == verdicts["gau-lean-no-matrix"] == "holds"
+    assert all(verdicts[f"flash-linear-state-c{c}"] == "holds" for c in cfg.chunks)
+    # GAU's values have width e: the unchunked state is b n s e, and chunking saves 1/c, not e/(c s)
+    assert data["prefix_e"]["elements"] == cfg.batch * cfg.n * cfg.s * cfg.e
+    assert verdicts["unchunked-linear-state"] == "fails" and verdicts["unchunked-linear-state-width-s"] == "holds"
+    saving = next(c for c in fm.claims(data, "smoke") if c.key == "chunk-saving")
+    assert saving.measured == pytest.approx(1 / max(cfg.chunks)) == saving.corrected
+
+
+def test_a_chunk_must_divide_the_length():
+    with pytest.raises(ValueError, match="every chunk must divide n"):
+        dataclasses.replace(fm.CONFIGS["smoke"], chunks=(7,))
