@@ -23,11 +23,14 @@ from analysis.plan import (
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))
 def test_gpu_plan_builds_steps_and_costs(name):
     est = plan_experiment(name, "gpu", execute=True)
-    assert est.flops > 0 and est.h100_minutes > 0 and est.peak_memory_gb > 0
-    models = [w for w in Experiment(EXPERIMENTS[name]).plan(EXPERIMENTS[name].CONFIGS["gpu"]) if w.model is not None]
+    workloads = Experiment(EXPERIMENTS[name]).plan(EXPERIMENTS[name].CONFIGS["gpu"])
+    # an experiment that only reads shapes (on the meta device) counts no FLOPs and states its seconds instead
+    shapes_only = all(w.model is None and w.flops == 0 and w.overhead_s > 0 for w in workloads)
+    assert est.h100_minutes > 0 and (shapes_only or (est.flops > 0 and est.peak_memory_gb > 0))
+    models = [w for w in workloads if w.model is not None]
     assert len(est.stepped) == len({w.model for w in models})
     smoke = plan_experiment(name, "smoke", execute=False)
-    assert smoke.flops < est.flops  # the gpu scale is the bigger one
+    assert smoke.flops < est.flops or shapes_only  # the gpu scale is the bigger one
 
 
 def test_every_gpu_trial_fits_a_command_and_the_campaign_fits_eight_leases():
