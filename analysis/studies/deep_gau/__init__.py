@@ -1,6 +1,7 @@
 """Deep GAU without warmup: post-norm GAU stacks against post-norm, pre-norm and DeepNorm Transformers of equal
 parameters, each trained at every learning rate of a grid with and without warmup, and the largest learning rate at
-which every seed trains against depth (experiment ``deep-gau``). It cites the previous chapter's records of
+which every seed trains against depth (experiment ``deep-gau``); and stacks of up to ten thousand layers at
+initialisation, at LeCun's scale and at half of it (experiment ``deep-gau-init``). It cites the previous chapter's records of
 ``gau-init`` and ``coord-check`` for the size of GAU's output at initialisation."""
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ from matplotlib.figure import Figure
 
 from analysis.studies.deep_gau.experiments import deep_gau as dg
 from analysis.studies.deep_gau.figures import deep_gau
+from analysis.studies.deep_gau.init_depth import depth_facts
 
 if TYPE_CHECKING:
     from analysis.chapter import Chapter, RunSet
 
 TITLE = "Deep GAU without warmup"
-EXPERIMENTS = ("deep-gau",)
+EXPERIMENTS = ("deep-gau", "deep-gau-init")
 NO_BOUNDARY = "none of the grid"  # a boundary of 0: no learning rate of the grid trains every seed
 # the boundaries the prose cites: glue key -> architecture and where ("0": largest depth without warmup, "w": largest
 # depth with warmup, "s": smallest depth without warmup)
@@ -48,6 +50,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "deep_gpu_steps": f"{dg.CONFIGS['gpu'].steps}",
         "deep_gpu_depths": " and ".join(str(d) for d in dg.CONFIGS["gpu"].depths),
         "verdict_list": ch.verdicts("deep-gau"),
+        **depth_facts(ch),
     }
 
 

@@ -1,0 +1,35 @@
+"""The deep-GAU chapter's facts about ten thousand layers at initialisation (experiment ``deep-gau-init``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.display import Markdown
+
+from analysis.studies.deep_gau.experiments import deep_gau_init as dgi
+
+
+def depth_table(data: dict[str, Any]) -> Markdown:
+    """Per weight scale lambda and depth L: the mean dev_L, its random-walk prediction sqrt(L) eps, and the mean
+    input-gradient ratio."""
+    rows = ["| λ | L | ‖x_L − x_0‖ / ‖x_0‖ | √L · eps | ‖dl/dx_0‖ / ‖dl/dx_L‖ |", "|--:|--:|--:|--:|--:|"]
+    for lam, block in dgi.summary(data).items():
+        for r in block["rows"]:
+            rows.append(f"| {lam} | {r['depth']:,} | {r['dev']:.3g} | {r['walk']:.3g} | {r['grad_ratio']:.3g} |")
+    return Markdown("\n".join(rows))
+
+
+def depth_facts(ch: Any) -> dict[str, Any]:
+    """Run label and sizes, the one-layer change eps at each lambda, the table, and the verdicts."""
+    run = ch.best("deep-gau-init")
+    s = dgi.summary(run.data)
+    z = run.data["sizes"]
+    seeds = len({r["seed"] for r in run.data["runs"]})
+    return {
+        "init_label": run.label,
+        "init_sizes": f"d = {z['d']}, e = {z['e']}, s = {z['s']}, n = {z['n']}, {seeds} seeds",
+        "init_eps_1": f"{s['1']['eps']:.3g}" if "1" in s else "n/a",
+        "init_eps_half": f"{s['0.5']['eps']:.3g}" if "0.5" in s else "n/a",
+        "init_table": depth_table(run.data),
+        "verdicts_init": ch.verdicts("deep-gau-init"),
+    }
