@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from IPython.display import Markdown
@@ -15,14 +16,19 @@ def depth_table(data: dict[str, Any]) -> Markdown:
     rows = ["| λ | L | ‖x_L − x_0‖ / ‖x_0‖ | √L · eps | ‖dl/dx_0‖ / ‖dl/dx_L‖ |", "|--:|--:|--:|--:|--:|"]
     for lam, block in dgi.summary(data).items():
         for r in block["rows"]:
-            rows.append(f"| {lam} | {r['depth']:,} | {r['dev']:.3g} | {r['walk']:.3g} | {r['grad_ratio']:.3g} |")
+            grad = f"{r['grad_ratio']:.3g}" if math.isfinite(r["grad_ratio"]) else "overflow"
+            rows.append(f"| {lam} | {r['depth']:,} | {r['dev']:.3g} | {r['walk']:.3g} | {grad} |")
     return Markdown("\n".join(rows))
 
 
 def depth_facts(ch: Any) -> dict[str, Any]:
-    """Run label and sizes, the one-layer change eps at each lambda, the table, and the verdicts."""
+    """Run label and sizes, the one-layer change eps at each lambda, the table, where the stack at lambda = 1 forgets
+    its input (dev_L above 1) and where its gradient overflows float32, and the verdicts."""
     run = ch.best("deep-gau-init")
     s = dgi.summary(run.data)
+    rows = s["1"]["rows"] if "1" in s else []
+    forget = next((r["depth"] for r in rows if r["dev"] > 1), None)
+    overflow = next((r["depth"] for r in rows if not math.isfinite(r["grad_ratio"])), None)
     z = run.data["sizes"]
     seeds = len({r["seed"] for r in run.data["runs"]})
     return {
@@ -31,5 +37,7 @@ def depth_facts(ch: Any) -> dict[str, Any]:
         "init_eps_1": f"{s['1']['eps']:.3g}" if "1" in s else "n/a",
         "init_eps_half": f"{s['0.5']['eps']:.3g}" if "0.5" in s else "n/a",
         "init_table": depth_table(run.data),
+        "init_forget": f"{forget:,} layers" if forget else "no depth measured",
+        "init_overflow": f"{overflow:,} layers" if overflow else "no depth measured",
         "verdicts_init": ch.verdicts("deep-gau-init"),
     }
