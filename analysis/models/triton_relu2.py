@@ -30,6 +30,7 @@ the variable when it is imported, so a process that imported Triton without it c
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any
 
 import torch
@@ -53,7 +54,12 @@ def available() -> bool:
 
 def interpreting() -> bool:
     """Whether Triton's interpreter is on (``TRITON_INTERPRET=1``): the kernels then run on CPU tensors."""
-    return triton is not None and bool(triton.knobs.runtime.interpret)
+    if triton is None:
+        return False
+    knobs = getattr(triton, "knobs", None)  # Triton >= 3.4; older releases read the variable directly
+    if knobs is not None:
+        return bool(knobs.runtime.interpret)
+    return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
 
 
 def _kernel_sources() -> dict[str, Any]:

@@ -163,8 +163,8 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         eps = {r["seed"]: r["eps"] for r in _runs(data, 0.5, 1)}
         walk = mean_estimate([math.log(r["dev"] / (math.sqrt(deepest) * eps[r["seed"]])) for r in runs], "seeds")
         coherent = 0.5 * math.log(deepest)  # changes that all point one way add to L eps, sqrt(L) times the walk
-        out.append(Claim("random-walk", f"Through {deepest} post-norm GAU layers at λ = 1/2 the layers' changes add "
-                         f"as a random walk: log(dev_L / (√L eps)) is 0 (L = {deepest}, per seed; {label})",
+        out.append(Claim("random-walk", f"Through {deepest:,} post-norm GAU layers at λ = 1/2 the layers' changes add "
+                         f"as a random walk: log(dev_L / (√L eps)) is 0 (L = {deepest:,}, per seed; {label})",
                          "this book's derivation", 0.0,
                          **estimate_fields(walk, "log of dev_L over its random-walk prediction"), unit="log",
                          alternative=coherent, alternative_note=f"changes that all point one way add to L eps: "
@@ -172,13 +172,13 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     if 0.5 in lams:
         runs = _runs(data, 0.5, deepest)
         dev = mean_estimate([r["dev"] for r in runs], "seeds")
-        out.append(Claim("ten-thousand-near-identity", f"At λ = 1/2, {deepest} post-norm GAU layers stay close to the "
+        out.append(Claim("ten-thousand-near-identity", f"At λ = 1/2, {deepest:,} post-norm GAU layers stay close to the "
                          f"identity at initialisation: ||x_L − x_0|| / ||x_0|| below 1 (the source's 'ten thousand "
                          f"layers'; {label})", SOURCE, 1.0, **estimate_fields(dev, "dev_L", sided="one"),
                          kind="below", unit="relative"))
         one = {r["seed"]: r["grad_ratio"] for r in _runs(data, 0.5, 1)}
         grad = mean_estimate([math.log(float(r["grad_ratio"]) / float(one[r["seed"]])) for r in runs], "seeds")
-        out.append(Claim("ten-thousand-gradient", f"At λ = 1/2 the gradient reaches the bottom of {deepest} layers as "
+        out.append(Claim("ten-thousand-gradient", f"At λ = 1/2 the gradient reaches the bottom of {deepest:,} layers as "
                          f"it reaches the bottom of one: log of the input gradient's norm through L layers over "
                          f"that through 1 is 0 (a post-norm layer projects out one direction per token, so one "
                          f"layer's ratio is below 1; {label})", SOURCE, 0.0,
