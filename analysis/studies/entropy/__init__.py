@@ -154,7 +154,6 @@ def facts(ch: Chapter) -> dict[str, Any]:
     p, k = NOTES_EXAMPLE
     return {
         "scale": ch.scale,
-        "scale_note": text_block([f"scale: {ch.scale}"]),
         # the closed form, against sympy, the direct sum and the 50-digit reference
         "sympy_spread": text_block(spread_identity_lines(ent.symbolic_spread_entropy())),
         "direct_cases": f"{direct['cases']}",

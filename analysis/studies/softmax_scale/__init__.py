@@ -24,8 +24,7 @@ EXPERIMENTS = ("softmax-scale-checks", "softmax-scale-mc", "softmax-scale-train"
 def facts(ch: Chapter) -> dict[str, Any]:
     """Every number, sentence and table the chapter states, from the best run of each experiment (the tables of
     the Monte Carlo from all its runs)."""
-    return {"build_scale": Markdown(pr.text_block(f"scale: {ch.scale}")), **checks_facts(ch), **mc_facts(ch),
-            **train_facts(ch), **recall_facts(ch)}
+    return {**checks_facts(ch), **mc_facts(ch), **train_facts(ch), **recall_facts(ch)}
 
 
 def checks_facts(ch: Chapter) -> dict[str, Any]:
