@@ -63,7 +63,7 @@ def interpreting() -> bool:
 
 
 def _kernel_sources() -> dict[str, Any]:
-    """The three kernels as undecorated functions (decorated by :func:`_kernels`); ``tl`` must be a module global,
+    """The three kernels and their helpers, undecorated (decorated by :func:`_kernels`); ``tl`` must be a module global,
     where the interpreter looks for it."""
     def fold(ptr, g_ptr, b_ptr, rows, rs, n, s, stride_b, stride_n, pid_b):  # type: ignore[no-untyped-def]
         # Z * gamma + beta for `rows`, zero outside the n x s block, in the dtype of Z
@@ -73,6 +73,20 @@ def _kernel_sources() -> dict[str, Any]:
         b = tl.load(b_ptr + rs, mask=rs < s, other=0.0)
         x = z.to(tl.float32) * g[None, :] + b[None, :]
         return tl.where(inside, x, 0.0).to(z.dtype)
+
+    def tile(ptr, rows, cols, n, width, stride_b, stride_n, pid_b):  # type: ignore[no-untyped-def]
+        # rows x cols of a (batch, n, width) tensor of sequence pid_b, zero outside it
+        return tl.load(ptr + pid_b * stride_b + rows[:, None] * stride_n + cols[None, :],
+                       mask=(rows[:, None] < n) & (cols[None, :] < width), other=0.0)
+
+    def weights(q, k, c, rm, rn, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,  # type: ignore[no-untyped-def]
+                UPCAST: tl.constexpr):
+        # P = c relu(Q K^T)^2 M in float32, rows rm, keys rn
+        p = tl.maximum(dot_(q, tl.trans(k), PRECISION, UPCAST), 0.0)
+        p = p * p * c[:, None]
+        if CAUSAL:
+            p = tl.where(rm[:, None] >= rn[None, :], p, 0.0)
+        return p
 
     def dot(a, b, PRECISION: tl.constexpr, UPCAST: tl.constexpr):  # type: ignore[no-untyped-def]
         # float32 accumulation; UPCAST multiplies bf16 tiles as float32, where each product is exact
@@ -94,13 +108,8 @@ def _kernel_sources() -> dict[str, Any]:
         for start in range(0, hi, BLOCK_N):
             rn = start + tl.arange(0, BLOCK_N)
             k = fold_(KZ, GK, BK, rn, rs, n, s, szb, szn, pid_b)
-            sc = dot_(q, tl.trans(k), PRECISION, UPCAST)
-            p = tl.maximum(sc, 0.0)
-            p = p * p * c[:, None]
-            if CAUSAL:
-                p = tl.where(rm[:, None] >= rn[None, :], p, 0.0)
-            v = tl.load(V + pid_b * svb + rn[:, None] * svn + re[None, :],
-                        mask=(rn[:, None] < n) & (re[None, :] < e), other=0.0)
+            p = weights_(q, k, c, rm, rn, CAUSAL, PRECISION, UPCAST)
+            v = tile_(V, rn, re, n, e, svb, svn, pid_b)
             acc += dot_(p.to(v.dtype), v, PRECISION, UPCAST)
         tl.store(O + pid_b * sob + rm[:, None] * son + re[None, :], acc.to(O.dtype.element_ty),
                  mask=(rm[:, None] < n) & (re[None, :] < e))
@@ -122,10 +131,8 @@ def _kernel_sources() -> dict[str, Any]:
             dp = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
             for start_e in range(0, e, BLOCK_E):
                 re = start_e + tl.arange(0, BLOCK_E)
-                do = tl.load(DO + pid_b * sdb + rm[:, None] * sdn + re[None, :],
-                             mask=(rm[:, None] < n) & (re[None, :] < e), other=0.0)
-                v = tl.load(V + pid_b * svb + rn[:, None] * svn + re[None, :],
-                            mask=(rn[:, None] < n) & (re[None, :] < e), other=0.0)
+                do = tile_(DO, rm, re, n, e, sdb, sdn, pid_b)
+                v = tile_(V, rn, re, n, e, svb, svn, pid_b)
                 dp += dot_(do, tl.trans(v), PRECISION, UPCAST)
             ds = 2.0 * r * dp * c[:, None]
             if CAUSAL:
@@ -152,17 +159,13 @@ def _kernel_sources() -> dict[str, Any]:
             rm = start_m + tl.arange(0, BLOCK_M)
             q = fold_(QZ, GQ, BQ, rm, rs, n, s, szb, szn, pid_b)
             c = tl.load(C + pid_b * scb + rm, mask=rm < n, other=0.0)
-            p = tl.maximum(dot_(q, tl.trans(k), PRECISION, UPCAST), 0.0)
-            p = p * p * c[:, None]
-            if CAUSAL:
-                p = tl.where(rm[:, None] >= rn[None, :], p, 0.0)
-            do = tl.load(DO + pid_b * sdb + rm[:, None] * sdn + re[None, :],
-                         mask=(rm[:, None] < n) & (re[None, :] < e), other=0.0)
+            p = weights_(q, k, c, rm, rn, CAUSAL, PRECISION, UPCAST)
+            do = tile_(DO, rm, re, n, e, sdb, sdn, pid_b)
             dv += dot_(tl.trans(p.to(do.dtype)), do, PRECISION, UPCAST)
         tl.store(DV + pid_b * svb + rn[:, None] * svn + re[None, :], dv.to(DV.dtype.element_ty),
                  mask=(rn[:, None] < n) & (re[None, :] < e))
 
-    return {"fold": fold, "dot": dot, "fwd": fwd, "bwd_qk": bwd_qk, "bwd_v": bwd_v}
+    return {"fold": fold, "tile": tile, "weights": weights, "dot": dot, "fwd": fwd, "bwd_qk": bwd_qk, "bwd_v": bwd_v}
 
 
 @functools.cache
@@ -171,7 +174,7 @@ def _kernels(interpret: bool) -> dict[str, Any]:
     if triton is None:
         raise ValueError("the fused kernel needs Triton (pip install triton; it is pinned in requirements.txt)")
     src = _kernel_sources()
-    helpers = {"fold_": triton.jit(src["fold"]), "dot_": triton.jit(src["dot"])}
+    helpers = {f"{name}_": triton.jit(src[name]) for name in ("fold", "tile", "weights", "dot")}
     out = {}
     for name in ("fwd", "bwd_qk", "bwd_v"):
         fn = src[name]
@@ -274,8 +277,8 @@ def relu2_attention_fused(qz: torch.Tensor, kz: torch.Tensor, v: torch.Tensor, r
     s = qz.shape[-1] if qz.dim() == 3 else 0
     ones = qz.new_ones(s, dtype=torch.float32)
     zeros = qz.new_zeros(s, dtype=torch.float32)
-    gammas = tuple(ones if t is None else t for t in (gamma_q, beta_q, gamma_k, beta_k))
-    gammas = (gammas[0], zeros if beta_q is None else gammas[1], gammas[2], zeros if beta_k is None else gammas[3])
+    gammas = tuple(identity if t is None else t
+                   for t, identity in zip((gamma_q, beta_q, gamma_k, beta_k), (ones, zeros, ones, zeros)))
     _check(qz, kz, v, row_scale, gammas)
     if row_scale.requires_grad:
         raise ValueError("row_scale must not require a gradient: it is computed from the key mask")
