@@ -20,7 +20,17 @@ from typing import Any
 
 from analysis.mathtext import math_markdown, math_spans
 from analysis.scale import Scale, current_scale
-from analysis.verify import CLAIMS_DIR_ENV, ChapterClaims, Claim, run_name
+from analysis.verify import (
+    CLAIMS_DIR_ENV,
+    ChapterClaims,
+    Claim,
+    claim_numbers,
+    claim_ref,
+    run_name,
+    short_statement,
+    strongest_claims,
+    verdict_box_html,
+)
 
 RECORDED_ORDER: tuple[Scale, ...] = ("cpu", "gpu")  # ascending: the last one present is the strongest evidence
 
@@ -53,7 +63,7 @@ def _live_provenance(scale: str, data: dict[str, Any], seconds: float, seed: int
     from analysis.results import provenance
 
     p = provenance(seconds)
-    return (f"this build: {scale} scale on {data.get('device_type', 'unknown device')}, torch {p['torch']}, "
+    return (f"this build: {scale} scale on {data.get('device_type') or p['device']}, torch {p['torch']}, "
             f"Python {p['python']}, commit {(p['git_commit'] or 'unknown')[:10]}"
             f"{' (uncommitted changes)' if p.get('git_dirty') else ''}, "
             f"{'' if seed is None else f'seed {seed}, '}{str(p.get('date', ''))[:10]}, {seconds:.1f} s")
@@ -144,9 +154,10 @@ class Chapter:
         chosen = next((r for r in self.runs[name] if r.key == run), None) if run else self.best(name)
         if chosen is None:
             raise KeyError(f"no run {run!r} of {name!r} in chapter {self.doc!r}")
-        shown = {id(c) for c in self.claims_of(name, chosen, computed=False)}
-        return Markdown("\n".join(verdict_line(c, self.doc, i) for i, c in enumerate(self.claims.claims, 1)
-                                   if id(c) in shown))
+        numbers = claim_numbers(self.claims.claims)
+        strongest = {id(c) for c in strongest_claims(self.claims.claims)}
+        return Markdown("\n".join(verdict_line(c, self.doc, numbers.get(claim_ref(c)), id(c) in strongest)
+                                   for c in self.claims_of(name, chosen, computed=False)))
 
     def gpu_status(self, name: str) -> Any:
         """Markdown: that the GPU run is included, or that none was recorded, with the command and its estimate."""
@@ -178,7 +189,11 @@ CHAPTER_TABLE_CSS = (
     "<style>div.chapter-claims table.claims-table{table-layout:fixed;width:100%}"
     "div.chapter-claims table.claims-table td{overflow-wrap:break-word;overflow-x:auto}"
     + "".join(f"div.chapter-claims table.claims-table th:nth-child({i}){{width:{w}%}}"
-              for i, w in enumerate((33, 12, 13, 14, 10, 18), 1))
+              for i, w in enumerate((9, 29, 11, 12, 14, 10, 15), 1))
+    + "div.verdict-box{margin:0.5em 0 1em}div.verdict-box table.claims-table{table-layout:fixed;width:100%}"
+    + "div.verdict-box summary{cursor:pointer}"
+    + "".join(f"div.verdict-box table.claims-table th:nth-child({i}){{width:{w}%}}"
+              for i, w in enumerate((10, 44, 18, 13, 15), 1))
     + "</style>"
 )
 
@@ -191,11 +206,33 @@ class RenderedClaims(ChapterClaims):
         return f'{CHAPTER_TABLE_CSS}<div class="chapter-claims">{math_spans(super()._repr_html_())}</div>'
 
 
-def verdict_line(claim: Claim, doc: str | None = None, number: int | None = None) -> str:
+@dataclass(frozen=True)
+class VerdictBox:
+    """The box at the top of a chapter: each claim at its strongest evidence, in short, with its source, verdict,
+    scale of evidence and severity (:func:`analysis.verify.verdict_box_html`)."""
+
+    claims: tuple[Claim, ...]
+    doc: str
+
+    def __repr__(self) -> str:
+        from analysis.ledger_notes import severity
+
+        numbers = claim_numbers(list(self.claims))
+        return "\n".join(f"{self.doc}.{numbers[claim_ref(c)]} {c.verdict_text()} ({c.evidence}, {severity(c.key)}): "
+                         f"{short_statement(c.statement)}" for c in strongest_claims(list(self.claims)))
+
+    def _repr_html_(self) -> str:
+        return (f'{CHAPTER_TABLE_CSS}<div class="verdict-box">'
+                f"{math_spans(verdict_box_html(list(self.claims), self.doc))}</div>")
+
+
+def verdict_line(claim: Claim, doc: str | None = None, number: int | None = None, strongest: bool = True) -> str:
     """A Markdown bullet: the claim, its verdict in bold, the alternative when inconclusive, the corrected verdict;
-    with ``doc`` and ``number``, a link to the claim in the ledger (``ledger.html#<doc>-<slug>``)."""
-    link = "" if doc is None else (f'<a href="ledger.html#{doc}-{claim.slug}" title="this claim in the ledger">'
-                                   f"{doc}.{number}</a> ")
+    with ``doc`` and ``number``, a link to the claim in the ledger (``ledger.html#<doc>-<key>``, or
+    ``#<doc>-<key>-<run>`` for a run weaker than the claim's ``strongest``)."""
+    anchor = claim.key if strongest else claim.slug
+    link = "" if doc is None or number is None else (
+        f'<a href="ledger.html#{doc}-{anchor}" title="this claim in the ledger">{doc}.{number}</a> ')
     line = f"- {link}{math_markdown(claim.statement)}: **{claim.verdict_text()}**"
     if claim.verdict == "inconclusive" and claim.alternative is not None:
         line += f" (the alternative, {math_markdown(claim.alternative_note)}, fits as well)"
@@ -246,6 +283,7 @@ def open_chapter(doc: str, title: str, *experiments: str, directory: str | None 
                 chapter.claims.record(claim.identified(name, run.scale, run.recorded))
     save_timings(doc, scale, timings)
     display(Provenance(tuple(notes)))
+    display(VerdictBox(tuple(chapter.claims.claims), doc))
     return chapter
 
 

@@ -2,9 +2,10 @@
 
 Per chapter page: every figure has a caption; no list rendered as a paragraph of literal "- " items; no
 unrendered MyST syntax (glue, roles, directives) or maths (``$...$`` text, or maths without MathJax); the page says whether a GPU-scale run exists and
-carries the live build's provenance, collapsed. On the ledger
+carries the live build's provenance, collapsed; it opens with a verdict box; no table shows a smoke run as a
+measurement. On the ledger
 page: every claim row has an id, and ``claims.csv`` / ``claims.json`` beside it list the same ids. The landing
-page shows the findings. Exit status 1 with one line per problem.
+page shows the findings, and the verdict changelog exists. Exit status 1 with one line per problem.
 """
 
 from __future__ import annotations
@@ -47,7 +48,15 @@ def chapter_problems(name: str, page: str) -> list[str]:
         out.append(f"{name}: does not say whether a GPU-scale run exists")
     if '<details class="provenance">' not in page or "this build:" not in page:
         out.append(f"{name}: no collapsed provenance of the live build")
+    if 'class="verdict-box"' not in page:
+        out.append(f"{name}: no verdict box")
+    out += smoke_problems(name, page)
     return out
+
+
+def smoke_problems(name: str, page: str) -> list[str]:
+    """A smoke run shown as a measurement: a claim row whose evidence is the live smoke run."""
+    return [f"{name}: a table shows a smoke run as a measurement"] if "smoke (live)" in text_of(page) else []
 
 
 def math_problems(name: str, page: str) -> list[str]:
@@ -92,6 +101,13 @@ def problems(site: Path) -> list[str]:
     if not ledger.is_file():
         return [f"{ledger} does not exist: build the book first"]
     out += ledger_problems(book, ledger.read_text(encoding="utf-8"))
+    out += smoke_problems("ledger", ledger.read_text(encoding="utf-8"))
+    changelog = book / "changelog.html"
+    if not changelog.is_file():
+        out.append("changelog: the verdict changelog page is missing")
+    elif not re.search(r'class="changelog-entry"|No git history|no committed history',
+                       changelog.read_text(encoding="utf-8")):
+        out.append("changelog: the page lists no commit and does not say why")
     reproduce = book / "reproduce.html"
     if reproduce.is_file() and "regenerate" not in reproduce.read_text(encoding="utf-8"):
         out.append("reproduce: the table of experiments is missing")
@@ -102,7 +118,7 @@ def problems(site: Path) -> list[str]:
             out.append("intro: the findings at a glance are missing")
         out += math_problems("intro", intro_page)
     for page in sorted(book.glob("*.html")):
-        if page.stem not in ("ledger", "intro", "reproduce"):
+        if page.stem not in ("ledger", "intro", "reproduce", "changelog"):
             out += chapter_problems(page.stem, page.read_text(encoding="utf-8"))
     return out
 

@@ -132,3 +132,33 @@ def reason(key: str) -> str | None:
 def replaces(key: str) -> str | None:
     """What claim ``key`` replaces and why, or None."""
     return _lookup(REPLACES, key)
+
+
+# The severity of a claim: what it would mean for the source if the claim failed. A claim is *formal* when its
+# conclusion survives a failure, which then lies in a printed digit, a rounding, an epsilon, a bias term or a dated
+# fact; every other claim is *substantive*: its failure changes what the source concludes. One sentence per formal
+# claim says why; keys as above. ``tests/test_ledger_notes.py`` checks that every key names a recorded claim.
+SEVERITY_RULE = ("A claim is formal when the source's conclusion survives its failure: the miss lies in a printed "
+                 "digit, a rounding, an epsilon, a bias term or a dated fact. Every other claim is substantive: its "
+                 "failure changes what the source concludes. The largest miss of a chapter is its largest "
+                 "substantive one.")
+FORMAL: dict[str, str] = {
+    "ln-scale": "the output differs only through LayerNorm's $\\epsilon$ (about $4 \\times 10^{-6}$): the invariance "
+                "to scale that the claim is about holds",
+    "no-torch-rmsnorm": "a dated fact: PyTorch added torch.nn.RMSNorm in version 2.4, after the notes were written",
+    "ffn-8h2": "the $8H^2$ counts the weights and leaves out the biases, 0.12% of the FFN's parameters",
+    "layernorm-eps": "an epsilon: keeping $\\epsilon$ unchanged moves the logits by $5 \\times 10^{-5}$ relative, and "
+                     "halving it makes the widening exact",
+    "stationary": "a rounding: the lifted gradient agrees to about $10^{-12}$ relative in float64; the identity holds "
+                  "in exact arithmetic",
+}
+
+
+def severity(key: str) -> str:
+    """'formal' for a claim listed in :data:`FORMAL`, else 'substantive' (the rule is :data:`SEVERITY_RULE`)."""
+    return "formal" if _lookup(FORMAL, key) is not None else "substantive"
+
+
+def formal_reason(key: str) -> str | None:
+    """Why claim ``key`` is formal, or None when it is substantive."""
+    return _lookup(FORMAL, key)

@@ -24,6 +24,8 @@ import json
 import math
 import os
 import re
+import shutil
+import subprocess
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,47 +35,54 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
-from analysis.ledger_notes import reason, replaces
+from analysis.ledger_notes import SEVERITY_RULE, formal_reason, reason, replaces, severity
 from analysis.mathtext import math_html, math_plain
 from analysis.verify import (
     CLAIMS_DIR_ENV,
+    EVIDENCE_RANK,
     VERDICT_COLOURS,
     ChapterClaims,
     Claim,
+    claim_numbers,
+    claim_ref,
     claims_table_css,
     detects_html,
     fmt,
     load_chapter_claims,
+    measurements,
+    strongest_claims,
+    unmeasured,
 )
 
 LEDGER_DOC_DIRECTIVE = "claims-ledger"
-# evidence, weakest first: a live smoke run exercises the code; records and live cpu / gpu runs measure
-SCALE_RANK = {"smoke (live)": 0, "cpu (live)": 1, "cpu (recorded)": 2, "gpu (live)": 3, "gpu (recorded)": 4,
-              "computed": 5}
+SCALE_RANK = EVIDENCE_RANK  # evidence, weakest first (analysis.verify): smoke runs are checks, never rows
 SIGNS = {"equal": "=", "upper_bound": "≤", "lower_bound": "≥", "below": "<", "above": ">"}
-CSV_FIELDS = ("id", "chapter", "number", "experiment", "key", "scale", "statement", "source", "kind", "predicted", "measured",
+CSV_FIELDS = ("id", "chapter", "number", "experiment", "key", "scale", "strongest", "severity", "formal_reason", "statement", "source", "kind", "predicted", "measured",
               "uncertainty", "tolerance", "tolerance_basis", "detectable", "effect", "undecided", "approx_words", "unit", "verdict", "verdict_text", "corrected",
               "corrected_verdict", "corrected_note", "no_corrected_reason", "replaces", "alternative", "alternative_note")
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One claim as the ledger shows it: its chapter, number, anchor and scale."""
+    """One measurement of a claim as the ledger shows it: its chapter, the claim's number (the same at every scale),
+    and whether it is the claim's strongest evidence."""
 
     doc: str
     chapter: str
     title: str
     number: int
     claim: Claim
+    is_strongest: bool = True
 
     @property
     def anchor(self) -> str:
-        """The stable id of the claim on the ledger page: '<chapter>-<key>-<run>' ('<chapter>-<key>' when computed)."""
-        return f"{self.chapter}-{self.claim.slug}"
+        """The stable id of the claim on the ledger page: '<chapter>-<key>' for its strongest evidence (the same at
+        every scale), '<chapter>-<key>-<run>' for a weaker run of it."""
+        return f"{self.chapter}-{self.claim.key}" if self.is_strongest else f"{self.chapter}-{self.claim.slug}"
 
     @property
     def scale(self) -> str:
-        """'cpu (recorded)', 'smoke (live)', ...: where the measurement comes from."""
+        """'cpu (recorded)', 'gpu (recorded)', ...: where the measurement comes from."""
         return self.claim.evidence
 
     def row(self) -> dict[str, Any]:
@@ -81,7 +90,8 @@ class Entry:
         c = self.claim
         return {"id": self.anchor, "chapter": self.chapter, "number": self.number,
                 "experiment": c.id.experiment if c.id is not None else "", "key": c.key,
-                "scale": self.scale, "statement": c.statement, "source": c.source, "kind": c.kind,
+                "scale": self.scale, "strongest": self.is_strongest, "severity": severity(c.key),
+                "formal_reason": formal_reason(c.key) or "", "statement": c.statement, "source": c.source, "kind": c.kind,
                 "predicted": c.predicted, "measured": c.measured, "uncertainty": c.uncertainty,
                 "tolerance": c.tolerance, "tolerance_basis": c.tolerance_basis,
                 "detectable": None if c.detectable is None else (
@@ -95,21 +105,21 @@ class Entry:
 
 
 def entries(chapters: list[tuple[str, ChapterClaims]]) -> list[Entry]:
-    """Every claim of every chapter, numbered within its chapter in the order the chapter states them."""
-    return [Entry(doc, ch.chapter, ch.title, i, c) for doc, ch in chapters for i, c in enumerate(ch.claims, 1)]
+    """Every measurement of every chapter's claims (smoke runs, which only check that the code runs, are left out),
+    numbered by claim within its chapter (:func:`analysis.verify.claim_numbers`), in the order the chapter states
+    them; each claim's strongest evidence is marked."""
+    out = []
+    for doc, ch in chapters:
+        numbers = claim_numbers(ch.claims)
+        best = {id(c) for c in strongest_claims(ch.claims)}
+        out += [Entry(doc, ch.chapter, ch.title, numbers[claim_ref(c)], c, id(c) in best)
+                for c in measurements(ch.claims)]
+    return out
 
 
 def strongest(items: list[Entry]) -> list[Entry]:
-    """Per claim (chapter, experiment and key, whatever the run), the entry with the strongest evidence."""
-
-    def which(e: Entry) -> tuple[str, str, str]:
-        return e.chapter, e.claim.id.experiment if e.claim.id is not None else "", e.claim.key
-
-    best: dict[tuple[str, str, str], Entry] = {}
-    for e in items:
-        if which(e) not in best or SCALE_RANK.get(e.scale, -1) > SCALE_RANK.get(best[which(e)].scale, -1):
-            best[which(e)] = e
-    return [e for e in items if best[which(e)] is e]
+    """The entries that are their claim's strongest evidence: one per claim, the set every count is made over."""
+    return [e for e in items if e.is_strongest]
 
 
 def to_csv(items: list[Entry]) -> str:
@@ -135,7 +145,10 @@ def verdict_label(verdict: str, count: int) -> str:
     return f"{count} {words[0] if count == 1 else words[1]}"
 
 
-def _row_html(e: Entry, strongest_evidence: bool) -> str:
+VERDICT_ORDER = {v: i for i, v in enumerate(("fails", "inconclusive", "holds approximately", "holds"))}
+
+
+def _row_html(e: Entry, chapter_uri: str) -> str:
     c = e.claim
     colour = VERDICT_COLOURS[c.verdict]
     if c.corrected is not None:
@@ -152,25 +165,40 @@ def _row_html(e: Entry, strongest_evidence: bool) -> str:
     earlier = replaces(c.key)
     if earlier:
         alternative += f"<br><small>replaces: {math_html(earlier)}</small>"
+    level = severity(c.key)
+    why_formal = formal_reason(c.key)
     search = html.escape(f"{math_plain(c.statement)} {math_plain(c.source)} {c.key}".lower(), quote=True)
-    return (f'<tr data-strongest="{int(strongest_evidence)}" id="{e.anchor}" data-chapter="{e.chapter}" data-verdict="{c.verdict}" '
-            f'data-scale="{html.escape(e.scale)}" data-text="{search}">'
-            f'<td><a href="#{e.anchor}">{e.chapter}.{e.number}</a><br><small>{html.escape(e.scale)}</small></td>'
+    back = f'<br><small><a href="{html.escape(chapter_uri)}#claim-{html.escape(c.key)}">in the chapter</a></small>'
+    return (f'<tr data-strongest="{int(e.is_strongest)}" id="{e.anchor}" data-chapter="{e.chapter}" data-verdict="{c.verdict}" '
+            f'data-scale="{html.escape(e.scale)}" data-severity="{level}" data-text="{search}">'
+            f'<td data-sort="{e.number:05d}{SCALE_RANK.get(e.scale, 0)}"><a href="#{e.anchor}">{e.chapter}.{e.number}</a>'
+            f"<br><small>{html.escape(e.scale)}</small>{back}</td>"
             f"<td>{math_html(c.statement)}<br><small>{math_html(c.source)}</small></td>"
             f"<td>{SIGNS[c.kind]} {fmt(c.predicted)} {math_html(c.unit)}<br>{fmt(c.measured)} ± "
             f"{fmt(c.uncertainty, 2)}{detects_html(c)}</td>"
             f"<td>{fmt(c.tolerance, 2)}<br><small>{math_html(c.tolerance_basis)}</small>{alternative}</td>"
-            f'<td><span style="color:{colour};font-weight:bold">{html.escape(c.verdict_text())}</span>'
-            f"{corrected}</td></tr>")
+            f'<td data-sort="{VERDICT_ORDER[c.verdict]}"><span style="color:{colour};font-weight:bold">'
+            f"{html.escape(c.verdict_text())}</span>{corrected}</td>"
+            f'<td data-sort="{0 if level == "substantive" else 1}">{level}'
+            + (f"<br><small>{math_html(why_formal)}</small>" if why_formal else "") + "</td></tr>")
 
 
 LEDGER_CSS = (
     "div.ledger-scroll{overflow-x:auto}table.ledger-table{table-layout:fixed;width:100%;min-width:46em}"
-    "table.ledger-table col.c-num{width:6.5em}table.ledger-table col.c-values{width:8.5em}"
-    "table.ledger-table col.c-tol{width:22%}table.ledger-table col.c-verdict{width:20%}"
-    "table.ledger-table td{overflow-wrap:break-word}"
+    "table.ledger-table col.c-num{width:7em}table.ledger-table col.c-values{width:8.5em}"
+    "table.ledger-table col.c-tol{width:20%}table.ledger-table col.c-verdict{width:18%}"
+    "table.ledger-table col.c-sev{width:7.5em}"
+    "table.ledger-table td{overflow-wrap:break-word;hyphens:none}"
+    "table.ledger-table th{cursor:pointer;user-select:none}table.ledger-table th[aria-sort]::after{content:' ↕';opacity:0.5}"
     ".ledger-filters{display:flex;flex-wrap:wrap;gap:0.6em;align-items:center;margin:0.5em 0 1em}"
     ".ledger-filters select,.ledger-filters input{font-size:0.9em;padding:0.15em 0.3em}"
+    # a narrow screen keeps the number, the claim and the verdict; the values, tolerance and severity are in the
+    # downloads and a wider window
+    "@media (max-width:700px){table.ledger-table{min-width:0}"
+    "table.ledger-table col.c-values,table.ledger-table col.c-tol,table.ledger-table col.c-sev{width:0}"
+    "table.ledger-table td:nth-child(3),table.ledger-table td:nth-child(4),table.ledger-table td:nth-child(6),"
+    "table.ledger-table th:nth-child(3),table.ledger-table th:nth-child(4),table.ledger-table th:nth-child(6)"
+    "{display:none}table.ledger-table col.c-num{width:5.5em}table.ledger-table col.c-verdict{width:30%}}"
 )
 
 FILTER_JS = """
@@ -179,23 +207,40 @@ FILTER_JS = """
     var f = document.getElementById('ledger-filters');
     var chapter = f.querySelector('[name=chapter]').value, verdict = f.querySelector('[name=verdict]').value;
     var scale = f.querySelector('[name=scale]').value, text = f.querySelector('[name=text]').value.toLowerCase();
-    var strongest = f.querySelector('[name=strongest]').checked, shown = 0, total = 0;
+    var severity = f.querySelector('[name=severity]').value;
+    var strongest = f.querySelector('[name=strongest]').checked, shown = 0, claims = 0, weaker = 0;
     document.querySelectorAll('table.ledger-table tbody tr').forEach(function (tr) {
-      total += 1;
+      if (tr.dataset.strongest === '1') { claims += 1; }
       var ok = (!chapter || tr.dataset.chapter === chapter) && (!verdict || tr.dataset.verdict === verdict) &&
         (!scale || tr.dataset.scale === scale) && (!text || tr.dataset.text.indexOf(text) >= 0) &&
-        (!strongest || tr.dataset.strongest === '1');
+        (!severity || tr.dataset.severity === severity) && (!strongest || tr.dataset.strongest === '1');
       tr.style.display = ok ? '' : 'none';
-      if (ok) { shown += 1; }
+      if (ok) { shown += 1; if (tr.dataset.strongest !== '1') { weaker += 1; } }
     });
     document.querySelectorAll('section.ledger-chapter').forEach(function (s) {
       s.style.display = s.querySelector('tbody tr:not([style*="none"])') ? '' : 'none';
     });
-    document.getElementById('ledger-count').textContent = 'showing ' + shown + ' of ' + total + ' claims';
+    document.getElementById('ledger-count').textContent = 'showing ' + (shown - weaker) + ' of ' + claims +
+      ' claims' + (weaker ? ' and ' + weaker + ' measurements at weaker scales' : '');
+  }
+  function sortBy(th) {
+    var table = th.closest('table'), i = Array.prototype.indexOf.call(th.parentNode.children, th);
+    var up = th.getAttribute('aria-sort') !== 'ascending', body = table.tBodies[0];
+    var key = function (tr) { var td = tr.children[i]; return td.dataset.sort || td.textContent.trim().toLowerCase(); };
+    Array.prototype.slice.call(body.rows).sort(function (a, b) {
+      var x = key(a), y = key(b); return (x < y ? -1 : x > y ? 1 : 0) * (up ? 1 : -1);
+    }).forEach(function (tr) { body.appendChild(tr); });
+    table.querySelectorAll('th').forEach(function (h) { h.setAttribute('aria-sort', 'none'); });
+    th.setAttribute('aria-sort', up ? 'ascending' : 'descending');
   }
   document.addEventListener('DOMContentLoaded', function () {
     var f = document.getElementById('ledger-filters');
     if (!f) { return; }
+    document.querySelectorAll('table.ledger-table th').forEach(function (th) {
+      th.setAttribute('aria-sort', 'none');
+      th.title = 'sort by this column';
+      th.addEventListener('click', function () { sortBy(th); });
+    });
     f.addEventListener('input', apply);
     f.addEventListener('change', apply);
     var target = window.location.hash && document.getElementById(window.location.hash.slice(1));
@@ -220,6 +265,7 @@ def filters_html(items: list[Entry]) -> str:
             f'<label>chapter <select name="chapter">{options(chapters)}</select></label>'
             f'<label>verdict <select name="verdict">{options([(v, v) for v in VERDICT_COLOURS])}</select></label>'
             f'<label>scale <select name="scale">{options([(s, s) for s in scales])}</select></label>'
+            f'<label>severity <select name="severity">{options([(s, s) for s in ("substantive", "formal")])}</select></label>'
             '<label>text <input name="text" type="search" placeholder="words in a claim"></label>'
             '<label><input name="strongest" type="checkbox" checked> strongest evidence only</label>'
             '<span id="ledger-count"></span>'
@@ -228,23 +274,37 @@ def filters_html(items: list[Entry]) -> str:
             f"<script>{FILTER_JS}</script>")
 
 
-def table_html(items: list[Entry], strong: set[str]) -> str:
-    """One chapter's claims as a table; rows with the strongest evidence are marked for the default filter."""
-    head = ["# / scale", "claim", "predicted<br>measured ± error", "tolerance (basis)", "verdict / corrected"]
-    cols = ["c-num", "c-claim", "c-values", "c-tol", "c-verdict"]
-    rows = "".join(_row_html(e, e.anchor in strong) for e in items)
+def table_html(items: list[Entry], chapter_uri: str) -> str:
+    """One chapter's claims as a sortable table (click a heading); rows with the strongest evidence are marked for
+    the default filter, and each links back to its claim in the chapter at ``chapter_uri``."""
+    head = ["# / scale", "claim", "predicted<br>measured ± error", "tolerance (basis)", "verdict / corrected",
+            "severity"]
+    cols = ["c-num", "c-claim", "c-values", "c-tol", "c-verdict", "c-sev"]
+    rows = "".join(_row_html(e, chapter_uri) for e in items)
     return (claims_table_css() + '<div class="ledger-scroll"><table class="claims-table ledger-table"><colgroup>'
             + "".join(f'<col class="{c}">' for c in cols) + "</colgroup><thead><tr>"
             + "".join(f"<th>{h}</th>" for h in head) + f"</tr></thead><tbody>{rows}</tbody></table></div>")
 
 
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """'1 chapter', '10 chapters': a count with its noun."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
 def summary_html(items: list[Entry], what: str) -> str:
-    """'N claims from M chapters (what): 40 hold, ...' with the verdicts in their colours."""
-    counts = Counter(e.claim.verdict for e in items)
+    """'N claims from M chapters (what): 40 hold, ...' over each claim's strongest evidence, with the verdicts in
+    their colours and the formal failures counted apart."""
+    strong = strongest(items)
+    counts = Counter(e.claim.verdict for e in strong)
     parts = ", ".join(f'<span style="color:{VERDICT_COLOURS[v]};font-weight:bold">{verdict_label(v, counts[v])}</span>'
                       for v in VERDICT_COLOURS if counts[v])
-    chapters = len({e.chapter for e in items})
-    return f"<p>{len(items)} claims from {chapters} chapter(s), {what}: {parts}.</p>"
+    formal = sum(e.claim.verdict == "fails" and severity(e.claim.key) == "formal" for e in strong)
+    split = ""
+    if counts["fails"]:
+        split = (f" Of the {plural(counts['fails'], 'failure')}, {counts['fails'] - formal} "
+                 f"{'is' if counts['fails'] - formal == 1 else 'are'} substantive and {formal} formal.")
+    return (f"<p>{plural(len(strong), 'claim')} from {plural(len({e.chapter for e in strong}), 'chapter')}, "
+            f"{what}: {parts}.{split}</p>")
 
 
 def bar_html(items: list[Entry]) -> str:
@@ -258,19 +318,55 @@ def bar_html(items: list[Entry]) -> str:
     return f'<span class="verdict-bar" style="display:inline-block;width:12em;line-height:0">{segments}</span>'
 
 
-def headline(items: list[Entry], ledger_uri: str) -> str:
-    """A chapter's finding in one line: its largest miss (and the correction that holds), else that all hold."""
-    misses = [e for e in items if e.claim.verdict == "fails"]
+def miss_size(c: Claim) -> float | None:
+    """How far a failed prediction is off, for ranking misses: |measured - predicted| over |predicted|, or over the
+    effect the claim is about when the prediction is 0; None when neither gives a scale."""
+    diff = abs(c.measured - c.predicted)
+    if c.predicted != 0:
+        return diff / abs(c.predicted)
+    if c.effect:
+        return diff / abs(c.effect)
+    return None
+
+
+def miss_words(c: Claim) -> str:
+    """'400% off', 'off by a factor 4.1', 'of the opposite sign', or '' (a prediction of 0 has no relative miss)."""
+    p, m = c.predicted, c.measured
+    if p == 0:
+        return ""
+    if m == 0 or (m > 0) != (p > 0):
+        return "of the opposite sign" if m != 0 else "100% off"
+    fold = max(m / p, p / m)
+    return f"off by a factor {fold:.2g}" if fold >= 2 else f"{100 * abs(m - p) / abs(p):.0f}% off"
+
+
+def largest_miss(items: list[Entry]) -> Entry | None:
+    """The largest substantive failure (:func:`miss_size`; failures with no relative scale come after the others,
+    and formal ones never count), or None."""
+    misses = [e for e in items if e.claim.verdict == "fails" and severity(e.claim.key) == "substantive"]
     if not misses:
-        approx = [e for e in items if e.claim.verdict != "holds"]
-        return ("every claim holds" if not approx else
-                f"no claim fails; {len(approx)} hold only within a stated % or are inconclusive")
-    e = max(misses, key=lambda m: m.claim.deviation_pct)
+        return None
+    return max(misses, key=lambda e: (miss_size(e.claim) is not None, miss_size(e.claim) or 0.0))
+
+
+def headline(items: list[Entry], ledger_uri: str) -> str:
+    """A chapter's finding in one line: its largest substantive miss (and the correction that holds), else that all
+    hold."""
+    fails = [e for e in items if e.claim.verdict == "fails"]
+    formal = [e for e in fails if severity(e.claim.key) == "formal"]
+    e = largest_miss(items)
+    if e is None:
+        approx = [x for x in items if x.claim.verdict not in ("holds", "fails")]
+        text = "every claim holds" if not approx and not fails else (
+            "no substantive claim fails" + (f"; {len(approx)} hold only within a stated % or are inconclusive"
+                                           if approx else ""))
+        return text + (f" ({plural(len(formal), 'formal failure')})" if formal else "")
     c = e.claim
     link = f'<a href="{html.escape(ledger_uri)}#{e.anchor}">{e.chapter}.{e.number}</a>'
-    off = f"{c.deviation_pct:.0f}% off" if c.deviation_pct < 1e4 else "off by orders of magnitude"
-    text = (f"{len(misses)} of {len(items)} fail; the largest miss ({link}): {math_html(c.statement)}: predicted "
-            f"{fmt(c.predicted)}, measured {fmt(c.measured)} ({off})")
+    off = miss_words(c)
+    count = f"{len(fails)} of {len(items)} fail" + (f" ({len(formal)} formal)" if formal else "")
+    text = (f"{count}; the largest substantive miss ({link}): {math_html(c.statement)}: predicted "
+            f"{fmt(c.predicted)}, measured {fmt(c.measured)}" + (f" ({off})" if off else ""))
     if c.corrected is not None:
         text += f"; corrected {fmt(c.corrected)} {html.escape(str(c.corrected_verdict))}"
     elif reason(c.key):
@@ -278,22 +374,16 @@ def headline(items: list[Entry], ledger_uri: str) -> str:
     return text
 
 
-def measured(items: list[Entry]) -> list[Entry]:
-    """The entries that are measurements: a chapter's smoke-scale claims are dropped when it has any other."""
-    chapters_measured = {e.chapter for e in items if e.scale != "smoke (live)"}
-    return [e for e in items if e.scale != "smoke (live)" or e.chapter not in chapters_measured]
-
-
 def findings_html(items: list[Entry], uri: dict[str, str], ledger_uri: str) -> str:
-    """Per chapter (strongest evidence only, smoke runs left out where a chapter has measurements): link, verdict
-    bar, evidence scales, and headline."""
-    strong = measured(strongest(items))
+    """Per chapter, in book order, over each claim's strongest evidence: link, verdict bar, evidence scales, and
+    headline."""
+    strong = strongest(items)
     rows = []
     for chapter in dict.fromkeys(e.chapter for e in strong):
         mine = [e for e in strong if e.chapter == chapter]
         scales = ", ".join(sorted({e.scale for e in mine}, key=lambda s: -SCALE_RANK.get(s, -1)))
         rows.append(f'<tr><td><a href="{html.escape(uri[chapter])}">{html.escape(mine[0].title)}</a><br>'
-                    f"{bar_html(mine)}<br><small>{len(mine)} claims; evidence: {html.escape(scales)}</small></td>"
+                    f"{bar_html(mine)}<br><small>{plural(len(mine), 'claim')}; evidence: {html.escape(scales)}</small></td>"
                     f"<td>{headline(mine, ledger_uri)}</td></tr>")
     legend = " ".join(f'<span style="color:{c};font-weight:bold">■ {v}</span>' for v, c in VERDICT_COLOURS.items())
     return (claims_table_css() + summary_html(strong, "each at its strongest evidence") + f"<p>{legend}</p>"
@@ -312,10 +402,22 @@ def _on_builder_inited(app: Sphinx) -> None:
     os.environ[CLAIMS_DIR_ENV] = str(path)  # inherited by the kernels that execute the chapters
 
 
+TOC_FILE = re.compile(r"^\s*-?\s*file:\s*(\S+)", re.MULTILINE)
+
+
+def book_order(app: Sphinx) -> list[str]:
+    """The documents in reading order: the ``file:`` entries of Jupyter Book's ``_toc.yml``, else the root document's
+    toctree (not yet known while the root page, which shows the findings, is itself being read)."""
+    toc = Path(app.srcdir) / "_toc.yml"
+    if toc.is_file():
+        return [re.sub(r"\.(md|ipynb|rst)$", "", f) for f in TOC_FILE.findall(toc.read_text(encoding="utf-8"))]
+    return list(app.env.toctree_includes.get(app.config.root_doc, []))
+
+
 def _chapters(app: Sphinx) -> list[tuple[str, ChapterClaims]]:
     """(docname, claims) for every claims file whose chapter is a document of this book, in TOC order."""
     docs = {Path(d).name: d for d in app.env.found_docs}
-    order = {d: i for i, d in enumerate(app.env.toctree_includes.get(app.config.root_doc, []))}
+    order = {d: i for i, d in enumerate(book_order(app))}
     found = []
     for file in sorted(claims_dir(app).glob("*.json")):
         chapter = load_chapter_claims(file)
@@ -324,7 +426,8 @@ def _chapters(app: Sphinx) -> list[tuple[str, ChapterClaims]]:
     return sorted(found, key=lambda dc: (order.get(dc[0], len(order)), dc[0]))
 
 
-_DIRECTIVE = re.compile(r"(\{(claims-ledger|findings|reproduce)\})|(\.\. (claims-ledger|findings|reproduce)::)")
+_DIRECTIVE = re.compile(r"(\{(claims-ledger|findings|reproduce|verdict-changelog)\})|"
+                        r"(\.\. (claims-ledger|findings|reproduce|verdict-changelog)::)")
 
 
 def _uses(source: str) -> bool:
@@ -364,20 +467,25 @@ class _ClaimsDirective(SphinxDirective):
 
 
 class ClaimsLedgerDirective(_ClaimsDirective):
-    """``{claims-ledger}``: filters, then one section per chapter with its claims."""
+    """``{claims-ledger}``: the counts, the severity rule, filters, then one section per chapter with its claims."""
 
     def render(self, app: Sphinx, chapters: list[tuple[str, ChapterClaims]]) -> list[nodes.Node]:
         items = entries(chapters)
-        strong = {e.anchor for e in strongest(items)}
-        out: list[nodes.Node] = [nodes.raw("", summary_html(items, "at every scale") + filters_html(items),
-                                           format="html")]
+        pending = sum(len(unmeasured(ch.claims)) for _, ch in chapters)
+        extra = (f"<p>{plural(pending, 'claim')} made only by this build's smoke run (a check that the code runs) "
+                 f"{'is' if pending == 1 else 'are'} not listed until a cpu or gpu run measures "
+                 f"{'it' if pending == 1 else 'them'}.</p>" if pending else "")
+        intro = (summary_html(items, "each at its strongest evidence") + f"<p><strong>Severity.</strong> "
+                 f"{html.escape(SEVERITY_RULE)}</p>" + extra)
+        out: list[nodes.Node] = [nodes.raw("", intro + filters_html(items), format="html")]
         for doc, chapter in chapters:
             mine = [e for e in items if e.chapter == chapter.chapter]
             section = nodes.section(ids=[f"ledger-{chapter.chapter}"], classes=["ledger-chapter"])
             section += nodes.title(text=chapter.title)
             link = _relative(app, self.env.docname, doc)
             section += nodes.raw("", f'<p><a href="{html.escape(link)}">read the chapter</a> · '
-                                 f"{len(mine)} claims</p>" + table_html(mine, strong), format="html")
+                                 f"{plural(len(strongest(mine)), 'claim')}</p>" + table_html(mine, link),
+                                 format="html")
             out.append(section)
         return out
 
@@ -402,19 +510,57 @@ def chapter_timings(app: Sphinx) -> dict[str, tuple[str, str, float]]:
     return out
 
 
-def reproduce_html(timings: dict[str, tuple[str, str, float]]) -> str:
-    """Per experiment: its chapter, this build's live time, its cpu record (wall time, date, commit, current or
-    stale), the gpu estimate, and the commands that regenerate it."""
+def human_duration(seconds: float) -> str:
+    """A duration as a reader says it: 'under 1 s', '45 s', '7 min 24 s', '2 h 5 min'; 'not known' when not finite."""
+    if not math.isfinite(seconds) or seconds < 0:
+        return "not known"
+    if seconds < 1:
+        return "under 1 s"
+    if seconds < 60:
+        return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min" + (f" {secs} s" if secs else "")
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h" + (f" {minutes} min" if minutes else "")
+
+
+def repository_line(root: Path) -> str:
+    """Which sources this build is made from: the repository (its remote when it has a web address) and commit."""
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
+                                  text=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return ""
+
+    remote = git("remote", "get-url", "origin")
+    where = (f'<a href="{html.escape(remote)}">{html.escape(remote)}</a>' if remote.startswith(("https://", "http://"))
+             else "the git repository of this book (the folder with <code>README.md</code>, <code>analysis/</code>, "
+                  "<code>book/</code> and <code>results/</code>)")
+    commit = git("rev-parse", "HEAD")
+    return (f"<p>Sources: {where}" + (f", commit <code>{commit[:10]}</code>" if commit else "")
+            + ". Each record below links to its JSON file, with its data, configuration and provenance.</p>")
+
+
+RECORDS_FOLDER = "records"  # beside the reproduction page: the records' JSON files, copied when the book is built
+
+
+def reproduce_html(timings: dict[str, tuple[str, str, float]], chapter_uri: dict[str, str] | None = None,
+                   titles: dict[str, str] | None = None) -> str:
+    """Per experiment: its chapter (linked), this build's live time, its cpu record (wall time, date, commit,
+    current or stale, a link to its JSON), the gpu record or estimate, and the command that regenerates it."""
     from analysis.core.trials import Experiment, trial_status
     from analysis.experiments import EXPERIMENTS, config_for, current_record
     from analysis.plan import plan_experiment
 
+    chapter_uri, titles = chapter_uri or {}, titles or {}
     head = ["experiment / chapter", "this build (live)", "cpu record", "gpu record, else estimate (not run)",
             "regenerate"]
     rows = []
     for name in EXPERIMENTS:
         chapter, scale, seconds = timings.get(name, ("-", "-", float("nan")))
-        live = f"{seconds:.1f} s at {scale} scale" if chapter != "-" else "not run by this build"
+        live = f"{human_duration(seconds)} at {scale} scale" if chapter != "-" else "not run by this build"
         records = []
         for rec_scale in ("cpu", "gpu"):
             record, stale = current_record(name, rec_scale)
@@ -423,17 +569,22 @@ def reproduce_html(timings: dict[str, tuple[str, str, float]]) -> str:
                 continue
             prov = record.provenance
             state = "stale: " + "; ".join(stale) if stale else "current"
-            records.append(f"{float(prov.get('wall_time_s', float('nan'))):.0f} s, {str(prov.get('date', '?'))[:10]}, "
-                           f"commit {str(prov.get('git_commit', '?'))[:8]}"
-                           f"{' (uncommitted changes)' if prov.get('git_dirty') else ''} ({state})")
+            file = f"{RECORDS_FOLDER}/{name}.{rec_scale}.json"
+            records.append(f"{html.escape(human_duration(float(prov.get('wall_time_s', float('nan')))))}, "
+                           f"{html.escape(str(prov.get('date', '?'))[:10])}, "
+                           f"commit {html.escape(str(prov.get('git_commit', '?'))[:8])}"
+                           f"{' (uncommitted changes)' if prov.get('git_dirty') else ''} ({html.escape(state)})"
+                           f'<br><a href="{file}">{name}.{rec_scale}.json</a>')
         est = plan_experiment(name, "gpu", execute=False)
         exp = Experiment(EXPERIMENTS[name])
         trials = trial_status(exp, "gpu", config_for(exp.module, "gpu")).describe()
-        gpu = (f"{records[1]}" if records[1] else
-               f"{est.h100_minutes:.2g} H100 minutes (from measured step times), {est.peak_memory_gb:.2g} GB"
-               ) + f"; gpu campaign: {trials}"
-        rows.append(f"<tr><td><code>{name}</code><br><small>{html.escape(chapter)}</small></td>"
-                    f"<td>{html.escape(live)}</td><td>{html.escape(records[0])}</td><td>{html.escape(gpu)}</td>"
+        gpu = (records[1] if records[1] else
+               html.escape(f"about {human_duration(est.h100_minutes * 60)} on one H100 (estimated from measured "
+                           f"step times), {est.peak_memory_gb:.2g} GB")) + f"; gpu campaign: {html.escape(trials)}"
+        where = (f'<a href="{html.escape(chapter_uri[chapter])}">{html.escape(titles.get(chapter, chapter))}</a>'
+                 if chapter in chapter_uri else html.escape(chapter))
+        rows.append(f"<tr><td><code>{name}</code><br><small>{where}</small></td>"
+                    f"<td>{html.escape(live)}</td><td>{records[0]}</td><td>{gpu}</td>"
                     f"<td><code>python -m analysis campaign --scale cpu --only {name}</code></td></tr>")
     return (claims_table_css() + '<div class="ledger-scroll"><table class="claims-table"><thead><tr>'
             + "".join(f"<th>{h}</th>" for h in head) + f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
@@ -445,7 +596,23 @@ class ReproduceDirective(SphinxDirective):
     has_content = False
 
     def run(self) -> list[nodes.Node]:
-        return [nodes.raw("", reproduce_html(chapter_timings(self.env.app)), format="html")]
+        app = self.env.app
+        chapters = _chapters(app)
+        uri = {ch.chapter: _relative(app, self.env.docname, doc) for doc, ch in chapters}
+        titles = {ch.chapter: ch.title for _, ch in chapters}
+        return [nodes.raw("", repository_line(Path(app.srcdir))
+                          + reproduce_html(chapter_timings(app), uri, titles), format="html")]
+
+
+class ChangelogDirective(SphinxDirective):
+    """``{verdict-changelog}``: every change of a recorded verdict, from the git history of the verdict table."""
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        from analysis.changelog import changelog_html, history
+
+        return [nodes.raw("", changelog_html(history(Path(self.env.app.srcdir))), format="html")]
 
 
 def _on_env_before_read_docs(app: Sphinx, env: Any, docnames: list[str]) -> None:
@@ -460,11 +627,18 @@ def _on_env_get_outdated(app: Sphinx, env: Any, added: set[str], changed: set[st
 
 
 def _on_build_finished(app: Sphinx, exception: Exception | None) -> None:
-    """Write claims.csv and claims.json beside the ledger page."""
+    """Write claims.csv and claims.json beside the ledger page, and copy the records beside the reproduction page."""
     if exception is not None or app.builder.format != "html":
         return
     items = entries(_chapters(app))
+    from analysis.results import results_dir
+
     for doc in _ledger_docs(app):
+        if doc.endswith("reproduce"):  # the records the reproduction page links to
+            folder = Path(app.outdir) / os.path.dirname(doc) / RECORDS_FOLDER
+            folder.mkdir(parents=True, exist_ok=True)
+            for record in sorted(results_dir().glob("*.json")):
+                shutil.copyfile(record, folder / record.name)
         if doc.endswith("ledger"):
             folder = Path(app.outdir) / os.path.dirname(doc)
             folder.mkdir(parents=True, exist_ok=True)
@@ -479,6 +653,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.set_html_assets_policy("always")
     app.add_directive("findings", FindingsDirective)
     app.add_directive("reproduce", ReproduceDirective)
+    app.add_directive("verdict-changelog", ChangelogDirective)
     app.connect("builder-inited", _on_builder_inited)
     app.connect("env-before-read-docs", _on_env_before_read_docs)
     app.connect("env-get-outdated", _on_env_get_outdated)

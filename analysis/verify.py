@@ -271,6 +271,82 @@ class Claim:
         return cls(**fields)
 
 
+# evidence, weakest first: a live smoke run only exercises the code (it is never a measurement); records and live cpu
+# or gpu runs measure; a computed claim needs no run
+EVIDENCE_RANK: dict[str, int] = {"smoke (live)": 0, "cpu (live)": 1, "cpu (recorded)": 2, "gpu (live)": 3,
+                                 "gpu (recorded)": 4, "computed": 5}
+CHECK_ONLY = "smoke (live)"
+
+
+def claim_ref(claim: Claim) -> tuple[str, str]:
+    """What identifies a claim whatever run measured it: (experiment, key); ('', key) before identification."""
+    return (claim.id.experiment if claim.id is not None else "", claim.key)
+
+
+def measurements(claims: list[Claim]) -> list[Claim]:
+    """The claims that are measurements: every run but a live smoke one, which only checks that the code runs."""
+    return [c for c in claims if c.evidence != CHECK_ONLY]
+
+
+def strongest_claims(claims: list[Claim]) -> list[Claim]:
+    """Per claim (:func:`claim_ref`), the measurement with the strongest evidence (:data:`EVIDENCE_RANK`: a gpu record
+    over a cpu record over a live run; smoke runs never count), in the order the claims first appear. This is the one
+    definition of 'strongest evidence' that the chapters' tables, the ledger and the landing page count by."""
+    best: dict[tuple[str, str], Claim] = {}
+    for c in measurements(claims):
+        ref = claim_ref(c)
+        if ref not in best or EVIDENCE_RANK.get(c.evidence, -1) > EVIDENCE_RANK.get(best[ref].evidence, -1):
+            best[ref] = c
+    return list(best.values())
+
+
+def claim_numbers(claims: list[Claim]) -> dict[tuple[str, str], int]:
+    """Each measured claim's number within its chapter (1, 2, ...), by first appearance: the same claim has the same
+    number at every scale, and a claim only a smoke run made has none."""
+    return {claim_ref(c): i for i, c in enumerate(strongest_claims(claims), 1)}
+
+
+def unmeasured(claims: list[Claim]) -> list[Claim]:
+    """The claims that only a smoke run made (no record or cpu / gpu run has measured them yet), one per claim."""
+    measured_refs = {claim_ref(c) for c in measurements(claims)}
+    seen: dict[tuple[str, str], Claim] = {}
+    for c in claims:
+        if claim_ref(c) not in measured_refs:
+            seen.setdefault(claim_ref(c), c)
+    return list(seen.values())
+
+
+def short_statement(statement: str, limit: int = 110, details: bool = False) -> str:
+    """A claim's statement for a compact table: without its closing parenthesis of measurement details (kept with
+    ``details``), and cut at a word (never inside $...$ maths) with '…' when still longer than ``limit`` characters."""
+    if limit < 20:
+        raise ValueError(f"limit must be >= 20 characters; got {limit!r}")
+    text = statement.strip()
+    if text.endswith(")") and not details:
+        depth, in_math = 0, False
+        for i in range(len(text) - 1, -1, -1):
+            ch = text[i]
+            if ch == "$":
+                in_math = not in_math
+            elif not in_math and ch == ")":
+                depth += 1
+            elif not in_math and ch == "(":
+                depth -= 1
+                if depth == 0:
+                    if i > 0 and text[:i].strip():
+                        text = text[:i].rstrip().rstrip(":;,")
+                    break
+    if len(text) <= limit:
+        return text
+    cut, in_math = 0, False
+    for i, ch in enumerate(text[:limit]):
+        if ch == "$":
+            in_math = not in_math
+        elif ch == " " and not in_math:
+            cut = i
+    return (text[:cut] if cut else text[:limit]).rstrip(" ,;:") + " …"
+
+
 def verdict_phrase(verdict: str) -> str:
     """A verdict as a predicate for prose: 'holds', 'fails', 'is inconclusive', 'holds within 3.7%' ('' stays '')."""
     return "is inconclusive" if verdict == "inconclusive" else verdict
@@ -300,6 +376,14 @@ _TABLE_CSS = (
     "table.claims-table{border-collapse:collapse;font-size:0.85em;margin:0.5em 0 1.5em;width:100%}"
     "table.claims-table th,table.claims-table td{border:1px solid #ccc;padding:0.3em 0.5em;vertical-align:top;text-align:left}"
     "table.claims-table th{background:#f3f3f3}table.claims-table small{color:#555}"
+    # dark mode (the theme sets data-theme on <html>): dark headings, light small text, lighter verdict colours
+    "html[data-theme=dark] table.claims-table th{background:#2a2e35;color:#e8e8e8}"
+    "html[data-theme=dark] table.claims-table th,html[data-theme=dark] table.claims-table td{border-color:#555}"
+    "html[data-theme=dark] table.claims-table small{color:#b8b8b8}"
+    + "".join(f'html[data-theme=dark] [style*="{light}"]{{color:{dark}!important}}'
+              f'html[data-theme=dark] .verdict-bar [style*="{light}"]{{background:{dark}!important}}'
+              for light, dark in (("#1b7f3b", "#6fd08c"), ("#a36b00", "#f0b44c"), ("#5f6368", "#b0b4b8"),
+                                  ("#b3261e", "#ff8a80")))
 )
 VERDICT_COLOURS: dict[Verdict, str] = {"holds": "#1b7f3b", "holds approximately": "#a36b00",
                                        "inconclusive": "#5f6368", "fails": "#b3261e"}
@@ -329,36 +413,95 @@ def detects_html(c: Claim) -> str:
     return f"<br><small>{html.escape(text)}</small>" if text else ""
 
 
-def claims_html(claims: list[Claim], link: str | None = None) -> str:
-    """An HTML table of claims with predictions, measurements and verdicts side by side."""
-    head = ["claim", "predicted", "measured ± error", "tolerance (basis)", "verdict", "corrected"]
+def _number_cell(claim: Claim, number: int | None, doc: str | None) -> str:
+    """'chapter.n' (a link to the claim in the ledger when ``doc`` is given) over the claim's scale of evidence."""
+    label = f"{doc}.{number}" if doc and number else (str(number) if number else "")
+    if doc and number:
+        label = f'<a href="ledger.html#{html.escape(doc)}-{html.escape(claim.key)}" title="this claim in the ledger">{label}</a>'
+    return f"<td>{label}<br><small>{html.escape(claim.evidence)}</small></td>"
+
+
+def claims_html(claims: list[Claim], doc: str | None = None) -> str:
+    """An HTML table of claims, each at its strongest evidence (:func:`strongest_claims`; smoke runs are checks, not
+    rows), numbered, with predictions, measurements, verdicts and severity side by side."""
+    from analysis.ledger_notes import severity
+
+    head = ["#", "claim", "predicted", "measured ± error", "tolerance (basis)", "verdict", "corrected"]
+    numbers = claim_numbers(claims)
     rows = []
-    for c in claims:
+    for c in strongest_claims(claims):
         colour = VERDICT_COLOURS[c.verdict]
         corrected = "" if c.corrected is None else (
             f"{fmt(c.corrected)} ({c.corrected_verdict}){': ' + html.escape(c.corrected_note) if c.corrected_note else ''}"
         )
-        stmt = html.escape(c.statement)
-        if link:
-            stmt = f'<a href="{html.escape(link)}">{stmt}</a>'
         sign = {"equal": "=", "upper_bound": "≤", "lower_bound": "≥", "below": "<", "above": ">"}[c.kind]
         alternative = "" if c.alternative is None else (
             f"<br><small>alternative {fmt(c.alternative)}: {html.escape(c.alternative_note)}</small>")
+        formal = "<br><small>formal</small>" if severity(c.key) == "formal" else ""
         rows.append(
-            "<tr>"
-            f"<td>{stmt}<br><small>{html.escape(c.source)}</small></td>"
+            "<tr>" + _number_cell(c, numbers.get(claim_ref(c)), doc)
+            + f"<td>{html.escape(c.statement)}<br><small>{html.escape(c.source)}</small></td>"
             f"<td>{sign} {fmt(c.predicted)} {html.escape(c.unit)}</td>"
             f"<td>{fmt(c.measured)} ± {fmt(c.uncertainty, 2)}{detects_html(c)}</td>"
             f"<td>{fmt(c.tolerance, 2)}<br><small>{html.escape(c.tolerance_basis)}</small>{alternative}</td>"
-            f'<td style="color:{colour};font-weight:bold">{html.escape(c.verdict_text())}</td>'
+            f'<td><span style="color:{colour};font-weight:bold">{html.escape(c.verdict_text())}</span>{formal}</td>'
             f"<td>{corrected}</td>"
             "</tr>"
         )
     header = "".join(f"<th>{h}</th>" for h in head)
+    missing = unmeasured(claims)
+    note = "" if not missing else (
+        f"<p><small>{len(missing)} claim{'s' if len(missing) != 1 else ''} made only by this build's smoke run "
+        f"(a check that the code runs, not a measurement) {'are' if len(missing) != 1 else 'is'} left out until a "
+        f"cpu or gpu run measures {'them' if len(missing) != 1 else 'it'}.</small></p>")
     return (
-        f"<style>{_TABLE_CSS}</style>"
-        f'<table class="claims-table"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        f"{claims_table_css()}"
+        f'<table class="claims-table"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>{note}'
     )
+
+
+BOX_OPEN_MAX = 15  # a chapter's verdict box starts open up to this many claims, collapsed to its counts beyond
+
+
+def evidence_words(evidence: str) -> str:
+    """'cpu (recorded)' as 'cpu record', 'gpu (live)' as 'gpu, this build': a scale of evidence in a narrow cell."""
+    scale, _, how = evidence.partition(" (")
+    return {"recorded)": f"{scale} record", "live)": f"{scale}, this build"}.get(how, evidence)
+
+
+def verdict_box_html(claims: list[Claim], doc: str) -> str:
+    """The chapter's verdicts at a glance: per claim at its strongest evidence, its number (a link to the ledger), the
+    claim in short (:func:`short_statement`), its source, verdict, scale of evidence and severity; rows carry the ids
+    ``claim-<key>`` that the ledger links back to."""
+    from analysis.ledger_notes import severity
+
+    shown = strongest_claims(claims)
+    numbers = claim_numbers(claims)
+    shorts = [short_statement(c.statement) for c in shown]
+    clash = {s for s in shorts if shorts.count(s) > 1}  # claims told apart only by their details keep them
+    counts = {v: sum(c.verdict == v for c in shown) for v in VERDICT_COLOURS}
+    summary = ", ".join(f'<span style="color:{VERDICT_COLOURS[v]};font-weight:bold">{n} {v}</span>'
+                        for v, n in counts.items() if n)
+    rows = []
+    for c, short in zip(shown, shorts):
+        text = short_statement(c.statement, limit=200, details=True) if short in clash else short
+        verdict = html.escape(c.verdict_text())
+        if c.corrected is not None and c.verdict == "fails":
+            verdict += f"<br><small>corrected: {html.escape(str(c.corrected_verdict))}</small>"
+        n = numbers[claim_ref(c)]
+        source = html.escape(c.source).replace("/", "/<wbr>")  # an address breaks at its slashes, not mid-word
+        rows.append(
+            f'<tr id="claim-{html.escape(c.key)}"><td><a href="ledger.html#{html.escape(doc)}-{html.escape(c.key)}" '
+            f'title="this claim in the ledger">{html.escape(doc)}.<wbr>{n}</a></td>'
+            f"<td>{html.escape(text)}</td><td><small>{source}</small></td>"
+            f'<td style="color:{VERDICT_COLOURS[c.verdict]};font-weight:bold">{verdict}</td>'
+            f"<td><small>{html.escape(evidence_words(c.evidence))}<br>{severity(c.key)}</small></td></tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("#", "claim", "source", "verdict", "evidence, severity"))
+    opened = " open" if len(shown) <= BOX_OPEN_MAX else ""
+    return (f'{claims_table_css()}<details class="verdict-box"{opened}><summary><strong>Verdicts</strong>: '
+            f"{len(shown)} claims, each at its strongest evidence: {summary}</summary>"
+            f'<table class="claims-table verdict-box-table"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table></details>')
 
 
 @dataclass
@@ -396,7 +539,7 @@ class ChapterClaims:
         return path
 
     def _repr_html_(self) -> str:
-        return claims_html(self.claims)
+        return claims_html(self.claims, self.chapter)
 
 
 def load_chapter_claims(path: str | os.PathLike[str]) -> ChapterClaims:

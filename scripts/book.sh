@@ -24,8 +24,14 @@ if [ "$(cat _build/.analysis-stamp 2>/dev/null)" != "$stamp" ]; then
 fi
 echo "book: building at scale '$ANALYSIS_SCALE' with $config"
 start=$(date +%s)
-.venv/bin/jupyter-book build . --config "$config" -W --keep-going 2>&1 |
-  .venv/bin/python scripts/book_progress.py
+# one line per chapter here; Sphinx's whole log in _build/book.log, whose end is shown when the build fails
+log=_build/book.log
+if ! .venv/bin/jupyter-book build . --config "$config" -W --keep-going 2>&1 |
+  .venv/bin/python scripts/book_progress.py "$log"; then
+  echo "book: the build failed; the last 60 lines of $log:"
+  tail -n 60 "$log"
+  exit 1
+fi
 echo "$stamp" > _build/.analysis-stamp
 # what a reader would notice: captions, lists, unrendered syntax, GPU status, ledger ids and downloads
 .venv/bin/python -m analysis.html_check _build/html

@@ -51,3 +51,16 @@ def test_gpu_status_says_when_a_campaign_is_partial(tmp_path):
     ch = Chapter("d", "t", "smoke", RenderedClaims("d", "t"), runs={"gau-length": []}, directory=str(tmp_path))
     status = ch.gpu_status("gau-length").data
     assert f"partial: 1 of {len(trials)} trials stored, so no record is shown" in status
+
+
+def test_verdict_lines_link_to_the_claims_stable_ledger_anchor():
+    from analysis.chapter import VerdictBox, verdict_line
+    from analysis.verify import Claim
+
+    c = Claim("k", "a claim", "src", 1.0, 1.0, 0.0, 0.1, "basis").identified("e", "cpu", recorded=True)
+    assert verdict_line(c, "doc", 3).startswith('- <a href="ledger.html#doc-k" title="this claim in the ledger">doc.3</a>')
+    assert 'href="ledger.html#doc-k-recorded-cpu"' in verdict_line(c, "doc", 3, strongest=False)
+    assert verdict_line(c).startswith("- a claim: **holds**")
+    box = VerdictBox((c,), "doc")
+    assert repr(box) == "doc.1 holds (cpu (recorded), substantive): a claim"
+    assert 'class="verdict-box"' in box._repr_html_()

@@ -7,8 +7,11 @@ from analysis import html_check as hc
 def test_chapter_defects_are_found():
     good = ('<main><figure><img src="a.png"><figcaption>Fig. 1</figcaption></figure>'
             "<ul><li>a: <strong>holds</strong></li></ul><p>No GPU-scale run of x has been recorded yet.</p>"
-            '<details class="provenance"><summary>Provenance</summary><li>x: this build: smoke</li></details></main>')
+            '<details class="provenance"><summary>Provenance</summary><li>x: this build: smoke</li></details>'
+            '<div class="verdict-box"><table><tr><td>cpu (recorded)</td></tr></table></div></main>')
     assert hc.chapter_problems("c", good) == []
+    smoke_row = good.replace("cpu (recorded)", "smoke (live)")
+    assert hc.chapter_problems("c", smoke_row) == ["c: a table shows a smoke run as a measurement"]
     bad = ('<main><figure><img src="a.png"></figure><p>- a: <strong>holds</strong> - b</p>'
            "<p>see {glue:text}`x`</p></main>")
     found = hc.chapter_problems("c", bad)
@@ -17,6 +20,7 @@ def test_chapter_defects_are_found():
     assert any("unrendered MyST" in p for p in found)
     assert any("GPU-scale run" in p for p in found)
     assert any("collapsed provenance" in p for p in found)
+    assert any("no verdict box" in p for p in found)
 
 
 def write(folder, ids):

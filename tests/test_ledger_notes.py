@@ -69,3 +69,17 @@ def test_the_typical_row_ratio_the_note_states_is_the_recorded_one():
     c = claims["finite-argmax-normal"]
     assert "about 2.5 times" in NO_CORRECTED_NUMBER["finite-argmax-normal"]
     assert 2.25 <= c.measured / c.predicted < 2.75
+
+
+def test_every_formal_claim_is_recorded_and_the_rest_are_substantive():
+    from analysis.ledger_notes import FORMAL, SEVERITY_RULE, formal_reason, severity
+
+    records = recorded_verdicts(RESULTS)["records"]
+    keys = {key for claims in records.values() for key in claims}
+    for note in FORMAL:
+        matched = [k for k in keys if covers(note, k)]
+        assert matched, f"FORMAL[{note!r}] names no recorded claim"
+        assert all(severity(k) == "formal" and formal_reason(k) == FORMAL[note] for k in matched)
+    assert severity("qk-normal") == "substantive" and formal_reason("qk-normal") is None
+    assert severity("no-such-claim") == "substantive"
+    assert "formal" in SEVERITY_RULE and "substantive" in SEVERITY_RULE

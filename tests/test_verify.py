@@ -201,3 +201,58 @@ def test_a_named_reason_leaves_the_claim_undecided():
     assert detects_text(moving) == "undecided: the optimum still moves with the budget"
     assert make(measured=5.0, corrected=5.0, undecided="x").corrected_verdict == "inconclusive"
     assert make(measured=5.0, undecided=" ").verdict == "fails"  # blank is no reason
+
+
+def _runs(key, statement="s", **kw):
+    c = make(key=key, statement=statement, **kw)
+    return (c.identified("e", "smoke", recorded=False), c.identified("e", "cpu", recorded=True),
+            c.identified("e", "gpu", recorded=True))
+
+
+def test_strongest_evidence_is_one_definition_and_smoke_is_never_a_measurement():
+    from analysis.verify import claim_numbers, measurements, strongest_claims, unmeasured
+
+    a_smoke, a_cpu, a_gpu = _runs("a")
+    b_smoke, b_cpu, _ = _runs("b")
+    only_smoke = make(key="c").identified("e", "smoke", recorded=False)
+    claims = [a_smoke, b_smoke, only_smoke, a_cpu, b_cpu, a_gpu]
+    assert measurements(claims) == [a_cpu, b_cpu, a_gpu]
+    assert strongest_claims(claims) == [a_gpu, b_cpu]  # first-appearance order, the strongest run of each
+    assert claim_numbers(claims) == {("e", "a"): 1, ("e", "b"): 2}
+    assert claim_numbers([a_smoke, a_cpu, b_cpu]) == claim_numbers(claims)  # a gpu record renumbers nothing
+    assert unmeasured(claims) == [only_smoke]
+    html = claims_html(claims, "chap")
+    assert html.count("<tr>") == 3 and "smoke (live)" not in html and "gpu (recorded)" in html
+    assert 'href="ledger.html#chap-a"' in html and ">chap.2</a>" in html
+    assert "1 claim made only by this build" in html
+
+
+def test_short_statement_drops_the_details_and_never_cuts_maths():
+    from analysis.verify import short_statement
+
+    assert short_statement("$q \\cdot k$ is normal, $N(0, d)$ (excess kurtosis 0; at $d = 1$)") == \
+        "$q \\cdot k$ is normal, $N(0, d)$"
+    assert short_statement("(only details)") == "(only details)"
+    assert short_statement("x (a (nested) one)", details=True) == "x (a (nested) one)"
+    long = "word " * 10 + "$a + b + c + d + e + f + g + h + i + j + k + l + m + n$ tail"
+    cut = short_statement(long, limit=60)
+    assert cut.endswith(" …") and cut.count("$") % 2 == 0 and len(cut) <= 62
+    with pytest.raises(ValueError, match="limit must be >= 20"):
+        short_statement("x", limit=5)
+
+
+def test_the_verdict_box_lists_each_claim_once_with_severity_and_anchors():
+    from analysis.verify import verdict_box_html
+
+    a = _runs("a", "claim A (details 1)", measured=1.5)
+    eps = _runs("ln-scale", "LayerNorm (eps details)", measured=1.5)
+    c64, c128 = (make(key=f"c{c}", statement=f"same words (c = {c})").identified("e", "cpu", True) for c in (64, 128))
+    html = verdict_box_html([*a, *eps, c64, c128], "chap")
+    assert html.count('<tr id="claim-') == 4 and 'id="claim-a"' in html and 'href="ledger.html#chap-a"' in html
+    assert "claim A<" in html and "details 1" not in html  # short form
+    assert "same words (c = 64)" in html and "same words (c = 128)" in html  # told apart by their details
+    assert "<br>formal</small>" in html and "<br>substantive</small>" in html
+    assert "4 claims, each at its strongest evidence" in html and "2 fails" in html and "2 holds" in html
+    assert "gpu record<br>" in html and "smoke" not in html and '<details class="verdict-box" open>' in html
+    many = [make(key=f"k{i}").identified("e", "cpu", True) for i in range(16)]
+    assert '<details class="verdict-box">' in verdict_box_html(many, "chap")  # a long box starts collapsed
