@@ -52,6 +52,13 @@ class RunSet:
         return run_name(self.scale, self.recorded)
 
     @property
+    def phrase(self) -> str:
+        """How the run was made, for prose: 'recorded at cpu scale', 'run by this build at smoke scale', with
+        ', stale' for a stale record."""
+        how = f"recorded at {self.scale} scale" if self.recorded else f"run by this build at {self.scale} scale"
+        return how + (", stale" if self.stale else "")
+
+    @property
     def note(self) -> str:
         """The provenance line, with the staleness reasons when the record is stale."""
         if not self.stale:
@@ -63,7 +70,7 @@ def _live_provenance(scale: str, data: dict[str, Any], seconds: float, seed: int
     from analysis.results import provenance
 
     p = provenance(seconds)
-    return (f"this build: {scale} scale on {data.get('device_type') or p['device']}, torch {p['torch']}, "
+    return (f"this build: {scale} scale on {p['device']}, torch {p['torch']}, "
             f"Python {p['python']}, commit {(p['git_commit'] or 'unknown')[:10]}"
             f"{' (uncommitted changes)' if p.get('git_dirty') else ''}, "
             f"{'' if seed is None else f'seed {seed}, '}{str(p.get('date', ''))[:10]}, {seconds:.1f} s")
@@ -124,6 +131,12 @@ class Chapter:
     def best(self, name: str) -> RunSet:
         """The strongest evidence for experiment ``name``: the last of its runs (gpu record, cpu record, live)."""
         return self.runs[name][-1]
+
+    def shown(self, name: str) -> list[RunSet]:
+        """The runs of ``name`` that are measurements, weakest first: its records, and this build's run when it is at
+        cpu or gpu scale; the smoke run only when nothing else exists (it checks that the code runs)."""
+        measured = [r for r in self.runs[name] if r.recorded or r.scale != "smoke"]
+        return measured or self.runs[name][:1]
 
     def live(self, name: str) -> RunSet:
         """The run made by this build."""
@@ -193,7 +206,7 @@ CHAPTER_TABLE_CSS = (
     + "div.verdict-box{margin:0.5em 0 1em}div.verdict-box table.claims-table{table-layout:fixed;width:100%}"
     + "div.verdict-box summary{cursor:pointer}"
     + "".join(f"div.verdict-box table.claims-table th:nth-child({i}){{width:{w}%}}"
-              for i, w in enumerate((10, 44, 18, 13, 15), 1))
+              for i, w in enumerate((6, 43, 20, 15, 16), 1))
     + "</style>"
 )
 

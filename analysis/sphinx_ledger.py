@@ -52,6 +52,7 @@ from analysis.verify import (
     measurements,
     strongest_claims,
     unmeasured,
+    verdict_count,
 )
 
 LEDGER_DOC_DIRECTIVE = "claims-ledger"
@@ -139,10 +140,10 @@ def to_json(items: list[Entry]) -> str:
 
 def verdict_label(verdict: str, count: int) -> str:
     """'12 hold', '1 holds only approximately (...)', ...: a summary phrase that matches the rows' wording."""
-    within = "only approximately (within a % stated per claim)"
-    words = {"holds": ("holds", "hold"), "holds approximately": (f"holds {within}", f"hold {within}"),
-             "inconclusive": ("is inconclusive", "are inconclusive"), "fails": ("fails", "fail")}[verdict]
-    return f"{count} {words[0] if count == 1 else words[1]}"
+    if verdict == "holds approximately":
+        within = "only approximately (within a % stated per claim)"
+        return f"{count} {'holds' if count == 1 else 'hold'} {within}"
+    return verdict_count(verdict, count)
 
 
 VERDICT_ORDER = {v: i for i, v in enumerate(("fails", "inconclusive", "holds approximately", "holds"))}
@@ -185,9 +186,9 @@ def _row_html(e: Entry, chapter_uri: str) -> str:
 
 LEDGER_CSS = (
     "div.ledger-scroll{overflow-x:auto}table.ledger-table{table-layout:fixed;width:100%;min-width:46em}"
-    "table.ledger-table col.c-num{width:7em}table.ledger-table col.c-values{width:8.5em}"
-    "table.ledger-table col.c-tol{width:20%}table.ledger-table col.c-verdict{width:18%}"
-    "table.ledger-table col.c-sev{width:7.5em}"
+    "table.ledger-table col.c-num{width:6.5em}table.ledger-table col.c-values{width:8em}"
+    "table.ledger-table col.c-tol{width:18%}table.ledger-table col.c-verdict{width:16%}"
+    "table.ledger-table col.c-sev{width:6.5em}"
     "table.ledger-table td{overflow-wrap:break-word;hyphens:none}"
     "table.ledger-table th{cursor:pointer;user-select:none}table.ledger-table th[aria-sort]::after{content:' ↕';opacity:0.5}"
     ".ledger-filters{display:flex;flex-wrap:wrap;gap:0.6em;align-items:center;margin:0.5em 0 1em}"
@@ -337,7 +338,10 @@ def miss_words(c: Claim) -> str:
     if m == 0 or (m > 0) != (p > 0):
         return "of the opposite sign" if m != 0 else "100% off"
     fold = max(m / p, p / m)
-    return f"off by a factor {fold:.2g}" if fold >= 2 else f"{100 * abs(m - p) / abs(p):.0f}% off"
+    if fold < 2:
+        return f"{100 * abs(m - p) / abs(p):.0f}% off"
+    rounded = float(f"{fold:.2g}")  # two significant figures, written out: 'a factor 61,000', not '6.1e+04'
+    return f"off by a factor {rounded:,.0f}" if rounded >= 10 else f"off by a factor {rounded:g}"
 
 
 def largest_miss(items: list[Entry]) -> Entry | None:

@@ -460,6 +460,13 @@ def claims_html(claims: list[Claim], doc: str | None = None) -> str:
     )
 
 
+def verdict_count(verdict: str, count: int) -> str:
+    """'1 holds', '12 hold', '2 are inconclusive', '3 hold approximately': a count with its verdict as a verb."""
+    one, many = {"holds": ("holds", "hold"), "holds approximately": ("holds approximately", "hold approximately"),
+                 "inconclusive": ("is inconclusive", "are inconclusive"), "fails": ("fails", "fail")}[verdict]
+    return f"{count} {one if count == 1 else many}"
+
+
 BOX_OPEN_MAX = 15  # a chapter's verdict box starts open up to this many claims, collapsed to its counts beyond
 
 
@@ -480,7 +487,7 @@ def verdict_box_html(claims: list[Claim], doc: str) -> str:
     shorts = [short_statement(c.statement) for c in shown]
     clash = {s for s in shorts if shorts.count(s) > 1}  # claims told apart only by their details keep them
     counts = {v: sum(c.verdict == v for c in shown) for v in VERDICT_COLOURS}
-    summary = ", ".join(f'<span style="color:{VERDICT_COLOURS[v]};font-weight:bold">{n} {v}</span>'
+    summary = ", ".join(f'<span style="color:{VERDICT_COLOURS[v]};font-weight:bold">{verdict_count(v, n)}</span>'
                         for v, n in counts.items() if n)
     rows = []
     for c, short in zip(shown, shorts):
@@ -492,7 +499,7 @@ def verdict_box_html(claims: list[Claim], doc: str) -> str:
         source = html.escape(c.source).replace("/", "/<wbr>")  # an address breaks at its slashes, not mid-word
         rows.append(
             f'<tr id="claim-{html.escape(c.key)}"><td><a href="ledger.html#{html.escape(doc)}-{html.escape(c.key)}" '
-            f'title="this claim in the ledger">{html.escape(doc)}.<wbr>{n}</a></td>'
+            f'title="{html.escape(doc)}.{n} in the ledger">{n}</a></td>'
             f"<td>{html.escape(text)}</td><td><small>{source}</small></td>"
             f'<td style="color:{VERDICT_COLOURS[c.verdict]};font-weight:bold">{verdict}</td>'
             f"<td><small>{html.escape(evidence_words(c.evidence))}<br>{severity(c.key)}</small></td></tr>")

@@ -150,3 +150,13 @@ def test_exponent_at_half_reads_a_power_law_exactly_and_needs_the_range():
     assert claim.verdict == "holds" and claim.corrected == pytest.approx(9.0) and claim.corrected_verdict == "fails"
     with pytest.raises(ValueError, match="must span 1/2 to 1"):
         exponent_at_half({"rows": sweep["rows"][2:]}, seeds=4)
+
+
+def test_init_names_read_as_the_prose_writes_them():
+    import pytest
+
+    from analysis.studies.gau_init.experiments.gau_init import init_words
+
+    assert init_words("lecun") == "LeCun" and init_words("std0.02") == "std 0.02"
+    with pytest.raises(ValueError, match="init must be"):
+        init_words("xavier")

@@ -163,3 +163,14 @@ def test_book_order_reads_the_table_of_contents(tmp_path):
                                        "      - file: book/zeta\n      - file: book/alpha.ipynb\n")
     app = SimpleNamespace(srcdir=str(tmp_path), env=None, config=None)
     assert book_order(app) == ["book/zeta", "book/alpha"]
+
+
+def test_large_factors_are_written_out():
+    from analysis.sphinx_ledger import miss_words
+
+    def claim(p, m):
+        return Claim("k", "s", "src", p, m, 0.0, 1e-9, "basis")
+
+    assert miss_words(claim(1.157e-6, 0.07045)) == "off by a factor 61,000"
+    assert miss_words(claim(0.01, 1.279)) == "off by a factor 130"
+    assert miss_words(claim(1.0, 2.5)) == "off by a factor 2.5"

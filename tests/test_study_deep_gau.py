@@ -25,7 +25,7 @@ def _summary(gau_deep_warm: float = 3e-3) -> dict:
 
 
 def test_bound_text_words_an_empty_boundary():
-    assert st.bound_text(0.0) == "none of the grid"
+    assert st.bound_text(0.0) == st.NO_BOUNDARY
     assert st.bound_text(0.0031623) == "0.0032"
     assert st.bound_text(1e-2) == "0.01"
 
@@ -37,9 +37,9 @@ def test_warmup_label():
 
 def test_boundary_facts_pick_depth_and_warmup_and_only_the_cited_ones():
     f = st.boundary_facts(_summary())
-    assert f == {"deep_bg0": "0.003", "deep_bgw": "0.003", "deep_bgs": "0.03", "deep_bt0": "none of the grid",
-                 "deep_btw": "none of the grid", "deep_bts": "0.01", "deep_bp0": "0.0032", "deep_bn0": "0.003"}
-    assert st.boundary_facts(_summary(gau_deep_warm=0.0))["deep_bgw"] == "none of the grid"
+    assert f == {"deep_bg0": "0.003", "deep_bgw": "0.003", "deep_bgs": "0.03", "deep_bt0": st.NO_BOUNDARY,
+                 "deep_btw": st.NO_BOUNDARY, "deep_bts": "0.01", "deep_bp0": "0.0032", "deep_bn0": "0.003"}
+    assert st.boundary_facts(_summary(gau_deep_warm=0.0))["deep_bgw"] == st.NO_BOUNDARY
 
 
 def test_boundary_table_has_a_line_per_architecture_and_warmup_with_zeros_shown():
@@ -80,7 +80,7 @@ def test_previous_facts_come_from_the_two_runs_and_name_them():
         {"block": "transformer", "step": 0, "width": 1024, "depth": 8, "median": 0.1}]}, "live", "smoke")
     f = st.previous_facts(init, coord)
     assert f["prev_coord"] == "1.18" and f["prev_coord_where"] == "width 512, 16 GAU layers"
-    assert f["prev_provenance"] == "gau-init and coord-check, recorded, cpu scale and this build (smoke scale)"
+    assert f["prev_provenance"] == "gau-init (recorded at cpu scale) and coord-check (run by this build at smoke scale)"
     assert f["prev_where"] == "s = 128, n = 512, d = 768" and f["prev_bidir"] == "18" and f["prev_source"] == "89"
 
 
@@ -148,3 +148,12 @@ def test_a_stalled_deep_boundary_makes_the_depth_claim_inconclusive_not_failed()
         if r["depth"] == 24 and r["block"] == "gau" and r["lr"] > 1e-3:
             r["diverged_at"], r["val_loss"] = 9, float("nan")
     assert {c.key: c for c in dg.claims(data, "test")}["gau-lr-depth"].verdict == "fails"
+
+
+def test_runs_phrase_names_a_shared_origin_once():
+    cpu = RunSet("recorded, cpu scale", {}, "recorded", "cpu", recorded=True)
+    stale = RunSet("recorded, cpu scale (stale)", {}, "recorded", "cpu", recorded=True, stale=("code changed",))
+    assert st.runs_phrase({"a": cpu, "b": cpu}) == "a and b, both recorded at cpu scale"
+    assert st.runs_phrase({"a": cpu}) == "a, recorded at cpu scale"
+    assert st.runs_phrase({"a": cpu, "b": cpu, "c": cpu}) == "a, b and c, all recorded at cpu scale"
+    assert st.runs_phrase({"a": cpu, "b": stale}) == "a (recorded at cpu scale) and b (recorded at cpu scale, stale)"

@@ -252,7 +252,15 @@ def test_the_verdict_box_lists_each_claim_once_with_severity_and_anchors():
     assert "claim A<" in html and "details 1" not in html  # short form
     assert "same words (c = 64)" in html and "same words (c = 128)" in html  # told apart by their details
     assert "<br>formal</small>" in html and "<br>substantive</small>" in html
-    assert "4 claims, each at its strongest evidence" in html and "2 fails" in html and "2 holds" in html
+    assert "4 claims, each at its strongest evidence" in html and "2 fail<" in html and "2 hold<" in html
     assert "gpu record<br>" in html and "smoke" not in html and '<details class="verdict-box" open>' in html
     many = [make(key=f"k{i}").identified("e", "cpu", True) for i in range(16)]
     assert '<details class="verdict-box">' in verdict_box_html(many, "chap")  # a long box starts collapsed
+
+
+def test_verdict_counts_read_as_verbs():
+    from analysis.verify import verdict_count
+
+    assert [verdict_count(v, n) for v, n in (("holds", 1), ("holds", 29), ("fails", 11), ("inconclusive", 1),
+                                             ("inconclusive", 3), ("holds approximately", 2))] == [
+        "1 holds", "29 hold", "11 fail", "1 is inconclusive", "3 are inconclusive", "2 hold approximately"]

@@ -17,6 +17,7 @@ Every function is float64 numpy and validates its inputs. The equations, by sect
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -103,6 +104,8 @@ def top_gap_sf(g: float, n: int) -> float:
     return min(max(val, 0.0), 1.0)
 
 
+@functools.lru_cache(maxsize=256)  # a pure function of two integers, costly (nested quadrature): the chapter and its
+# figure ask for the same widths
 def saturated_jacobian_median(n: int, d: int) -> float:
     """Median of ||J||_F for unscaled logits q.k_j (q, k_j ~ N(0, I_d)) in the saturated limit: 2 exp(-t),
     P(|q| G > t) = 1/2 with |q| ~ chi_d independent of the top-two gap G of n standard normals."""

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 TITLE = "Deep GAU without warmup"
 EXPERIMENTS = ("deep-gau", "deep-gau-init")
-NO_BOUNDARY = "none of the grid"  # a boundary of 0: no learning rate of the grid trains every seed
+# a boundary of 0, as it reads after "trains up to": no learning rate of the grid trains every seed
+NO_BOUNDARY = "0 (no learning rate of the grid trains every seed)"
 # the boundaries the prose cites: glue key -> architecture and where ("0": largest depth without warmup, "w": largest
 # depth with warmup, "s": smallest depth without warmup)
 CITED_BOUNDARIES = {"g": ("post-norm GAU", "0ws"), "t": ("post-norm Transformer", "0ws"),
@@ -78,7 +79,19 @@ def previous_facts(init: RunSet, coord: RunSet) -> dict[str, str]:
             "prev_where": init_sum["where"],
             "prev_coord": f"{coord_sum['gau_median']:.2f}",
             "prev_coord_where": coord_sum["where"],
-            "prev_provenance": f"gau-init and coord-check, {init.label} and {coord.label}"}
+            "prev_provenance": runs_phrase({"gau-init": init, "coord-check": coord})}
+
+
+def runs_phrase(runs: dict[str, RunSet]) -> str:
+    """'gau-init and coord-check, both recorded at cpu scale', or each run named with its own phrase when they
+    differ: which runs a sentence's numbers come from."""
+    names = list(runs)
+    phrases = {r.phrase for r in runs.values()}
+    joined = ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1]
+    if len(phrases) == 1:
+        return f"{joined}, {'both ' if len(names) == 2 else 'all ' if len(names) > 2 else ''}{phrases.pop()}"
+    parts = [f"{n} ({r.phrase})" for n, r in runs.items()]
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def warmup_label(warmup: int) -> str:
@@ -87,7 +100,7 @@ def warmup_label(warmup: int) -> str:
 
 
 def bound_text(bound: float) -> str:
-    """A boundary at two significant digits, or 'none of the grid' when no learning rate trains (a boundary of 0)."""
+    """A boundary at two significant digits, or :data:`NO_BOUNDARY` when no learning rate trains (a boundary of 0)."""
     return f"{bound:.2g}" if bound > 0 else NO_BOUNDARY
 
 

@@ -143,13 +143,13 @@ def calibration_verdicts(verdict: Callable[[str], str], names: Sequence[str]) ->
 
 def facts(ch: Chapter) -> dict[str, Any]:
     """Every number and printed check the chapter states: the closed form's accuracy, the curves' monotonicity, the
-    sampled gap (from the best entropy-bound run); the live language model's provenance, Markov excess and calibration,
-    and the best entropy-lm run's architectures with their calibration verdicts."""
+    sampled gap (from the best entropy-bound run); the language model runs' provenance, and the best entropy-lm run's
+    Markov excess, calibration and architectures with their calibration verdicts."""
     bound = ch.best("entropy-bound").data
     direct, mono = bound["direct"], bound["monotone"]
-    runs, live, best_lm = ch.runs["entropy-lm"], ch.live("entropy-lm").data, ch.best("entropy-lm")
-    notes = provenance_notes([r.note for r in runs], live["real"]["corpus"]["sha256"])
-    mk, late = live["markov"], live["real"]["snapshots"][-1]
+    runs, best_lm = ch.shown("entropy-lm"), ch.best("entropy-lm")
+    notes = provenance_notes([r.note for r in runs], best_lm.data["real"]["corpus"]["sha256"])
+    mk, late = best_lm.data["markov"], best_lm.data["real"]["snapshots"][-1]
     arch = architectures(best_lm.data)
     p, k = NOTES_EXAMPLE
     return {
@@ -192,13 +192,13 @@ def facts(ch: Chapter) -> dict[str, Any]:
 
 def figures(ch: Chapter) -> dict[str, Figure]:
     """The notes' curves extended, the sampled distributions under the bound, the runs' token clouds, the Markov
-    source's training curve (live run) and the architectures' clouds and calibration (best run)."""
-    runs = ch.runs["entropy-lm"]
-    title = f"first-order Markov source over 26 letters, {ch.scale} scale"
+    source's training curve and the architectures' clouds and calibration (best run)."""
+    runs, best = ch.shown("entropy-lm"), ch.best("entropy-lm")
+    title = f"first-order Markov source over 26 letters, {best.scale} scale"
     return {
         "fig-curves": entropy_curves(entropy_bound.NOTES_CLASSES, entropy_bound.NOTES_P_RANGE),
         "fig-bound-sampled": bound_sampling(ch.best("entropy-bound").data["sampled"]),
         "fig-lm-cloud": lm_clouds([(r.label, r.data) for r in runs]),
-        "fig-markov": markov_curve(ch.live("entropy-lm").data["markov"], title),
+        "fig-markov": markov_curve(best.data["markov"], title),
         "fig-arch": architecture_clouds(ch.best("entropy-lm").data),
     }

@@ -133,13 +133,13 @@ def half_facts(data: dict[str, Any]) -> dict[str, str]:
 
 
 def facts(ch: Chapter) -> dict[str, Any]:
-    """Every number the chapter states: Swish's moments (live run; quadrature, the same at every scale), the
+    """Every number the chapter states: Swish's moments (quadrature, the same at every scale), the
     reference point (:func:`analysis.studies.gau_init.experiments.gau_init.summary`), the grid's fit (:func:`grid_fit`), the local
     exponent (:func:`exponent_near_one`) from the best run of gau-init, the GAU branch of the best coord-check run
     (:func:`analysis.studies.gau_init.experiments.coord_check.summary`) and the mean over its widest stacks, the
     per-position RMS (:func:`position_rms`), and the verdicts the prose names (:func:`verdict_words`)."""
     best = ch.best("gau-init")
-    moments = ch.live("gau-init").data["moments"]
+    moments = best.data["moments"]
     summ = gi.summary(best.data)
     ref = summ["reference"]
     fit = grid_fit(best.data["grid"])

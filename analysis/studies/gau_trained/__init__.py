@@ -257,7 +257,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
     best gau-length run, and the verdicts of both (and of the cpu-scale gau-length run when it is not the best)."""
     qbest, lbest = ch.best("gau-quality"), ch.best("gau-length")
     cpu = cpu_run(ch.runs["gau-length"])
-    summaries = [(r.label, gau_length.summary(r.data)) for r in ch.runs["gau-length"]]
+    summaries = [(r.label, gau_length.summary(r.data)) for r in ch.shown("gau-length")]
     return {
         "q_label": qbest.label,
         "q_gpu": ch.gpu_status("gau-quality"),

@@ -78,7 +78,7 @@ def mc_facts(ch: Chapter) -> dict[str, Any]:
         "mc_share": f"{100 * pr.plateau_share(row):.0f}%",
         "mc_plateau": f"{row['plateau_predicted']:.2f}",
         "mc_plateau_meas": f"{row['plateau_measured']:.2f} ± {row['plateau_measured_se']:.2f}",
-        "mc_table": Markdown(pr.text_block(pr.mc_table([(r.label, r.data) for r in ch.runs["softmax-scale-mc"]]))),
+        "mc_table": Markdown(pr.text_block(pr.mc_table([(r.label, r.data) for r in ch.shown("softmax-scale-mc")]))),
     }
 
 
@@ -143,6 +143,6 @@ def figures(ch: Chapter) -> dict[str, Figure]:
         "fig-cosine": fg.cosine_scores(checks["density"], checks["large_d"]),
         "fig-finite": fg.finite_sample_curves(mc, pr.shown_lengths(mc["rows"])),
         "fig-rules": fg.scale_rules(mc, checks["decoder"]),
-        "fig-train": fg.training_sweep([(r.label, r.data) for r in ch.runs["softmax-scale-train"]]),
+        "fig-train": fg.training_sweep([(r.label, r.data) for r in ch.shown("softmax-scale-train")]),
         "fig-recall": fg.recall_scale(ch.best("softmax-scale-recall").data),
     }

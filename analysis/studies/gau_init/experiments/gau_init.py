@@ -166,6 +166,15 @@ def seed_estimate(mean: float, sd: float, seeds: int, scale: float = 1.0) -> Est
     return from_se(mean / scale, sd / scale / np.sqrt(seeds), seeds, "seeds")
 
 
+def init_words(init: str) -> str:
+    """An initialisation's name as the prose writes it: 'lecun' as 'LeCun', 'std0.02' as 'std 0.02'."""
+    if init == "lecun":
+        return "LeCun"
+    if init.startswith("std"):
+        return f"std {init[3:]}"
+    raise ValueError(f"init must be 'lecun' or 'std<value>'; got {init!r}")
+
+
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
     """The source's magnitude claims at s = 128, n = 512 (or the nearest grid point), and across the grid. Each
     measurement is a mean over the recorded seeds, tested by its standard error with Student's t (seeds - 1 df);
@@ -222,7 +231,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                   "the slope, propagated from each point's seed SE of ln RMS as if independent (the points share seeds)")),
         Claim("rms-corrected-grid", f"The corrected prediction fits the whole grid: measured / predicted RMS "
               f"({len(ratios)} points over $n, s, d, e$, LeCun and std 0.02; worst at $n = {worst['n']}$, $s = {worst['s']}$, "
-              f"$d = {worst['d']}$, {worst['init']}; {label})", "this book", 1.0,
+              f"$d = {worst['d']}$, {init_words(worst['init'])}; {label})", "this book", 1.0,
               **estimate_fields(ratio, "the worst point's ratio")),
         Claim("lambda7", f"Scaling every weight by $\\lambda$ scales the output by $\\lambda^7$ (local exponent at $\\lambda \\approx 1$; {label})",
               SOURCE, 7.0, **estimate_fields(
