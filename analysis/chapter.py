@@ -295,7 +295,8 @@ def open_chapter(doc: str, title: str, *experiments: str, directory: str | None 
             for claim in module.claims(run.data, run.key):
                 chapter.claims.record(claim.identified(name, run.scale, run.recorded))
     save_timings(doc, scale, timings)
-    display(Provenance(tuple(notes)))
+    check = f"The code still runs: this build's smoke run took {sum(timings.values()):.1f} s" if scale == "smoke" else ""
+    display(Provenance(tuple(notes), check))
     display(VerdictBox(tuple(chapter.claims.claims), doc))
     return chapter
 
@@ -305,10 +306,15 @@ class Provenance:
     """The provenance lines of a chapter's runs: collapsed under one summary line in HTML, plain lines as text."""
 
     lines: tuple[str, ...]
+    check: str = ""  # at smoke scale: the one line that says the code still runs (the smoke run measures nothing)
 
     def summary(self) -> str:
-        """One line: how many runs, and whether any record is stale."""
+        """One line: the smoke check when there is one, how many runs are shown, and whether any record is stale."""
         stale = sum("STALE" in line for line in self.lines)
+        if self.check:
+            shown = sum(not line.split(": ", 1)[-1].startswith("this build:") for line in self.lines)
+            return (f"{self.check}. Provenance of the {shown} recorded run{'s' if shown != 1 else ''} shown here"
+                    + (f" ({stale} stale)" if stale else "") + " and of this build")
         return (f"Provenance of the {len(self.lines)} run{'s' if len(self.lines) != 1 else ''} shown here"
                 + (f" ({stale} stale)" if stale else "") + ": this build and the recorded runs")
 

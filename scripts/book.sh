@@ -29,7 +29,7 @@ log=_build/book.log
 if ! .venv/bin/jupyter-book build . --config "$config" -W --keep-going 2>&1 |
   .venv/bin/python scripts/book_progress.py "$log"; then
   echo "book: the build failed; the last 60 lines of $log:"
-  tail -n 60 "$log"
+  grep -v "copying images\.\.\." "$log" | tail -n 60
   exit 1
 fi
 echo "$stamp" > _build/.analysis-stamp

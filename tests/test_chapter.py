@@ -64,3 +64,14 @@ def test_verdict_lines_link_to_the_claims_stable_ledger_anchor():
     box = VerdictBox((c,), "doc")
     assert repr(box) == "doc.1 holds (cpu (recorded), substantive): a claim"
     assert 'class="verdict-box"' in box._repr_html_()
+
+
+def test_the_smoke_run_is_one_check_line():
+    from analysis.chapter import Provenance
+
+    lines = ("e: this build: smoke scale on CPU, 1.4 s", "e: recorded: e at cpu scale", "f: recorded: f at cpu scale")
+    p = Provenance(lines, "The code still runs: this build's smoke run took 1.4 s")
+    assert p.summary() == ("The code still runs: this build's smoke run took 1.4 s. Provenance of the 2 recorded "
+                           "runs shown here and of this build")
+    assert Provenance(lines).summary() == "Provenance of the 3 runs shown here: this build and the recorded runs"
+    assert '<details class="provenance"><summary>The code still runs' in p._repr_html_()
