@@ -3,7 +3,7 @@
 Per chapter page: every figure has a caption; no list rendered as a paragraph of literal "- " items; no
 unrendered MyST syntax (glue, roles, directives) or maths (``$...$`` text, or maths without MathJax); the page says whether a GPU-scale run exists and
 carries the live build's provenance, collapsed; it opens with a verdict box; no table shows a smoke run as a
-measurement. On the ledger
+measurement. On every page: no printed line wider than the column. On the ledger
 page: every claim row has an id, and ``claims.csv`` / ``claims.json`` beside it list the same ids. The landing
 page shows the findings, and the verdict changelog exists. Exit status 1 with one line per problem.
 """
@@ -51,6 +51,25 @@ def chapter_problems(name: str, page: str) -> list[str]:
     if 'class="verdict-box"' not in page:
         out.append(f"{name}: no verdict box")
     out += smoke_problems(name, page)
+    return out
+
+
+PRE = re.compile(r"<pre\b[^>]*>(.*?)</pre>", re.DOTALL)
+
+
+def width_problems(name: str, page: str) -> list[str]:
+    """Printed lines (``<pre>`` blocks: outputs, text tables, code) longer than the column holds: they would be cut
+    off at the side (:data:`analysis.studies.text.COLUMN_CHARS` characters at a 1280-pixel window)."""
+    import html
+
+    from analysis.studies.text import COLUMN_CHARS
+
+    out = []
+    for block in PRE.findall(page):
+        for line in html.unescape(TAGS.sub("", block)).splitlines():
+            if len(line.rstrip()) > COLUMN_CHARS:
+                out.append(f"{name}: a printed line of {len(line.rstrip())} characters is cut off at "
+                           f"{COLUMN_CHARS}: {line.strip()[:60]!r}")
     return out
 
 
@@ -120,6 +139,7 @@ def problems(site: Path) -> list[str]:
     from analysis.studies import STUDIES
 
     for page in sorted(book.glob("*.html")):
+        out += width_problems(page.stem, page.read_text(encoding="utf-8"))
         if page.stem in STUDIES:  # the chapters; the landing, ledger, changelog, notation and reproduce pages are not
             out += chapter_problems(page.stem, page.read_text(encoding="utf-8"))
     return out

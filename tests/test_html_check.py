@@ -55,3 +55,13 @@ def test_unrendered_maths_is_found():
         "c: unrendered maths '$\\\\sqrt{d}$'"]
     no_mathjax = '<head></head><body><main><span class="math">\\(d\\)</span>'
     assert hc.math_problems("c", no_mathjax) == ["c: has maths but does not load MathJax"]
+
+
+def test_printed_lines_wider_than_the_column_are_found():
+    from analysis.studies.text import COLUMN_CHARS
+
+    fits = "<pre><span>" + "x" * COLUMN_CHARS + "</span>\nshort</pre>"
+    assert hc.width_problems("c", fits) == []
+    wide = "<pre>ok\n" + "a &amp; " * 20 + "</pre>"
+    found = hc.width_problems("c", wide)
+    assert len(found) == 1 and "a printed line of 79 characters is cut off at 74" in found[0]

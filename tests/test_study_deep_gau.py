@@ -44,7 +44,7 @@ def test_boundary_facts_pick_depth_and_warmup_and_only_the_cited_ones():
 
 def test_boundary_table_has_a_line_per_architecture_and_warmup_with_zeros_shown():
     lines = st.boundary_table(_summary()).splitlines()
-    assert lines[0] == "largest learning rate at which every seed trains (0: none), by depth [2, 24]"
+    assert lines[0] == "largest learning rate that trains every seed (0: none); depths [2, 24]"
     assert len(lines) == 1 + 4 * 2
     assert lines[3] == f"  {'post-norm Transformer':22s} {'no warmup':10s}: 0.01, 0"
     assert lines[4].startswith("  post-norm Transformer  warmup 50 ")

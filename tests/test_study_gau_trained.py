@@ -8,7 +8,7 @@ import pytest
 
 from analysis.chapter import RunSet
 from analysis.studies.gau_trained.experiments.gau_length import LEARNED, NORM_LABELS
-from analysis.studies.gau_trained.experiments.gau_quality import ARCHS
+from analysis.studies.gau_trained.experiments.gau_quality import ARCH_LABELS, ARCHS
 from analysis.studies import gau_trained as gt
 
 
@@ -81,9 +81,11 @@ def test_length_lines_give_one_block_per_run():
     text = gt.length_lines([("recorded, cpu scale", s), ("this build", s)])
     lines = text.splitlines()
     assert lines[0] == "recorded, cpu scale, trained at 128"
-    assert lines[1] == "  recall accuracy at lengths 32, 128, 1024; text cost beyond 128"
-    assert lines[2] == f"  {'softmax':20s} spread 0.50 1.00 0.25  text cost +0.52"
-    assert lines[3] == "this build, trained at 128" and len(lines) == 6
+    assert lines[1] == "  recall accuracy by length (filler spread); text cost beyond 128"
+    assert lines[2] == f"  {'length':20s}   32  128 1024   cost"
+    assert lines[3] == f"  {'softmax':20s} 0.50 1.00 0.25  +0.52"
+    assert lines[4] == "this build, trained at 128" and len(lines) == 8
+    assert all(len(line) <= 74 for line in lines)
 
 
 def test_quality_table_has_a_header_and_one_line_per_architecture():
@@ -93,7 +95,9 @@ def test_quality_table_has_a_header_and_one_line_per_architecture():
     lines = gt.quality_table(q, 0.01).splitlines()
     assert len(lines) == 1 + len(ARCHS)
     assert lines[0].split()[-2:] == ["1e-02", "recall@64"]
-    assert lines[1] == f"{'Transformer++':23s}    248,224     1.657 ± 0.012  0.0123    1.700      0.99"
+    width = max(len(label) for label in ARCH_LABELS.values())
+    assert lines[1] == f"{'Transformer++':{width}s}    248,224 1.657 ± 0.012 0.0123    1.700      0.99"
+    assert all(len(line) <= 74 for line in lines)
 
 
 def _run(scale: str, recorded: bool) -> RunSet:

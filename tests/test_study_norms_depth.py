@@ -36,8 +36,10 @@ def test_gap_of_takes_the_first_matching_label_and_refuses_a_missing_one():
 def test_decoding_table_is_one_padded_line_per_model_in_a_text_block():
     text = st.decoding_table(DECODING[:2]).data
     lines = text.splitlines()
-    assert lines[0] == "```text" and lines[-1] == "```" and len(lines) == 4
-    assert lines[1] == f"{'post-norm Transformer, LayerNorm':52s} max relative gap 3.00e-16"
+    assert lines[0] == "```text" and lines[-1] == "```" and len(lines) == 5
+    width = max(len(r["label"]) for r in DECODING[:2])
+    assert lines[1] == f"{'model':{width}s}  max relative gap"
+    assert lines[2] == f"{'post-norm Transformer, LayerNorm':{width}s}  3.00e-16"
 
 
 def test_norm_facts_take_the_larger_implementation_gap():

@@ -82,7 +82,7 @@ def test_mc_table_has_a_header_per_run_and_a_line_per_row():
     text = pr.mc_table([("live", {"rows": rows}), ("recorded", {"rows": rows[:1]})])
     lines = text.split("\n")
     assert lines[0] == "live" and lines[4] == "recorded" and len(lines) == 7
-    assert lines[1] == lines[5] == "  scores       n  mean-field  typical-row max   plateau h(b_n): predicted, measured"
+    assert lines[1] == lines[5] == "  scores       n  mean-field     typical row   h(b_n): pred., measured"
     assert lines[2] == "  normal      16        1.00     3.00 ± 0.50     2.00,  1.90 ± 0.10"
     assert lines[3].startswith("  cosine   16384       33.19")
     assert pr.mc_table([]) == ""

@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 from analysis.studies.deep_gau.experiments import deep_gau as dg
 from analysis.studies.deep_gau.figures import deep_gau
 from analysis.studies.deep_gau.init_depth import depth_facts
+from analysis.studies.text import text_block
 
 if TYPE_CHECKING:
     from analysis.chapter import Chapter, RunSet
@@ -41,7 +42,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "gpu_status": ch.gpu_status("deep-gau"),
         **threshold_facts(s),
         **previous_facts(recorded("gau-init", ch.directory), recorded("coord-check", ch.directory)),
-        "deep_boundaries": Markdown("```text\n" + boundary_table(s) + "\n```"),
+        "deep_boundaries": Markdown(text_block(boundary_table(s))),
         "deep_d": f"{s['depth']}",
         "deep_2d": f"{2 * s['depth']}",
         "deep_d0": f"{s['depths'][0]}",
@@ -107,7 +108,7 @@ def bound_text(bound: float) -> str:
 def boundary_table(s: dict[str, Any]) -> str:
     """The boundaries of :func:`analysis.studies.deep_gau.experiments.deep_gau.summary`: a line per architecture and warmup, the
     largest learning rate at which every seed trains at each depth (0: none)."""
-    lines = [f"largest learning rate at which every seed trains (0: none), by depth {s['depths']}"]
+    lines = [f"largest learning rate that trains every seed (0: none); depths {s['depths']}"]
     for name, by_warmup in s["boundaries"].items():
         for w, bounds in by_warmup.items():
             lines.append(f"  {name:22s} {warmup_label(w):10s}: " + ", ".join(f"{b:.2g}" for b in bounds))

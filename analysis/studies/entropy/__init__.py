@@ -16,6 +16,7 @@ from analysis.studies.entropy.experiments import entropy_bound, entropy_lm
 from analysis.studies.entropy.figures import (architecture_clouds, bound_sampling, entropy_curves, lm_clouds,
                                              markov_curve)
 from analysis.theory import entropy as ent
+from analysis.studies.text import text_block as fenced_text
 
 if TYPE_CHECKING:
     from analysis.chapter import Chapter
@@ -26,8 +27,8 @@ NOTES_EXAMPLE = (0.8, 100_000)  # the notes' example: p on the correct class, K 
 
 
 def text_block(lines: Sequence[str]) -> Markdown:
-    """Lines of plain text as a fenced ``text`` block of Markdown (monospaced, as printed)."""
-    return Markdown("```text\n" + "\n".join(lines) + "\n```")
+    """Lines of plain text as a fenced ``text`` block of Markdown (monospaced, as printed), fitted to the column."""
+    return Markdown(fenced_text(lines))
 
 
 def plus_minus(value: float, se: float, digits: int) -> str:
@@ -68,10 +69,12 @@ def direct_lines(direct: Mapping[str, Any]) -> list[str]:
 def monotone_lines(mono: Mapping[Any, Mapping[str, Any]], peaks: Mapping[Any, Mapping[str, Any]]) -> list[str]:
     """Per K: the increases of H(p, K) on the notes' p range and on [1e-12, 1], and the grid's largest H minus
     H(1/K) = ln K."""
-    return ["increases of H on the notes' p range: " + str({k: v["increases_on_notes_range"] for k, v in mono.items()}),
-            "increases of H on p in [1e-12, 1]:    " + str({k: v["increases_on_full_range"] for k, v in mono.items()}),
-            "largest H on the grid minus H(1/K):   " + str({k: f"{v['grid_max_minus_peak']:.1e}"
-                                                            for k, v in peaks.items()})]
+    head = f"{'K':>8s}  {'increases on the':>16s}  {'increases on':>12s}  {'largest H on the grid':>21s}"
+    notes_range = "notes' p range"
+    sub = f"{'':>8s}  {notes_range:>16s}  {'[1e-12, 1]':>12s}  {'minus H(1/K) = ln K':>21s}"
+    return [head, sub] + [f"{int(k):>8,d}  {int(mono[k]['increases_on_notes_range']):>16d}  "
+                          f"{int(mono[k]['increases_on_full_range']):>12d}  {peaks[k]['grid_max_minus_peak']:>21.1e}"
+                          for k in mono]
 
 
 def increases_on_notes_range(mono: Mapping[Any, Mapping[str, Any]]) -> int:

@@ -16,6 +16,7 @@ from analysis.studies.flash.kernel import kernel_facts
 from analysis.studies.flash.memory import memory_facts
 from analysis.studies.flash.figures import counts, layers, leak, prose, ratio_table, speed
 from analysis.theory import flash_counts as fc
+from analysis.studies.text import text_block
 
 if TYPE_CHECKING:
     from analysis.chapter import Chapter
@@ -51,7 +52,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
                                 for c in (64, 128, 256)) + " (e = 1536, s = 128)",
         "counts_table": counts_table(counts_run.data["counts"]),
         **prose(bench_run.data),
-        "ratio_table": Markdown(f"```text\n{ratio_table(bench_run.data)}\n```"),
+        "ratio_table": Markdown(text_block(ratio_table(bench_run.data))),
         "verdicts_counts": ch.verdicts("flash-counts"),
         "verdicts_bench": ch.verdicts("flash-bench"),
         **check_facts(run_checks()),

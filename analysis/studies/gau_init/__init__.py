@@ -18,6 +18,7 @@ from analysis.studies.gau_init.experiments import coord_check as cc
 from analysis.studies.gau_init.experiments import gau_init as gi
 from analysis.studies.gau_init.figures import coord_check, gau_lambda, gau_rms_grid
 from analysis.verify import verdict_phrase
+from analysis.studies.text import text_block
 
 if TYPE_CHECKING:
     from analysis.chapter import Chapter
@@ -122,7 +123,7 @@ def estimate_text(est: Estimate) -> str:
 
 def _text(block: str) -> Markdown:
     """A printed block as Markdown: a ```text fence around ``block``."""
-    return Markdown(f"```text\n{block}\n```")
+    return Markdown(text_block(block))
 
 
 def half_facts(data: dict[str, Any]) -> dict[str, str]:

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from analysis.stats import Estimate, t_quantile
 from analysis.studies.gau_trained.experiments import gau_ablations, gau_length, gau_quality
 from analysis.studies.gau_trained.figures import length, no_run, quality
+from analysis.studies.text import text_block
 
 if TYPE_CHECKING:
     from analysis.chapter import Chapter, RunSet
@@ -32,15 +33,16 @@ def pm(pair: Sequence[float], digits: int = 3) -> str:
 
 
 def quality_table(q: dict[str, Any], lr_check: float) -> str:
-    """One line per architecture: parameters, validation loss (mean ± SE), median seconds per step, the loss at the
+    """One line per architecture: parameters, validation loss in nats/byte (mean ± SE), median seconds per step, the loss at the
     second learning rate ``lr_check`` and recall accuracy at the most pairs, from ``gau_quality.summary``."""
-    header = (f"{'architecture':23s} {'parameters':>10s} {'loss (nats/byte)':>17s} {'s/step':>7s} "
+    width = max(len(gau_quality.ARCH_LABELS[a]) for a in gau_quality.ARCHS)
+    header = (f"{'architecture':{width}s} {'parameters':>10s} {'val. loss':>13s} {'s/step':>6s} "
               f"{'lr ' + format(lr_check, '.0e'):>8s} {'recall@' + str(q['top_pairs']):>9s}")
     lines = [header]
     for a in gau_quality.ARCHS:
         v = q["archs"][a]
-        lines.append(f"{gau_quality.ARCH_LABELS[a]:23s} {v['parameters']:10,d} {pm(v['val_loss']):>17s} "
-                     f"{v['seconds_per_step']:7.4f} {v['val_loss_lr_check']:8.3f} {v['recall']['mean'][-1]:9.2f}")
+        lines.append(f"{gau_quality.ARCH_LABELS[a]:{width}s} {v['parameters']:10,d} {pm(v['val_loss']):>13s} "
+                     f"{v['seconds_per_step']:6.4f} {v['val_loss_lr_check']:8.3f} {v['recall']['mean'][-1]:9.2f}")
     return "\n".join(lines)
 
 
@@ -50,7 +52,7 @@ def quality_facts(data: dict[str, Any]) -> dict[str, Any]:
     q = gau_quality.summary(data)
     arch, lab = q["archs"], gau_quality.ARCH_LABELS
     out: dict[str, Any] = {
-        "q_table": Markdown(f"```text\n{quality_table(q, data['lr_check'])}\n```"),
+        "q_table": Markdown(text_block(quality_table(q, data["lr_check"]))),
         "q_params_tfm": f"{arch['transformer']['parameters']:,}",
         "q_params_quad": f"{arch['flash-quad-post']['parameters']:,}",
         "q_param_pct": f"{100 * (arch['flash-quad-post']['param_ratio'] - 1):.0f}%",
@@ -184,12 +186,13 @@ def length_lines(runs: Sequence[tuple[str, dict[str, Any]]]) -> str:
     for label, s in runs:
         n = s["train_span"]
         lines.append(f"{label}, trained at {n}")
-        lines.append(f"  recall accuracy at lengths {', '.join(map(str, s['spans']))}; text cost beyond {n}")
+        lines.append(f"  recall accuracy by length (filler spread); text cost beyond {n}")
+        lines.append(f"  {'length':20s} " + " ".join(f"{span:>4d}" for span in s["spans"]) + "   cost")
         for norm in s["norms"]:
             v = s[norm]
-            lines.append(f"  {gau_length.NORM_LABELS[norm]:20s} spread "
+            lines.append(f"  {gau_length.NORM_LABELS[norm]:20s} "
                          + " ".join(f"{a:4.2f}" for a in v["spread"]["mean"])
-                         + f"  text cost {v['text_cost'][0]:+.2f}")
+                         + f"  {v['text_cost'][0]:+.2f}")
     return "\n".join(lines)
 
 
@@ -266,7 +269,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
                                            gau_quality.CONFIGS[qbest.scale].chunk),
         "l_label": lbest.label,
         "l_gpu": ch.gpu_status("gau-length"),
-        "l_table": Markdown(f"```text\n{length_lines(summaries)}\n```"),
+        "l_table": Markdown(text_block(length_lines(summaries))),
         **length_facts(lbest.data),
         "l_cpu_label": NO_CPU_RUN if cpu is None else cpu.label,
         "q_verdicts": ch.verdicts("gau-quality"),

@@ -13,6 +13,7 @@ from analysis.stats import Estimate
 from analysis.studies.norms_depth.experiments import norms_depth as nd
 from analysis.studies.norms_depth.figures import depth_updates, residual_streams
 from analysis.verify import verdict_phrase
+from analysis.studies.text import text_block
 
 if TYPE_CHECKING:
     from analysis.chapter import Chapter
@@ -57,9 +58,11 @@ def figures(ch: Chapter) -> dict[str, Figure]:
 
 
 def decoding_table(rows: list[dict[str, Any]]) -> Markdown:
-    """One line per decoding model: its label and the largest relative gap between incremental and full decoding."""
-    lines = [f"{r['label']:52s} max relative gap {r['gap']:.2e}" for r in rows]
-    return Markdown("```text\n" + "\n".join(lines) + "\n```")
+    """One line per decoding model: its label and the largest relative gap between incremental and full decoding,
+    under one heading."""
+    width = max([len("model")] + [len(r["label"]) for r in rows])
+    lines = [f"{'model':{width}s}  max relative gap"] + [f"{r['label']:{width}s}  {r['gap']:.2e}" for r in rows]
+    return Markdown(text_block(lines))
 
 
 def gap_of(rows: list[dict[str, Any]], word: str) -> float:

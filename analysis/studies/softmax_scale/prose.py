@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from analysis.studies.softmax_scale.experiments.softmax_scale_train import best_setting, indistinguishable_range
+from analysis.studies.text import text_block
 
 # the rival growths of the best recall scale from the fewest to the most pairs (key of the summary's growth, or a
 # fixed ratio): QK-norm practice keeps s = sqrt(k) at every n, so it predicts no growth
@@ -33,11 +34,6 @@ class Verdict(Protocol):
 
     key: str
     verdict: str
-
-
-def text_block(text: str) -> str:
-    """Markdown source of a fenced plain-text block holding ``text``."""
-    return f"```text\n{text}\n```"
 
 
 def jacobian_checks(symbolic: object, jacobian: dict[str, Any]) -> str:
@@ -80,7 +76,8 @@ def mc_table(runs: Sequence[tuple[str, dict[str, Any]]]) -> str:
     maximiser with its standard error, and the plateau h(b_n) predicted and measured."""
     lines: list[str] = []
     for label, data in runs:
-        lines += [label, "  scores       n  mean-field  typical-row max   plateau h(b_n): predicted, measured"]
+        lines += [label, f"  {'scores':6s} {'n':>7s}  {'mean-field':>10s}  {'typical row':>14s}   "
+                         "h(b_n): pred., measured"]
         lines += [f"  {r['kind']:6s} {r['n']:7d}  {r['alpha_mean_field']:10.2f}  {r['alpha_finite_sample']:7.2f} ± "
                   f"{r['alpha_finite_sample_se']:4.2f}   {r['plateau_predicted']:6.2f}, {r['plateau_measured']:5.2f} ± "
                   f"{r['plateau_measured_se']:.2f}" for r in data["rows"]]

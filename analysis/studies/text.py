@@ -1,0 +1,37 @@
+"""Printed text that fits the book's column: one fenced ``text`` block helper for every study.
+
+A ``text`` block is monospaced and does not wrap, so a line wider than the column is cut off at the side. At a
+1280-pixel window the column holds :data:`COLUMN_CHARS` characters of the code font (measured in Chromium: 8.7 px
+per character in a 642-pixel block). :func:`text_block` wraps longer lines at spaces, with a hanging indent, and
+the HTML check (:mod:`analysis.html_check`) fails on any printed line that is still longer.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+
+COLUMN_CHARS = 74
+
+
+def fit_line(line: str, width: int = COLUMN_CHARS) -> list[str]:
+    """``line`` wrapped at spaces to at most ``width`` characters; the continuation lines are indented 4 more than
+    the line's own indent. A word longer than the width is broken (it could not be shown otherwise)."""
+    if width < 20:
+        raise ValueError(f"width must be >= 20 characters; got {width!r}")
+    if len(line) <= width:
+        return [line]
+    indent = line[: len(line) - len(line.lstrip(" "))]
+    return textwrap.wrap(line[len(indent):], width=width, initial_indent=indent, subsequent_indent=indent + "    ",
+                         break_long_words=True, break_on_hyphens=False)
+
+
+def fit_text(text: str | Sequence[str], width: int = COLUMN_CHARS) -> str:
+    """Lines (or one string of them) with every line fitted to ``width`` characters (:func:`fit_line`)."""
+    lines = text.split("\n") if isinstance(text, str) else list(text)
+    return "\n".join(out for line in lines for out in fit_line(line, width))
+
+
+def text_block(text: str | Sequence[str], width: int = COLUMN_CHARS) -> str:
+    """Markdown source of a fenced plain-text block holding ``text``, each line fitted to the column."""
+    return f"```text\n{fit_text(text, width)}\n```"

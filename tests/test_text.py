@@ -1,0 +1,24 @@
+"""Printed text fits the column: long lines wrap at spaces with a hanging indent."""
+
+import pytest
+
+from analysis.studies.text import COLUMN_CHARS, fit_line, fit_text, text_block
+
+
+def test_long_lines_wrap_with_a_hanging_indent_and_short_ones_stay():
+    assert fit_line("short") == ["short"]
+    line = "  " + " ".join(f"word{i}" for i in range(40))
+    out = fit_line(line)
+    assert len(out) > 1 and all(len(x) <= COLUMN_CHARS for x in out)
+    assert out[0].startswith("  word0") and all(x.startswith("      ") for x in out[1:])
+    assert " ".join(x.strip() for x in out) == line.strip()  # nothing lost
+    assert all(len(x) <= 30 for x in fit_line("x" * 100, width=30))  # a word too long is broken
+    with pytest.raises(ValueError, match="width must be >= 20"):
+        fit_line("x", width=5)
+
+
+def test_text_block_fences_fitted_lines():
+    block = text_block(["a", "b " * 60])
+    assert block.startswith("```text\na\n") and block.endswith("\n```")
+    assert all(len(x) <= COLUMN_CHARS for x in block.split("\n"))
+    assert fit_text("a\nb") == "a\nb"
