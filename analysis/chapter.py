@@ -200,7 +200,10 @@ class Chapter:
 # formula wider than its cell (MathJax 3 does not break inline maths) scrolls inside the cell
 CHAPTER_TABLE_CSS = (
     "<style>div.chapter-claims table.claims-table{table-layout:fixed;width:100%}"
-    "div.chapter-claims table.claims-table td{overflow-wrap:break-word;overflow-x:auto}"
+    # words wrap between words (hyphenated where the browser knows the language), never mid-word; a formula or
+    # number wider than its cell scrolls inside it
+    "div.chapter-claims table.claims-table td,div.verdict-box table.claims-table td"
+    "{overflow-wrap:normal;word-break:normal;hyphens:auto;overflow-x:auto}"
     + "".join(f"div.chapter-claims table.claims-table th:nth-child({i}){{width:{w}%}}"
               for i, w in enumerate((9, 29, 11, 12, 14, 10, 15), 1))
     + "div.verdict-box{margin:0.5em 0 1em}div.verdict-box table.claims-table{table-layout:fixed;width:100%}"

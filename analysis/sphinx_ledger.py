@@ -42,6 +42,8 @@ from analysis.verify import (
     EVIDENCE_RANK,
     VERDICT_COLOURS,
     ChapterClaims,
+    address_breaks,
+    evidence_words,
     Claim,
     claim_numbers,
     claim_ref,
@@ -173,8 +175,8 @@ def _row_html(e: Entry, chapter_uri: str) -> str:
     return (f'<tr data-strongest="{int(e.is_strongest)}" id="{e.anchor}" data-chapter="{e.chapter}" data-verdict="{c.verdict}" '
             f'data-scale="{html.escape(e.scale)}" data-severity="{level}" data-text="{search}">'
             f'<td data-sort="{e.number:05d}{SCALE_RANK.get(e.scale, 0)}"><a href="#{e.anchor}">{e.chapter}.{e.number}</a>'
-            f"<br><small>{html.escape(e.scale)}</small>{back}</td>"
-            f"<td>{math_html(c.statement)}<br><small>{math_html(c.source)}</small></td>"
+            f"<br><small>{html.escape(evidence_words(e.scale))}</small>{back}</td>"
+            f"<td>{math_html(c.statement)}<br><small>{address_breaks(math_html(c.source))}</small></td>"
             f"<td>{SIGNS[c.kind]} {fmt(c.predicted)} {math_html(c.unit)}<br>{fmt(c.measured)} ± "
             f"{fmt(c.uncertainty, 2)}{detects_html(c)}</td>"
             f"<td>{fmt(c.tolerance, 2)}<br><small>{math_html(c.tolerance_basis)}</small>{alternative}</td>"
@@ -189,17 +191,18 @@ LEDGER_CSS = (
     "table.ledger-table col.c-num{width:6.5em}table.ledger-table col.c-values{width:8em}"
     "table.ledger-table col.c-tol{width:18%}table.ledger-table col.c-verdict{width:16%}"
     "table.ledger-table col.c-sev{width:6.5em}"
-    "table.ledger-table td{overflow-wrap:break-word;hyphens:none}"
+    "table.ledger-table td{overflow-wrap:normal;word-break:normal;hyphens:auto;overflow-x:auto}"
     "table.ledger-table th{cursor:pointer;user-select:none}table.ledger-table th[aria-sort]::after{content:' ↕';opacity:0.5}"
     ".ledger-filters{display:flex;flex-wrap:wrap;gap:0.6em;align-items:center;margin:0.5em 0 1em}"
     ".ledger-filters select,.ledger-filters input{font-size:0.9em;padding:0.15em 0.3em}"
     # a narrow screen keeps the number, the claim and the verdict; the values, tolerance and severity are in the
     # downloads and a wider window
+    # the page has no secondary sidebar (_config.yml): the table takes the whole width of the article
+    ".bd-main .bd-content .bd-article-container{max-width:100%}"
     "@media (max-width:700px){table.ledger-table{min-width:0}"
-    "table.ledger-table col.c-values,table.ledger-table col.c-tol,table.ledger-table col.c-sev{width:0}"
-    "table.ledger-table td:nth-child(3),table.ledger-table td:nth-child(4),table.ledger-table td:nth-child(6),"
-    "table.ledger-table th:nth-child(3),table.ledger-table th:nth-child(4),table.ledger-table th:nth-child(6)"
-    "{display:none}table.ledger-table col.c-num{width:5.5em}table.ledger-table col.c-verdict{width:30%}}"
+    "table.ledger-table col.c-values,table.ledger-table col.c-tol,table.ledger-table col.c-sev"
+    "{visibility:collapse;width:0}"
+    "table.ledger-table col.c-num{width:5.5em}table.ledger-table col.c-verdict{width:32%}}"
 )
 
 FILTER_JS = """

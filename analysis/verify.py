@@ -40,6 +40,7 @@ import html
 import json
 import math
 import os
+import re
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -389,6 +390,18 @@ VERDICT_COLOURS: dict[Verdict, str] = {"holds": "#1b7f3b", "holds approximately"
                                        "inconclusive": "#5f6368", "fails": "#b3261e"}
 
 
+_PROTECTED = re.compile(r"(<[^>]+>|\$[^$]*\$|\\\(.*?\\\))", re.DOTALL)  # tags, $maths$ and \(maths\)
+_SLASH = re.compile(r"(?<=[\w.])/(?=\w)")
+
+
+def address_breaks(text: str) -> str:
+    """HTML text with a line-break opportunity (<wbr>) after each slash of an address such as
+    'kexue.fm/archives/8934', so that a narrow cell breaks it there and not mid-word; tags and maths are left as
+    they are."""
+    return "".join(part if _PROTECTED.fullmatch(part) else _SLASH.sub("/<wbr>", part)
+                   for part in _PROTECTED.split(text))
+
+
 def claims_table_css() -> str:
     """The <style> block of the book's tables (class "claims-table"), for other tables that should look the same."""
     return f"<style>{_TABLE_CSS}</style>"
@@ -440,7 +453,7 @@ def claims_html(claims: list[Claim], doc: str | None = None) -> str:
         formal = "<br><small>formal</small>" if severity(c.key) == "formal" else ""
         rows.append(
             "<tr>" + _number_cell(c, numbers.get(claim_ref(c)), doc)
-            + f"<td>{html.escape(c.statement)}<br><small>{html.escape(c.source)}</small></td>"
+            + f"<td>{html.escape(c.statement)}<br><small>{address_breaks(html.escape(c.source))}</small></td>"
             f"<td>{sign} {fmt(c.predicted)} {html.escape(c.unit)}</td>"
             f"<td>{fmt(c.measured)} ± {fmt(c.uncertainty, 2)}{detects_html(c)}</td>"
             f"<td>{fmt(c.tolerance, 2)}<br><small>{html.escape(c.tolerance_basis)}</small>{alternative}</td>"
@@ -496,7 +509,7 @@ def verdict_box_html(claims: list[Claim], doc: str) -> str:
         if c.corrected is not None and c.verdict == "fails":
             verdict += f"<br><small>corrected: {html.escape(str(c.corrected_verdict))}</small>"
         n = numbers[claim_ref(c)]
-        source = html.escape(c.source).replace("/", "/<wbr>")  # an address breaks at its slashes, not mid-word
+        source = address_breaks(html.escape(c.source))
         rows.append(
             f'<tr id="claim-{html.escape(c.key)}"><td><a href="ledger.html#{html.escape(doc)}-{html.escape(c.key)}" '
             f'title="{html.escape(doc)}.{n} in the ledger">{n}</a></td>'

@@ -264,3 +264,11 @@ def test_verdict_counts_read_as_verbs():
     assert [verdict_count(v, n) for v, n in (("holds", 1), ("holds", 29), ("fails", 11), ("inconclusive", 1),
                                              ("inconclusive", 3), ("holds approximately", 2))] == [
         "1 holds", "29 hold", "11 fail", "1 is inconclusive", "3 are inconclusive", "2 hold approximately"]
+
+
+def test_addresses_break_at_slashes_but_maths_and_tags_do_not():
+    from analysis.verify import address_breaks
+
+    assert address_breaks("kexue.fm/archives/8934 (a / b)") == "kexue.fm/<wbr>archives/<wbr>8934 (a / b)"
+    kept = '<span class="math">\\(1/(ns)\\)</span>, $1/n$, </small>'
+    assert address_breaks(kept) == kept
