@@ -1,5 +1,5 @@
 """The figure check (analysis.figure_check): each of its checks fails on a figure made to have that fault and passes
-the same figure without it."""
+the same figure without it; and the plotting helpers that mend such faults (analysis.studies.plotting)."""
 
 import matplotlib
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from analysis import figure_check as fc
-
+from analysis.studies.plotting import log_ticks, measured_runs, place_legends, readable
 
 @pytest.fixture(autouse=True)
 def _close_figures():
@@ -104,6 +104,22 @@ def test_a_legend_over_tick_labels_fails():
     assert any(p.startswith("legend:") and "lies over the text" in p for p in problems), problems
 
 
+def test_place_legends_moves_a_covering_legend_to_free_space_or_below():
+    fig, ax = plt.subplots(figsize=(6, 4))
+    x = np.linspace(0, 1, 40)
+    ax.plot(x, np.ones_like(x), "o", label="top")
+    ax.set_ylim(0, 1.1)
+    ax.legend(loc="upper center")
+    place_legends(fig)
+    assert kinds_of(fig)["legend"] == 0
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for i in range(6):  # data everywhere: no free space inside
+        ax.plot(x, np.full_like(x, i / 5), "o-", label=f"row {i}")
+    ax.legend()
+    place_legends(fig)
+    assert kinds_of(fig)["legend"] == 0 and ax.get_legend().get_bbox_to_anchor().y0 < ax.bbox.y0
+
+
 # --- empty panels -----------------------------------------------------------------------------------------------
 
 
@@ -134,16 +150,35 @@ def test_an_empty_slot_of_a_grid_fails():
     assert kinds_of(fig)["empty"] == 0
 
 
+def test_readable_fills_the_free_slot_of_three_panels():
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    for ax in axes:
+        ax.plot([0, 1], [0, 1])
+        ax.set_title("panel")
+    readable(fig)
+    assert kinds_of(fig, "Top left, top right, bottom.") == {}
+    assert fc.panel_layout(fig).describe() == "3 panels in rows of 2, 1"
+
+
 # --- log axes ---------------------------------------------------------------------------------------------------
 
 
-def test_a_log_axis_with_one_labelled_tick_fails():
+def test_a_log_axis_with_one_labelled_tick_fails_and_log_ticks_mends_it():
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.semilogx([0.4, 5], [0, 1])
     ax.xaxis.set_minor_formatter(plt.NullFormatter())
     assert any(p.startswith("log-ticks:") and "has 1 labelled major tick" in p for p in fc.check(fig))
-    ax.set_xlim(0.05, 50)  # three decades: 0.1, 1 and 10 labelled
+    log_ticks(ax.xaxis)
     assert kinds_of(fig)["log-ticks"] == 0
+    labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert {"0.5", "1", "2", "5"} <= set(labels)
+
+
+def test_log_ticks_refuses_a_linear_axis():
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    with pytest.raises(ValueError, match="log axis"):
+        log_ticks(ax.xaxis)
 
 
 def test_shared_log_axes_are_judged_where_their_labels_are():
@@ -258,3 +293,12 @@ def test_bad_arguments_are_refused():
 def test_figure_captions_drop_directive_options():
     md = "text\n```{glue:figure} fig-a\n:name: fig-a\n\nLeft: one.\nRight: two.\n```\nmore"
     assert fc.figure_captions(md) == {"fig-a": "Left: one.\nRight: two."}
+
+
+def test_measured_runs_leave_out_the_live_smoke_run_beside_a_record(tmp_path):
+    from analysis.chapter import runs_for
+
+    live = runs_for("ffn-basics", "smoke", {}, 0.0, str(tmp_path))[0]  # the label the chapter gives a live run
+    runs = [(live.label, {"n": 1}), ("recorded, cpu scale", {"n": 2})]
+    assert measured_runs(runs) == [("recorded, cpu scale", {"n": 2})]
+    assert measured_runs(runs[:1]) == runs[:1]  # alone, the live run is shown

@@ -70,7 +70,6 @@ def qk_saturation(data: dict[str, Any], law: dict[int, float]) -> Figure:
         ax.set_ylabel(r"$\Vert \mathrm{diag}(p) - p p^\top \Vert_F$ (log scale)")
         ax.set_title("softmax Jacobian norm")
         ax.legend(fontsize=8)
-        fig.tight_layout()
     return fig
 
 
@@ -92,7 +91,6 @@ def head_symmetry(runs: dict[str, Any]) -> Figure:
         ax.set_ylabel(r"$\max_h \Vert\theta_h - \theta_0\Vert / \Vert\theta_0\Vert$ (log; 0 drawn at 1e-10)")
         ax.set_title("do identically initialised heads stay identical?")
         ax.legend(fontsize=9)
-        fig.tight_layout()
     return fig
 
 
@@ -126,5 +124,4 @@ def positions_figure(pos: dict[str, Any]) -> Figure:
         ax.set_ylabel("std over p / |mean| of the score (log)")
         ax.set_title("does the positional score depend on k only?")
         ax.legend(fontsize=8)
-        fig.tight_layout()
     return fig

@@ -41,7 +41,6 @@ def entropy_curves(classes: Sequence[int], notes_range: tuple[float, float]) -> 
         axes[2].set_xlabel("loss L (nats)")
         axes[2].set_ylabel("entropy H (nats)")
         axes[2].set_title("entropy against loss")
-        fig.tight_layout()
     return fig
 
 
@@ -75,7 +74,6 @@ def bound_sampling(sampled: dict[str, Any]) -> Figure:
         axes[1].set_ylabel("median gap $H_{max} - H$ (nats)")
         axes[1].set_title("gap to the bound (dashed: prediction)")
         axes[1].legend(fontsize=9)
-        fig.tight_layout()
     return fig
 
 
@@ -143,7 +141,6 @@ def architecture_clouds(data: dict[str, Any], classes: int = 256) -> Figure:
         ax.set_ylabel("mean loss - mean entropy (nats, symlog)")
         ax.set_title("calibration: 0 when calibrated")
         ax.legend()
-        fig.tight_layout()
     return fig
 
 
@@ -165,5 +162,4 @@ def markov_curve(markov: dict[str, Any], title: str) -> Figure:
         ax.set_ylim(markov["entropy_rate"] - 0.3, min(6.0, max(markov["train_loss"]) + 0.2))
         ax.set_title(title)
         ax.legend()
-        fig.tight_layout()
     return fig

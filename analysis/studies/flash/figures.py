@@ -41,7 +41,6 @@ def counts(data: dict[str, Any], d: int = 768, s: int = 128, chunk: int = 256) -
         axes[1].set_ylabel("forward FLOPs per token (log scale)")
         axes[1].set_title(f"matrix-product FLOPs at d = {d}")
         axes[1].legend()
-        fig.tight_layout()
     return readable(fig)
 
 
@@ -60,7 +59,6 @@ def leak(data: dict[str, Any]) -> Figure:
         ax.set_ylabel(f"max relative change of the first {data['prefix']} outputs (log scale)")
         ax.set_title("does appending tokens change earlier outputs? (causal, float64; 0 plotted at 1e-18)")
         ax.legend(fontsize=9, loc="center right")
-        fig.tight_layout()
     return readable(fig)
 
 
@@ -85,7 +83,6 @@ def _throughput_and_memory(data: dict[str, Any], names: tuple[str, ...], title: 
         axes[1].set_ylabel("activations saved for backward (MiB per sequence, log scale)")
         axes[1].set_title("memory that grows with n")
         axes[0].legend(fontsize=10)
-        fig.tight_layout()
     return readable(fig)
 
 

@@ -46,7 +46,6 @@ def gau_rms_grid(data: dict[str, Any]) -> Figure:
                 ax.set_ylabel("RMS of GAU(x) (log scale)")
                 ax.set_title(f"d = {d}, e = {e}, {init} init")
                 ax.legend(fontsize=8, title=r"solid: corrected; dotted: $s\nu^6/n$", title_fontsize=8)
-        fig.tight_layout()
     return fig
 
 
@@ -79,7 +78,6 @@ def gau_lambda(data: dict[str, Any]) -> Figure:
         axes[1].set_ylabel(r"local exponent $d \ln \mathrm{RMS} / d \ln \lambda$")
         axes[1].set_title(r"the $\lambda^7$ law, measured locally")
         axes[1].legend()
-        fig.tight_layout()
     return fig
 
 
@@ -105,5 +103,4 @@ def coord_check(data: dict[str, Any]) -> Figure:
             ax.set_title(f"{residual}-norm {name}")
         axes[0].set_ylabel("median over layers of RMS(f(x)) / RMS(x)")
         axes[0].legend(fontsize=7, ncol=2)
-        fig.tight_layout()
     return fig

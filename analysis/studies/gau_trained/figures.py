@@ -66,7 +66,6 @@ def quality(data: dict[str, Any]) -> Figure:
         axes[2].set_ylabel("held-out recall accuracy")
         axes[2].set_title("single-token recall (95% t interval)")
         axes[2].legend(loc="lower left")
-        fig.tight_layout()
     return fig
 
 
@@ -147,7 +146,6 @@ def length(data: dict[str, Any]) -> Figure:
         axes[1, 0].set_title("attention entropy at the query rows")
         axes[1, 1].set_yscale("log")
         axes[1, 1].set_title("attention mass at the query rows")
-        fig.tight_layout()
     return fig
 
 

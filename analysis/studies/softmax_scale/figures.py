@@ -38,7 +38,6 @@ def scale_normal(fits: dict[str, Any]) -> Figure:
         axes[1].set_xlabel("n (log scale)")
         axes[1].set_ylabel("fit error (%)")
         axes[1].set_title(r"$0.84\sqrt{\ln n}$ relative to the exact $\alpha^*$")
-        fig.tight_layout()
     return fig
 
 
@@ -77,7 +76,6 @@ def cosine_scores(density: dict[str, Any], large_d: dict[str, Any]) -> Figure:
         axes[2].set_ylabel(r"$|\alpha^* / (\sqrt{d}\,\alpha^*_\mathrm{normal}) - 1|$")
         axes[2].set_title(r"large-$d$ law: $\alpha^* \approx \sqrt{d}\,\alpha^*_\mathrm{normal}$")
         axes[2].legend(fontsize=9)
-        fig.tight_layout()
     return fig
 
 
@@ -107,7 +105,6 @@ def finite_sample_curves(mc: dict[str, Any], ns: Sequence[int]) -> Figure:
             title = "normal scores" if kind == "normal" else f"cosine scores, d = {mc['d']}"
             ax.set_title(f"{title}: objective on actual samples")
             ax.legend(fontsize=8, ncol=2)
-        fig.tight_layout()
     return fig
 
 
@@ -156,7 +153,6 @@ def scale_rules(mc: dict[str, Any], decoder: dict[str, Any]) -> Figure:
         ax.set_ylabel("mean-field objective kept (%)")
         ax.set_title(r"decoder rule: one $\alpha^*(L/2)$ for every position")
         ax.legend(fontsize=9)
-        fig.tight_layout()
     return fig
 
 
@@ -198,7 +194,6 @@ def training_sweep(runs: Sequence[tuple[str, dict[str, Any]]]) -> Figure:
             row_axes[2].set_title(f"{label}: the softmax gradient")
             for ax in row_axes:
                 ax.legend(fontsize=8)
-        fig.tight_layout()
     return fig
 
 
@@ -267,5 +262,4 @@ def recall_scale(data: dict[str, Any]) -> Figure:
         ax.set_ylabel("best cosine scale (log scale)")
         ax.set_title(r"the best scale against the budget; dotted: $\alpha^*$")
         ax.legend(fontsize=9)
-        fig.tight_layout()
     return fig
