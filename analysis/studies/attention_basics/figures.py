@@ -104,8 +104,8 @@ def positions_figure(pos: dict[str, Any]) -> Figure:
         ax = axes[0]
         ax.plot(pos["dot_curve_k"], pos["dot_curve"], "C0-")
         ax.set_xlabel("offset k = q - p (tokens)")
-        ax.set_ylabel("PE(p) . PE(p + k)")
-        ax.set_title(rf"$\sum_i \cos(k\,w_i)$, $d$ = {pos['d']}: same for $+k$ and $-k$")
+        ax.set_ylabel(r"$PE(p)\cdot PE(p + k)$")
+        ax.set_title(rf"$\sum_i \cos(k\,w_i)$, $d$ = {pos['d']}, for $k \geq 0$ (even in $k$: the same at $-k$)")
         ax = axes[1]
         p = np.maximum(np.array(pos["pe32_pos"], dtype=float), 0.5)
         ax.loglog(p, np.maximum(pos["pe32_err_by_pos"], 1e-12), "C1-", label="float32 PE vs float64 PE")
