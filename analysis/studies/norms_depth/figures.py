@@ -38,7 +38,7 @@ def depth_updates(rows: list[dict[str, Any]]) -> Figure:
             ax.set_yscale("log")
             ax.set_xlabel("depth N (Transformer layers, log scale)")
             ax.legend()
-        axes[0].set_ylabel("RMS(F(theta_1) - F(theta_0)) / RMS(F(theta_0))")
+        axes[0].set_ylabel(r"$\mathrm{RMS}(F(\theta_1) - F(\theta_0))\,/\,\mathrm{RMS}(F(\theta_0))$")
         axes[0].set_title("model update after one AdamW step")
         axes[1].set_ylabel(r"mean $\Vert x_{l+1} - x_l\Vert / \Vert x_l\Vert$ (log)")
         axes[1].set_title("sublayer update size at initialisation")
