@@ -70,7 +70,6 @@ def qk_saturation(data: dict[str, Any], law: dict[int, float]) -> Figure:
         ax.set_ylabel(r"$\Vert \mathrm{diag}(p) - p p^\top \Vert_F$ (log scale)")
         ax.set_title("softmax Jacobian norm")
         ax.legend(fontsize=8)
-        fig.tight_layout()
     return fig
 
 
@@ -92,7 +91,6 @@ def head_symmetry(runs: dict[str, Any]) -> Figure:
         ax.set_ylabel(r"$\max_h \Vert\theta_h - \theta_0\Vert / \Vert\theta_0\Vert$ (log; 0 drawn at 1e-10)")
         ax.set_title("do identically initialised heads stay identical?")
         ax.legend(fontsize=9)
-        fig.tight_layout()
     return fig
 
 
@@ -106,8 +104,8 @@ def positions_figure(pos: dict[str, Any]) -> Figure:
         ax = axes[0]
         ax.plot(pos["dot_curve_k"], pos["dot_curve"], "C0-")
         ax.set_xlabel("offset k = q - p (tokens)")
-        ax.set_ylabel("PE(p) . PE(p + k)")
-        ax.set_title(rf"$\sum_i \cos(k\,w_i)$, $d$ = {pos['d']}: same for $+k$ and $-k$")
+        ax.set_ylabel(r"$PE(p)\cdot PE(p + k)$")
+        ax.set_title(rf"$\sum_i \cos(k\,w_i)$, $d$ = {pos['d']}, for $k \geq 0$ (even in $k$: the same at $-k$)")
         ax = axes[1]
         p = np.maximum(np.array(pos["pe32_pos"], dtype=float), 0.5)
         ax.loglog(p, np.maximum(pos["pe32_err_by_pos"], 1e-12), "C1-", label="float32 PE vs float64 PE")
@@ -126,5 +124,4 @@ def positions_figure(pos: dict[str, Any]) -> Figure:
         ax.set_ylabel("std over p / |mean| of the score (log)")
         ax.set_title("does the positional score depend on k only?")
         ax.legend(fontsize=8)
-        fig.tight_layout()
     return fig

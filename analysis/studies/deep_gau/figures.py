@@ -72,6 +72,5 @@ def deep_gau(data: dict[str, Any]) -> Figure:
         ax.set_ylabel(r"$\Vert x_{l+1} - x_l\Vert / \Vert x_l\Vert$ at init")
         ax.set_title(f"update size per sublayer, depth {depths[-1]}")
         ax.legend(fontsize=8)
-        fig.tight_layout()
     return fig
 

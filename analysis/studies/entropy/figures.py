@@ -41,7 +41,6 @@ def entropy_curves(classes: Sequence[int], notes_range: tuple[float, float]) -> 
         axes[2].set_xlabel("loss L (nats)")
         axes[2].set_ylabel("entropy H (nats)")
         axes[2].set_title("entropy against loss")
-        fig.tight_layout()
     return fig
 
 
@@ -75,7 +74,6 @@ def bound_sampling(sampled: dict[str, Any]) -> Figure:
         axes[1].set_ylabel("median gap $H_{max} - H$ (nats)")
         axes[1].set_title("gap to the bound (dashed: prediction)")
         axes[1].legend(fontsize=9)
-        fig.tight_layout()
     return fig
 
 
@@ -119,17 +117,24 @@ def lm_clouds(runs: Sequence[tuple[str, dict[str, Any]]], classes: int = 256) ->
 
 @readable_figure
 def architecture_clouds(data: dict[str, Any], classes: int = 256) -> Figure:
-    """The last snapshot's per-token (loss, entropy) density of every architecture, under the bound; and each one's
-    mean loss minus mean entropy (calibration) with its 95% Student-t interval over blocks of evaluation windows
+    """The last snapshot's per-token (loss, entropy) density of every architecture, under the bound, on one log
+    colour scale with its colour bar; and each one's mean loss minus mean entropy (calibration) with its 95%
+    Student-t interval over blocks of evaluation windows
     (:func:`analysis.studies.entropy.experiments.entropy_lm.calibration_estimate`), at every snapshot."""
     models = [("Transformer", data["real"])] + list(data.get("others", {}).items())
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, len(models) + 1, figsize=(5 * (len(models) + 1), 4.6), squeeze=False)
+        fig, axes = plt.subplots(1, len(models) + 1, figsize=(5 * (len(models) + 1), 4.6), squeeze=False,
+                                 layout="constrained")
         axes = axes[0]
+        # one colour scale for every cloud, so that densities compare across architectures
+        peak = max(np.histogram2d(run["snapshots"][-1]["loss"], run["snapshots"][-1]["entropy"], bins=_CLOUD_BINS,
+                                  range=_CLOUD_EXTENT)[0].max() for _, run in models)
+        norm = LogNorm(vmin=1, vmax=max(peak, 2))
         for ax, (name, run) in zip(axes, models):
-            _cloud(ax, run["snapshots"][-1], name, LogNorm(vmin=1), classes)
+            image = _cloud(ax, run["snapshots"][-1], name, norm, classes)
             ax.set_ylabel("entropy of the prediction (nats)")
         axes[0].legend(loc="lower right", fontsize=9)
+        fig.colorbar(image, ax=list(axes[:-1]), label="tokens per bin (log scale)", shrink=0.8)
         ax = axes[-1]
         for i, (name, run) in enumerate(models):
             snaps = run["snapshots"]
@@ -138,12 +143,12 @@ def architecture_clouds(data: dict[str, Any], classes: int = 256) -> Figure:
                         fmt="-o", color=f"C{i}", label=name, capsize=3)
         ax.axhline(0.0, color="k", lw=1, ls=":")
         ax.set_xscale("symlog", linthresh=10)
+        ax.set_xlim(left=0)  # steps are never negative
         ax.set_yscale("symlog", linthresh=0.1)  # linear within +-0.1 nats, where trained models end
         ax.set_xlabel("optimiser step (symmetric log scale)")
         ax.set_ylabel("mean loss - mean entropy (nats, symlog)")
         ax.set_title("calibration: 0 when calibrated")
         ax.legend()
-        fig.tight_layout()
     return fig
 
 
@@ -165,5 +170,4 @@ def markov_curve(markov: dict[str, Any], title: str) -> Figure:
         ax.set_ylim(markov["entropy_rate"] - 0.3, min(6.0, max(markov["train_loss"]) + 0.2))
         ax.set_title(title)
         ax.legend()
-        fig.tight_layout()
     return fig

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from analysis.studies.flash.experiments import flash_bench as fb
 from analysis.studies.flash.experiments.flash_bench import IMPLEMENTATIONS, LAYERS
 from analysis.studies.flash.experiments.flash_counts import shown
-from analysis.studies.plotting import STYLE, readable
+from analysis.studies.plotting import STYLE, log_ticks, readable
 from analysis.theory import flash_counts as fc
 
 
@@ -27,7 +27,7 @@ def counts(data: dict[str, Any], d: int = 768, s: int = 128, chunk: int = 256) -
         fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
         axes[0].semilogx(widths, [100 * (ratios[str(w)] - 1) for w in widths], "o-", base=2)
         axes[0].set_xlabel("model width d (log scale)")
-        axes[0].set_ylabel("2 GAU layers over 1 Transformer++ layer (% more parameters)")
+        axes[0].set_ylabel("parameters of 2 GAU layers\nover 1 Transformer++ layer (% more)")
         axes[0].set_title("parameters, e = 2d, s = 128")
         quad = [2 * fc.gau_counts(d, 2 * d, s, int(k)).flops for k in n]
         flash = [2 * fc.flash_counts(d, 2 * d, s, int(k), chunk).flops for k in n]
@@ -39,35 +39,51 @@ def counts(data: dict[str, Any], d: int = 768, s: int = 128, chunk: int = 256) -
                         label="FLASH break-even n = c + 2se/(s+e)")
         axes[1].set_xlabel("sequence length n (log scale)")
         axes[1].set_ylabel("forward FLOPs per token (log scale)")
+        log_ticks(axes[1].yaxis)
         axes[1].set_title(f"matrix-product FLOPs at d = {d}")
         axes[1].legend()
-        fig.tight_layout()
     return readable(fig)
 
 
+ZERO = 1e-18  # an exact 0 is drawn here on the log axis
+
+
 def leak(data: dict[str, Any]) -> Figure:
-    """Relative change of the first positions' outputs against the total length, one line per normaliser."""
+    """Relative change of the first positions' outputs against the total length, one line per normaliser: on a log
+    axis (exact zeros drawn at :data:`ZERO`), and on a linear axis where the leaking forms, which sit within a
+    factor of 2 of each other near 1, come apart. Series that coincide (the exact zeros) are told apart by their
+    markers: each normaliser has its own marker and size, the larger ones hollow."""
     lengths = np.array(data["lengths"][1:])
+    markers = ("o", "D", "s", "^", "v", "P", "X")
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(11, 5))
+        fig, axes = plt.subplots(1, 2, figsize=(14, 7.4), layout="constrained")
         for i, (label, changes) in enumerate(data["relative_change"].items()):
-            y = np.maximum(np.array(changes[1:]), 1e-18)
-            ax.plot(lengths, y, "o-" if "this book" in label else "s--", color=f"C{i}", label=shown(label))
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.axhline(1e3 * np.finfo(float).eps, color="grey", ls=":", label="1000 float64 ulps")
-        ax.set_xlabel("total sequence length n (log scale)")
-        ax.set_ylabel(f"max relative change of the first {data['prefix']} outputs (log scale)")
-        ax.set_title("does appending tokens change earlier outputs? (causal, float64; 0 plotted at 1e-18)")
-        ax.legend(fontsize=9, loc="center right")
-        fig.tight_layout()
+            raw = np.array(changes[1:], dtype=float)
+            ours = "this book" in label
+            size = 13 - 1.3 * i  # the first series the largest: a later one drawn on the same point shows inside it
+            style = {"color": f"C{i}", "ls": "-" if ours else "--", "marker": markers[i % len(markers)], "ms": size,
+                     "mfc": "none" if i < 4 else f"C{i}", "mew": 1.6, "label": shown(label)}
+            axes[0].plot(lengths, np.maximum(raw, ZERO), **style)
+            axes[1].plot(lengths, raw, **style)
+        axes[0].set_yscale("log")
+        axes[0].axhline(1e3 * np.finfo(float).eps, color="grey", ls=":", label="1000 float64 ulps")
+        axes[0].set_ylabel(f"max relative change of the\nfirst {data['prefix']} outputs (log scale)")
+        axes[0].set_title(f"log axis: exact 0 drawn at {ZERO:.0e}")
+        axes[1].set_ylabel(f"max relative change of the\nfirst {data['prefix']} outputs")
+        axes[1].set_title("linear axis: the leaking forms apart")
+        for ax in axes:
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("total sequence length n (log scale)")
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncols=2, frameon=False)
     return readable(fig)
 
 
 def _throughput_and_memory(data: dict[str, Any], names: tuple[str, ...], title: str) -> Figure:
-    """Left: training-step throughput against n. Right: activations saved for backward per sequence against n."""
+    """Left: training-step throughput against n. Right: activations saved for backward per sequence against n.
+    One legend for both, below them."""
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, 2, figsize=(14, 5.2))
+        fig, axes = plt.subplots(1, 2, figsize=(14, 6.2), layout="constrained")
         for i, name in enumerate(names):
             rows = [r for r in data["rows"] if r["implementation"] == name and r["status"] == "ok"]
             if not rows:
@@ -79,13 +95,14 @@ def _throughput_and_memory(data: dict[str, Any], names: tuple[str, ...], title: 
         for ax in axes:
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
+            log_ticks(ax.yaxis)
             ax.set_xlabel("sequence length n (log scale)")
-        axes[0].set_ylabel("training tokens per second (log scale)")
-        axes[0].set_title(f"{title}: forward, backward, AdamW; {data['threads']} CPU threads")
-        axes[1].set_ylabel("activations saved for backward (MiB per sequence, log scale)")
-        axes[1].set_title("memory that grows with n")
-        axes[0].legend(fontsize=10)
-        fig.tight_layout()
+        axes[0].set_ylabel("training tokens per second (log)")
+        axes[0].set_title(f"{title}: speed, {data['threads']} CPU threads")
+        axes[1].set_ylabel("MiB per sequence (log)")
+        axes[1].set_title("activations saved for backward")
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncols=3, frameon=False)
     return readable(fig)
 
 

@@ -23,21 +23,25 @@ def interval_multiple(seeds: int) -> float:
 
 @readable_figure
 def gau_rms_grid(data: dict[str, Any]) -> Figure:
-    """Measured RMS of GAU(x) against n, per s, with the source's and the corrected predictions (log-log)."""
+    """Measured RMS of GAU(x) against n, per s, with the source's and the corrected predictions (log-log); one
+    legend, below the panels, for all of them."""
+    from matplotlib.lines import Line2D
+
     widths = sorted({(r["d"], r["e"]) for r in data["grid"]}, reverse=True)
     half = interval_multiple(int(data.get("seeds", 1)))
     inits = sorted({r["init"] for r in data["grid"]})
+    ss = sorted({r["s"] for r in data["grid"]})
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(len(inits), len(widths), figsize=(7 * len(widths), 4.8 * len(inits)), squeeze=False)
+        fig, axes = plt.subplots(len(inits), len(widths), figsize=(7 * len(widths), 4.8 * len(inits) + 1.2),
+                                 squeeze=False, layout="constrained")
         for row, init in zip(axes, inits):
             for ax, (d, e) in zip(row, widths):
-                ss = sorted({r["s"] for r in data["grid"]})
                 for i, s in enumerate(ss):
                     rows = sorted((r for r in data["grid"] if r["init"] == init and r["d"] == d and r["s"] == s),
                                   key=lambda r: r["n"])
                     n = [r["n"] for r in rows]
                     ax.errorbar(n, [r["rms"] for r in rows], yerr=[half * r["rms_std"] for r in rows], fmt="o",
-                                color=f"C{i}", label=f"s = {s}: measured")
+                                color=f"C{i}")
                     ax.plot(n, [r["pred_rms_corrected"] for r in rows], "-", color=f"C{i}")
                     ax.plot(n, [r["pred_rms_source"] for r in rows], ":", color=f"C{i}")
                 ax.set_xscale("log")
@@ -45,8 +49,11 @@ def gau_rms_grid(data: dict[str, Any]) -> Figure:
                 ax.set_xlabel("n, sequence length (log scale)")
                 ax.set_ylabel("RMS of GAU(x) (log scale)")
                 ax.set_title(f"d = {d}, e = {e}, {init} init")
-                ax.legend(fontsize=8, title=r"solid: corrected; dotted: $s\nu^6/n$", title_fontsize=8)
-        fig.tight_layout()
+        handles = [Line2D([], [], color=f"C{i}", lw=3, label=f"s = {s}") for i, s in enumerate(ss)]
+        handles += [Line2D([], [], color="k", ls="", marker="o", label="measured (95% interval)"),
+                    Line2D([], [], color="k", label="corrected prediction"),
+                    Line2D([], [], color="k", ls=":", label=r"source: $s\nu^6/n$")]
+        fig.legend(handles=handles, loc="outside lower center", ncols=4, frameon=False)
     return fig
 
 
@@ -79,31 +86,36 @@ def gau_lambda(data: dict[str, Any]) -> Figure:
         axes[1].set_ylabel(r"local exponent $d \ln \mathrm{RMS} / d \ln \lambda$")
         axes[1].set_title(r"the $\lambda^7$ law, measured locally")
         axes[1].legend()
-        fig.tight_layout()
     return fig
 
 
 @readable_figure
 def coord_check(data: dict[str, Any]) -> Figure:
-    """Median branch ratio RMS(f(x))/RMS(x) against width, per depth, at each measured step (mup-style, log-log)."""
+    """Median branch ratio RMS(f(x))/RMS(x) against width, per depth (colour) and measured step (line style),
+    mup-style, log-log. A depth counts Transformer layers; a GAU stack has two GAU layers in each."""
+    from matplotlib.lines import Line2D
+
     steps = sorted({r["step"] for r in data["rows"]})
     depths = sorted({r["depth"] for r in data["rows"]})
+    styles = dict(zip(steps, ("-o", "--s", ":^", "-.v", "-x")))
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, len(ARCHS), figsize=(5.5 * len(ARCHS), 4.6), sharey=True)
         for ax, (block, residual) in zip(axes, ARCHS):
             for i, depth in enumerate(depths):
-                for step, style in zip(steps, ("-o", "--s", ":^", "-.v", "-x")):
+                for step, style in styles.items():
                     rows = sorted((r for r in data["rows"] if (r["block"], r["residual"], r["depth"], r["step"])
                                    == (block, residual, depth, step)), key=lambda r: r["width"])
-                    ax.plot([r["width"] for r in rows], [r["median"] for r in rows], style, color=f"C{i}",
-                            label=f"depth {depth}, step {step}" if block == ARCHS[0][0] else None)
+                    ax.plot([r["width"] for r in rows], [r["median"] for r in rows], style, color=f"C{i}")
             ax.axhline(0.01, color="k", lw=0.8, ls=":")
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
             ax.set_xlabel("width d (log scale)")
+            ax.set_ylabel("median over layers of\nRMS(f(x)) / RMS(x)")
             name = "GAU" if block == "gau" else "Transformer"
             ax.set_title(f"{residual}-norm {name}")
-        axes[0].set_ylabel("median over layers of RMS(f(x)) / RMS(x)")
-        axes[0].legend(fontsize=7, ncol=2)
-        fig.tight_layout()
+        handles = [Line2D([], [], color=f"C{i}", lw=3, label=f"depth {d} ({2 * d} GAU layers)")
+                   for i, d in enumerate(depths)]
+        handles += [Line2D([], [], color="k", ls=style.rstrip("osv^x"), marker=style[-1], label=f"step {step}")
+                    for step, style in styles.items()]
+        axes[0].legend(handles=handles, fontsize=7, ncol=2)
     return fig

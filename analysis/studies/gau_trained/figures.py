@@ -66,7 +66,6 @@ def quality(data: dict[str, Any]) -> Figure:
         axes[2].set_ylabel("held-out recall accuracy")
         axes[2].set_title("single-token recall (95% t interval)")
         axes[2].legend(loc="lower left")
-        fig.tight_layout()
     return fig
 
 
@@ -145,9 +144,9 @@ def length(data: dict[str, Any]) -> Figure:
         axes[1, 0].plot(spans, np.log(spans), "k--", lw=1, label="ln n (uniform row)")
         axes[1, 0].legend(fontsize=9)
         axes[1, 0].set_title("attention entropy at the query rows")
+        axes[1, 0].set_ylim(bottom=0)  # an entropy is never negative: intervals reaching below 0 are cut there
         axes[1, 1].set_yscale("log")
         axes[1, 1].set_title("attention mass at the query rows")
-        fig.tight_layout()
     return fig
 
 

@@ -38,11 +38,10 @@ def depth_updates(rows: list[dict[str, Any]]) -> Figure:
             ax.set_yscale("log")
             ax.set_xlabel("depth N (Transformer layers, log scale)")
             ax.legend()
-        axes[0].set_ylabel("RMS(F(theta_1) - F(theta_0)) / RMS(F(theta_0))")
+        axes[0].set_ylabel(r"$\mathrm{RMS}(F(\theta_1) - F(\theta_0))\,/\,\mathrm{RMS}(F(\theta_0))$")
         axes[0].set_title("model update after one AdamW step")
         axes[1].set_ylabel(r"mean $\Vert x_{l+1} - x_l\Vert / \Vert x_l\Vert$ (log)")
         axes[1].set_title("sublayer update size at initialisation")
-        fig.tight_layout()
     return fig
 
 
@@ -73,5 +72,4 @@ def residual_streams(rows: list[dict[str, Any]]) -> Figure:
         axes[1].set_ylabel("validation loss (nats/byte)")
         axes[1].set_title("depth traded for width after training")
         axes[1].legend(fontsize=9)
-        fig.tight_layout()
     return fig

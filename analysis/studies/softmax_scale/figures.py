@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from analysis.stats import t_quantile
 from analysis.studies.softmax_scale.experiments.softmax_scale_recall import by_budget, loss_table, summary
-from analysis.studies.plotting import STYLE, readable_figure
+from analysis.studies.plotting import STYLE, log_ticks, measured_runs, readable_figure
 from analysis.theory import softmax_scale as sc
 
 
@@ -38,7 +38,6 @@ def scale_normal(fits: dict[str, Any]) -> Figure:
         axes[1].set_xlabel("n (log scale)")
         axes[1].set_ylabel("fit error (%)")
         axes[1].set_title(r"$0.84\sqrt{\ln n}$ relative to the exact $\alpha^*$")
-        fig.tight_layout()
     return fig
 
 
@@ -77,37 +76,44 @@ def cosine_scores(density: dict[str, Any], large_d: dict[str, Any]) -> Figure:
         axes[2].set_ylabel(r"$|\alpha^* / (\sqrt{d}\,\alpha^*_\mathrm{normal}) - 1|$")
         axes[2].set_title(r"large-$d$ law: $\alpha^* \approx \sqrt{d}\,\alpha^*_\mathrm{normal}$")
         axes[2].legend(fontsize=9)
-        fig.tight_layout()
     return fig
 
 
 @readable_figure
 def finite_sample_curves(mc: dict[str, Any], ns: Sequence[int]) -> Figure:
     """Mean (with its 95% interval over the rows) and median objective against alpha / alpha*_MF, with the plateau
-    h(b_n)."""
+    h(b_n); the legends serve both panels (left: the colour of each n; right: the line styles)."""
+    from matplotlib.lines import Line2D
+
+    shown = sorted({r["n"] for r in mc["rows"] if r["n"] in ns})
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, 2, figsize=(15, 5))
         for ax, kind in zip(axes, ("normal", "cosine")):
             rows = [r for r in mc["rows"] if r["kind"] == kind and r["n"] in ns]
-            for i, r in enumerate(rows):
+            for r in rows:
+                i = shown.index(r["n"])  # one colour per n in both panels, as the legend says
                 x = np.array(r["alpha"]) / r["alpha_mean_field"]
                 mean, se = np.array(r["mean"]), np.array(r["mean_se"])
-                ax.plot(x, mean, color=f"C{i}", label=f"n = {r['n']:,}: mean")
+                ax.plot(x, mean, color=f"C{i}")
                 z = t_quantile(math.inf)
                 ax.fill_between(x, mean - z * se, mean + z * se, color=f"C{i}", alpha=0.2)
-                ax.plot(x, r["median"], "--", color=f"C{i}", label="median (typical row)")
+                ax.plot(x, r["median"], "--", color=f"C{i}")
                 ax.axhline(r["plateau_predicted"], color=f"C{i}", ls=":", lw=1.2)
                 ax.plot([r["alpha_finite_sample"] / r["alpha_mean_field"]], [max(r["median"])], "v", color=f"C{i}",
                         ms=9)
             ax.axvline(1.0, color="k", lw=1)
             ax.set_xscale("log")
-            ax.xaxis.set_minor_formatter(plt.NullFormatter())
+            log_ticks(ax.xaxis)
             ax.set_xlabel(r"$\alpha$ / mean-field $\alpha^*$ (log scale)")
             ax.set_ylabel(r"$\alpha\,(1 - \sum p_i^2)$")
-            title = "normal scores" if kind == "normal" else f"cosine scores, d = {mc['d']}"
-            ax.set_title(f"{title}: objective on actual samples")
-            ax.legend(fontsize=8, ncol=2)
-        fig.tight_layout()
+            ax.set_title("normal scores" if kind == "normal" else f"cosine scores, d = {mc['d']}")
+        handles = [Line2D([], [], color=f"C{i}", lw=6, alpha=0.5, label=f"n = {n:,}") for i, n in enumerate(shown)]
+        styles = [Line2D([], [], color="k", label="mean over rows (band: 95%)"),
+                  Line2D([], [], color="k", ls="--", label="median row (typical)"),
+                  Line2D([], [], color="k", ls="", marker="v", label="maximum of the median"),
+                  Line2D([], [], color="k", ls=":", label=r"plateau $h(b_n)$")]
+        axes[0].legend(handles=handles, fontsize=8, loc="upper left")  # colours, for both panels
+        axes[1].legend(handles=styles, fontsize=8, loc="upper left")  # line styles, for both panels
     return fig
 
 
@@ -156,13 +162,15 @@ def scale_rules(mc: dict[str, Any], decoder: dict[str, Any]) -> Figure:
         ax.set_ylabel("mean-field objective kept (%)")
         ax.set_title(r"decoder rule: one $\alpha^*(L/2)$ for every position")
         ax.legend(fontsize=9)
-        fig.tight_layout()
     return fig
 
 
 @readable_figure
 def training_sweep(runs: Sequence[tuple[str, dict[str, Any]]]) -> Figure:
-    """Validation loss and softmax gradient against the attention scale, per length, dot and cosine."""
+    """Validation loss and softmax gradient against the attention scale, per length, dot and cosine: one row of
+    panels per measured run (:func:`analysis.studies.plotting.measured_runs`: the live smoke run only when there is
+    no record)."""
+    runs = measured_runs(runs)
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(len(runs), 3, figsize=(17, 4.6 * len(runs)), squeeze=False)
         for row_axes, (label, data) in zip(axes, runs):
@@ -189,16 +197,16 @@ def training_sweep(runs: Sequence[tuple[str, dict[str, Any]]]) -> Figure:
             for ax, name in zip(row_axes, (r"dot-product: $\alpha$ ($\times 1/\sqrt{k}$)", "cosine: scale",
                                            r"dot-product: $\alpha$")):
                 ax.set_xscale("log")
-                ax.xaxis.set_minor_formatter(plt.NullFormatter())
+                log_ticks(ax.xaxis)
                 ax.set_xlabel(f"{name} (log scale)")
             row_axes[0].set_ylabel("validation loss (nats/byte)")
-            row_axes[0].set_title(rf"{label}: dot-product (dashed: $\alpha^*(L/2)$)")
-            row_axes[1].set_title(rf"{label}: cosine (dashed: $\alpha^*(L/2, k)$)")
+            row_axes[1].set_ylabel("validation loss (nats/byte)")
+            row_axes[0].set_title(rf"{label}" "\n" r"dot-product (dashed: $\alpha^*(L/2)$)")
+            row_axes[1].set_title(rf"{label}" "\n" r"cosine (dashed: $\alpha^*(L/2, k)$)")
             row_axes[2].set_ylabel(r"mean $\alpha\,(1 - \sum p_i^2)$ over rows")
-            row_axes[2].set_title(f"{label}: the softmax gradient")
+            row_axes[2].set_title(f"{label}\nthe softmax gradient")
             for ax in row_axes:
                 ax.legend(fontsize=8)
-        fig.tight_layout()
     return fig
 
 
@@ -251,9 +259,6 @@ def recall_scale(data: dict[str, Any]) -> Figure:
         ax.set_xlabel("mean row length m (log scale)")
         ax.set_ylabel("cosine scale (log scale)")
         ax.set_title("the best scale against the predictions")
-        top = max(max(s["rows"][p]["finite_sample"] + 2 * s["rows"][p]["finite_sample_se"] for p in pairs), hi.max(),
-                  acc_hi.max())
-        ax.set_ylim(min(lo.min(), acc_lo.min(), math.sqrt(k)) / 4, top * 1.3)  # room below the data for the legend
         ax.legend(fontsize=9, loc="lower right")
         ax = axes[2]
         for i, p in enumerate(pairs):
@@ -267,5 +272,4 @@ def recall_scale(data: dict[str, Any]) -> Figure:
         ax.set_ylabel("best cosine scale (log scale)")
         ax.set_title(r"the best scale against the budget; dotted: $\alpha^*$")
         ax.legend(fontsize=9)
-        fig.tight_layout()
     return fig
