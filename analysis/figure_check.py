@@ -596,32 +596,37 @@ def notebook_captions(chapter: str, book: Path = BOOK) -> dict[str, str]:
     return figure_captions("\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown"))
 
 
+def check_figures(chapter: str, figures: dict[str, Figure], render: bool = False) -> dict[str, list[str]]:
+    """The figures ``chapter``'s study drew (its ``figures(ch)``), each checked (:func:`check`) with its caption
+    from the notebook: the problems by figure name, in the notebook's order (the figures are closed); ValueError
+    when the study's figures and the notebook's figure directives differ."""
+    import matplotlib.pyplot as plt
+
+    captions = notebook_captions(chapter)
+    try:
+        if sorted(figures) != sorted(captions):
+            raise ValueError(f"{chapter}: the study draws {sorted(figures)} but the notebook glues {sorted(captions)}")
+        return {name: check(figures[name], caption, render) for name, caption in captions.items()}
+    finally:
+        for fig in figures.values():
+            plt.close(fig)
+
+
 def check_chapter(chapter: str, directory: str | None = None, render: bool = False) -> dict[str, list[str]]:
     """Every figure of ``chapter`` as the book shows it, checked with its caption: the chapter opened as its
     notebook opens it (:func:`analysis.chapter.open_chapter`, live runs at the scale of $ANALYSIS_SCALE, from the
-    live-trial cache in $ANALYSIS_LIVE_CACHE when set; records from ``directory``), its study's ``figures(ch)``,
-    each figure checked (:func:`check`) with its caption from the notebook. The problems by figure name, in the
-    notebook's order; ValueError when the study's figures and the notebook's figure directives differ."""
+    live-trial cache in $ANALYSIS_LIVE_CACHE when set; records from ``directory``), then :func:`check_figures`."""
     import contextlib
     import io
-
-    import matplotlib.pyplot as plt
 
     from analysis.chapter import open_chapter
     from analysis.studies import get_study
 
     study = get_study(chapter)
-    captions = notebook_captions(chapter)
     with contextlib.redirect_stdout(io.StringIO()):  # the chapter prints its provenance
         ch = open_chapter(chapter, study.TITLE, *study.EXPERIMENTS, directory=directory)
         figures = dict(study.figures(ch))
-    if sorted(figures) != sorted(captions):
-        raise ValueError(f"{chapter}: the study draws {sorted(figures)} but the notebook glues {sorted(captions)}")
-    try:
-        return {name: check(figures[name], caption, render) for name, caption in captions.items()}
-    finally:
-        for fig in figures.values():
-            plt.close(fig)
+    return check_figures(chapter, figures, render)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

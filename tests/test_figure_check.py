@@ -1,10 +1,6 @@
 """The figure check (analysis.figure_check): each of its checks fails on a figure made to have that fault and passes
-the same figure without it; and every figure of the book, drawn as its chapter shows it (the study's own
-``figures(ch)`` on the chapter opened with its records, the live smoke runs read from the live-trial cache), passes
-the check together with its caption from the notebook."""
-
-import os
-from pathlib import Path
+the same figure without it. Every figure of the book, as its chapter shows it, is checked with its caption in
+tests/test_studies.py, which opens each chapter once for its facts and figures."""
 
 import matplotlib
 
@@ -15,10 +11,7 @@ import numpy as np
 import pytest
 
 from analysis import figure_check as fc
-from analysis.studies import STUDIES
-from analysis.studies.plotting import log_ticks, measured_runs, place_legends, readable
-
-ROOT = Path(__file__).resolve().parents[1]
+from analysis.studies.plotting import log_ticks, place_legends, readable
 
 
 @pytest.fixture(autouse=True)
@@ -302,51 +295,3 @@ def test_bad_arguments_are_refused():
 def test_figure_captions_drop_directive_options():
     md = "text\n```{glue:figure} fig-a\n:name: fig-a\n\nLeft: one.\nRight: two.\n```\nmore"
     assert fc.figure_captions(md) == {"fig-a": "Left: one.\nRight: two."}
-
-
-def test_measured_runs_leave_out_the_live_smoke_run_beside_a_record(tmp_path):
-    from analysis.chapter import runs_for
-
-    live = runs_for("ffn-basics", "smoke", {}, 0.0, str(tmp_path))[0]  # the label the chapter gives a live run
-    runs = [(live.label, {"n": 1}), ("recorded, cpu scale", {"n": 2})]
-    assert measured_runs(runs) == [("recorded, cpu scale", {"n": 2})]
-    assert measured_runs(runs[:1]) == runs[:1]  # alone, the live run is shown
-
-
-# --- the book ---------------------------------------------------------------------------------------------------
-
-BOOK_CHAPTERS = [c for c in STUDIES if fc.notebook_captions(c)]
-# seconds of CPU each chapter took here (the rest about 1 to 3): the slowest first, so that the workers end together
-COST = {"attention_basics": 12, "softmax_scale": 8, "entropy": 7, "gau_trained": 5, "gau_init": 4, "flash": 3}
-
-
-def _worker_env(cache: str) -> None:
-    """A worker opens chapters as the book does: smoke scale, the live-trial cache, no claims folder."""
-    os.environ.update(ANALYSIS_SCALE="smoke", ANALYSIS_LIVE_CACHE=cache, MPLBACKEND="Agg")
-    os.environ.pop("ANALYSIS_CLAIMS_DIR", None)
-
-
-@pytest.fixture(scope="module")
-def book_problems():
-    """Every chapter's figures checked with their captions (:func:`analysis.figure_check.check_chapter`, records
-    from the repository's results/), in two worker processes (the CI machine's two cores: about 30 s of CPU each
-    with a warm live-trial cache)."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    cache = os.environ.get("ANALYSIS_LIVE_CACHE", str(ROOT / "_build" / "live-trials"))
-    chapters = sorted(BOOK_CHAPTERS, key=lambda c: -COST.get(c, 1))
-    workers = max(1, min(2, os.cpu_count() or 1))
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_env,
-                             initargs=(cache,)) as pool:
-        results = pool.map(fc.check_chapter, chapters, [str(ROOT / "results")] * len(chapters))
-        return dict(zip(chapters, results))
-
-
-@pytest.mark.parametrize("chapter", BOOK_CHAPTERS)
-def test_every_figure_of_the_book_passes_the_check(chapter, book_problems):
-    """The chapter's figures as the book shows them: its study's figures(ch) on the chapter opened at smoke scale
-    with the repository's records (smoke runs from the live-trial cache, as scripts/test.sh and the book use), each
-    checked (laid out with Agg's text metrics) with its caption from the notebook."""
-    problems = [f"{name}: {p}" for name, found in book_problems[chapter].items() for p in found]
-    assert problems == []

@@ -9,6 +9,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from analysis.chapter import open_chapter
+from analysis.figure_check import check_figures
 from analysis.experiments import EXPERIMENTS, MODULES
 from analysis.studies import STUDIES, gather, get_study
 
@@ -95,7 +96,9 @@ def test_facts_and_figures_are_what_the_prose_glues(chapter):
     """With the smoke run alone (what a reader without records sees) the study makes exactly the facts and figures
     its prose glues; with the checked-in records (what the book shows) it makes the same facts, and they are the
     same when the smoke runs are left out: every number the prose glues comes from the strongest evidence, and the
-    smoke run is only a check that the code runs."""
+    smoke run is only a check that the code runs. The figures the book shows pass the figure check
+    (:mod:`analysis.figure_check`: no text over text or off the canvas, no legend over data, no empty panel, log
+    axes with labelled ticks, colour bars, captions whose panel words match the layout)."""
     import dataclasses
 
     import matplotlib.pyplot as plt
@@ -113,6 +116,8 @@ def test_facts_and_figures_are_what_the_prose_glues(chapter):
     _check_values(made)
     for name in markdown_glue_names(chapter):  # glue:md renders only a text/markdown output
         assert hasattr(made[name], "_repr_markdown_"), f"{name} is glued as Markdown but has no Markdown form"
+    problems = check_figures(chapter, dict(study.figures(ch)))  # the figures as the book shows them
+    assert {name: found for name, found in problems.items() if found} == {}
     shown = study.facts(ch)
     assert set(shown) == set(study.facts(smoke_only))
     _check_values(shown)

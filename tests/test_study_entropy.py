@@ -152,4 +152,4 @@ def test_the_figures_draw_hand_made_data_with_labels():
         assert panels and all(ax.get_xlabel() and ax.get_title() for ax in panels)
         plt.close(fig)
     assert len(figs[2].axes) == 2 * 2 + 1  # two runs by two snapshots, and one colour bar
-    assert len(figs[4].axes) == 3  # two architectures' clouds and the calibration panel
+    assert len(figs[4].axes) == 4  # two architectures' clouds, the calibration panel and the shared colour bar

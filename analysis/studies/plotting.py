@@ -231,14 +231,3 @@ def log_ticks(axis: Any) -> None:
     axis.set_major_locator(LogLocator(base=10, subs=subs))
     axis.set_major_formatter(_tick_text)
     axis.set_minor_formatter(NullFormatter())
-
-
-SMOKE_LABEL = "(smoke scale)"  # how analysis.chapter labels a live run at smoke scale: 'this build (smoke scale)'
-
-
-def measured_runs(runs: Iterable[tuple[str, Any]]) -> list[tuple[str, Any]]:
-    """The ``(label, data)`` runs a figure shows as measurements: the live smoke-scale run (a check that the code
-    runs, not a measurement) is left out when another run, a record, is there."""
-    runs = list(runs)
-    kept = [r for r in runs if SMOKE_LABEL not in r[0]]
-    return kept or runs

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from analysis.stats import t_quantile
 from analysis.studies.softmax_scale.experiments.softmax_scale_recall import by_budget, loss_table, summary
-from analysis.studies.plotting import STYLE, log_ticks, measured_runs, readable_figure
+from analysis.studies.plotting import STYLE, log_ticks, readable_figure
 from analysis.theory import softmax_scale as sc
 
 
@@ -168,9 +168,9 @@ def scale_rules(mc: dict[str, Any], decoder: dict[str, Any]) -> Figure:
 @readable_figure
 def training_sweep(runs: Sequence[tuple[str, dict[str, Any]]]) -> Figure:
     """Validation loss and softmax gradient against the attention scale, per length, dot and cosine: one row of
-    panels per measured run (:func:`analysis.studies.plotting.measured_runs`: the live smoke run only when there is
-    no record)."""
-    runs = measured_runs(runs)
+    panels per run given (the chapter passes :meth:`analysis.chapter.Chapter.shown`: the smoke run only when there
+    is no record)."""
+    runs = list(runs)
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(len(runs), 3, figsize=(17, 4.6 * len(runs)), squeeze=False)
         for row_axes, (label, data) in zip(axes, runs):
