@@ -80,21 +80,21 @@ def activations_figure(act: dict[str, Any]) -> Figure:
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
         ax = axes[0]
-        for key, lab, style in (("relu", "ReLU", "k:"), ("gelu", "GELU x Phi(x)", "C0-"), ("swish", "Swish_1 (SiLU)", "C2-"),
-                                ("notes", "the notes' GELU (erf from 1)", "C3--")):
+        for key, lab, style in (("relu", "ReLU", "k:"), ("gelu", r"GELU $x\,\Phi(x)$", "C0-"), ("swish", r"Swish$_1$ (SiLU)", "C2-"),
+                                ("notes", r"the notes' GELU ($\mathrm{erf}$ from 1)", "C3--")):
             ax.plot(c["x"], c[key], style, label=lab)
         ax.set_xlim(-4, 4)
         ax.set_ylim(-1.5, 4)
-        ax.set_xlabel("x")
+        ax.set_xlabel("$x$")
         ax.set_ylabel("activation")
         ax.legend(fontsize=9)
         ax.set_title("activations")
         ax = axes[1]
-        for key, lab, col in (("tanh", "tanh approximation", "C1"), ("sigmoid", "x sigmoid(1.702 x)", "C4"),
+        for key, lab, col in (("tanh", "tanh approximation", "C1"), ("sigmoid", r"$x\,\sigma(1.702\,x)$", "C4"),
                               ("notes", "the notes' GELU", "C3")):
             ax.semilogy(c["x"], np.maximum(np.abs(c[key] - c["gelu"]), 1e-17), color=col, label=lab)
-        ax.set_xlabel("x")
-        ax.set_ylabel("|approximation - GELU| (log scale)")
+        ax.set_xlabel("$x$")
+        ax.set_ylabel(r"$|$approximation $-$ GELU$|$ (log scale)")
         ax.set_title("how far from exact GELU")
         ax.legend(fontsize=9)
         fig.tight_layout()

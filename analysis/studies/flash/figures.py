@@ -141,7 +141,7 @@ def prose(data: dict[str, Any]) -> dict[str, str]:
                           f"{batch[quads[1]]:.2f}x for the lean one" if set(quads) <= set(batch) else "not measured")
     out["unfused_mib"] = (f"{s['unfused_transformer_saved_bytes_per_sequence'] / 2**20:.1f} MiB"
                           if s["unfused_transformer_saved_bytes_per_sequence"] else "not measured")
-    out["batch_ratio_unfused"] = (f"{unfused[quads[0]]:.2f}x for the dense FLASH-Quad and "
+    out["batch_ratio_unfused"] = (f"{unfused[quads[0]]:.2f}x its batch for the dense FLASH-Quad and "
                                   f"{unfused[quads[1]]:.2f}x for the lean one"
                                   if set(quads) <= set(unfused) else "not measured")
     lean_layer = s["layers"][LAYERS[2]]
