@@ -131,8 +131,11 @@ def _table(changes: tuple[Change, ...]) -> str:
 
 
 def _counts(changes: tuple[Change, ...], new: bool) -> str:
+    from analysis.verify import VERDICT_COLOURS, verdict_count
+
     counts = Counter((c.new if new else c.old) for c in changes)
-    return ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda kv: str(kv[0])))
+    order = [v for v in VERDICT_COLOURS if counts.get(v)] + sorted(str(v) for v in counts if v not in VERDICT_COLOURS)
+    return ", ".join(verdict_count(v, counts[v]) if v in VERDICT_COLOURS else f"{counts[v]} {v}" for v in order)
 
 
 def changelog_html(revisions: list[Revision] | None) -> str:

@@ -521,7 +521,9 @@ def verdict_box_html(claims: list[Claim], doc: str) -> str:
     return (f'{claims_table_css()}<details class="verdict-box"{opened}><summary><strong>Verdicts</strong>: '
             f"{len(shown)} claims, each at its strongest evidence: {summary}</summary>"
             f'<table class="claims-table verdict-box-table"><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table></details>')
+            f'<tbody>{"".join(rows)}</tbody></table></details>'
+            '<p><small>Symbols and terms: <a href="notation.html">notation and glossary</a>. Severity and the '
+            'verdicts: <a href="ledger.html">claims ledger</a>.</small></p>')
 
 
 @dataclass

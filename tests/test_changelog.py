@@ -53,3 +53,10 @@ def test_without_git_history_the_page_says_so(tmp_path):
     assert history(tmp_path) is None
     assert "No git history is available" in changelog_html(None)
     assert "no committed history" in changelog_html([])
+
+
+def test_added_claims_are_counted_as_verbs_in_verdict_order():
+    from analysis.changelog import _counts
+
+    added = tuple(Change("e.cpu", k, None, v) for k, v in (("a", "holds"), ("b", "fails"), ("c", "holds")))
+    assert _counts(added, new=True) == "2 hold, 1 fails"
