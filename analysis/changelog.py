@@ -89,25 +89,26 @@ def diff_tables(old: dict[str, Any] | None, new: dict[str, Any]) -> tuple[tuple[
     return tuple(changes), moved
 
 
-def _git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
+def git_output(root: str | Path, *args: str) -> str | None:
+    """The output of ``git -C root args``, or None when git is missing or the command fails (no repository, no such
+    object)."""
+    try:
+        return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
 
 
 def history(root: str | Path, path: str = TABLE_PATH) -> list[Revision] | None:
     """Every commit that changed the verdict table at ``path`` in the git repository ``root``, oldest first, each
     with its changes against the commit before it; None when ``root`` has no git history to read."""
-    root = Path(root)
-    try:
-        log = _git(root, "log", "--reverse", "--format=%H%x1f%cs%x1f%B%x1e", "--", path)
-    except (OSError, subprocess.CalledProcessError):
+    log = git_output(root, "log", "--reverse", "--format=%H%x1f%cs%x1f%B%x1e", "--", path)
+    if log is None:
         return None
     revisions, previous = [], None
     for entry in filter(None, (e.strip("\n") for e in log.split("\x1e"))):
         commit, date, message = entry.split("\x1f", 2)
-        try:
-            table = json.loads(_git(root, "show", f"{commit}:{path}"))
-        except subprocess.CalledProcessError:  # the commit deleted the table
-            table = {"records": {}}
+        shown = git_output(root, "show", f"{commit}:{path}")
+        table = {"records": {}} if shown is None else json.loads(shown)  # None: the commit deleted the table
         changes, moved = diff_tables(previous, table)
         revisions.append(Revision(commit, date, message.strip(), changes, moved))
         previous = table
@@ -141,7 +142,7 @@ def _counts(changes: tuple[Change, ...], new: bool) -> str:
 def changelog_html(revisions: list[Revision] | None) -> str:
     """The changelog page's body: newest commit first, each with its date, hash, reason and a table of the verdicts
     that changed (added and removed claims collapsed under a count)."""
-    from analysis.verify import claims_table_css
+    from analysis.verify import claims_table_css, plural
 
     if revisions is None:
         return ("<p>No git history is available in this copy of the book's sources, so the verdict changelog "
@@ -151,18 +152,18 @@ def changelog_html(revisions: list[Revision] | None) -> str:
     flips = sum(len(r.flips) for r in revisions)
     parts = [claims_table_css(),
              f"<p>{len(revisions)} commits changed the verdict table; "
-             f"{flips} verdict{'s' if flips != 1 else ''} of existing claims changed in them.</p>"]
+             f"{plural(flips, 'verdict')} of existing claims changed in them.</p>"]
     for r in reversed(revisions):
         subject, _, body = r.message.partition("\n")
         what = []
         if r.flips:
-            what.append(f"{len(r.flips)} verdict{'s' if len(r.flips) != 1 else ''} changed")
+            what.append(f"{plural(len(r.flips), 'verdict')} changed")
         if r.added:
-            what.append(f"{len(r.added)} claim{'s' if len(r.added) != 1 else ''} added ({_counts(r.added, True)})")
+            what.append(f"{plural(len(r.added), 'claim')} added ({_counts(r.added, True)})")
         if r.removed:
-            what.append(f"{len(r.removed)} claim{'s' if len(r.removed) != 1 else ''} removed")
+            what.append(f"{plural(len(r.removed), 'claim')} removed")
         if r.moved:
-            what.append(f"{r.moved} measured value{'s' if r.moved != 1 else ''} moved, verdicts unchanged")
+            what.append(f"{plural(r.moved, 'measured value')} moved, verdicts unchanged")
         if not what:
             what.append("no claim changed (the table's format or tolerances)")
         parts.append(f'<section class="changelog-entry" id="change-{r.commit[:10]}"><h2>{html.escape(r.date)} · '
@@ -174,7 +175,7 @@ def changelog_html(revisions: list[Revision] | None) -> str:
             parts.append(_table(r.flips))
         for label, group in (("added", r.added), ("removed", r.removed)):
             if group:
-                parts.append(f"<details><summary>the {len(group)} claim{'s' if len(group) != 1 else ''} {label}"
+                parts.append(f"<details><summary>the {plural(len(group), 'claim')} {label}"
                              f"</summary>{_table(group)}</details>")
         parts.append("</section>")
     return "".join(parts)

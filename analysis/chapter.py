@@ -26,6 +26,8 @@ from analysis.verify import (
     Claim,
     claim_numbers,
     claim_ref,
+    ledger_id,
+    plural,
     run_name,
     short_statement,
     strongest_claims,
@@ -246,9 +248,8 @@ def verdict_line(claim: Claim, doc: str | None = None, number: int | None = None
     """A Markdown bullet: the claim, its verdict in bold, the alternative when inconclusive, the corrected verdict;
     with ``doc`` and ``number``, a link to the claim in the ledger (``ledger.html#<doc>-<key>``, or
     ``#<doc>-<key>-<run>`` for a run weaker than the claim's ``strongest``)."""
-    anchor = claim.key if strongest else claim.slug
     link = "" if doc is None or number is None else (
-        f'<a href="ledger.html#{doc}-{anchor}" title="this claim in the ledger">{doc}.{number}</a> ')
+        f'<a href="ledger.html#{ledger_id(doc, claim, strongest)}" title="this claim in the ledger">{doc}.{number}</a> ')
     line = f"- {link}{math_markdown(claim.statement)}: **{claim.verdict_text()}**"
     if claim.verdict == "inconclusive" and claim.alternative is not None:
         line += f" (the alternative, {math_markdown(claim.alternative_note)}, fits as well)"
@@ -316,9 +317,9 @@ class Provenance:
         stale = sum("STALE" in line for line in self.lines)
         if self.check:
             shown = sum(not line.split(": ", 1)[-1].startswith("this build:") for line in self.lines)
-            return (f"{self.check}. Provenance of the {shown} recorded run{'s' if shown != 1 else ''} shown here"
+            return (f"{self.check}. Provenance of the {plural(shown, 'recorded run')} shown here"
                     + (f" ({stale} stale)" if stale else "") + " and of this build")
-        return (f"Provenance of the {len(self.lines)} run{'s' if len(self.lines) != 1 else ''} shown here"
+        return (f"Provenance of the {plural(len(self.lines), 'run')} shown here"
                 + (f" ({stale} stale)" if stale else "") + ": this build and the recorded runs")
 
     def __repr__(self) -> str:

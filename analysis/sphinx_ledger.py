@@ -25,7 +25,6 @@ import math
 import os
 import re
 import shutil
-import subprocess
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +39,7 @@ from analysis.mathtext import math_html, math_plain
 from analysis.verify import (
     CLAIMS_DIR_ENV,
     EVIDENCE_RANK,
+    SIGNS,
     VERDICT_COLOURS,
     ChapterClaims,
     address_breaks,
@@ -47,19 +47,20 @@ from analysis.verify import (
     Claim,
     claim_numbers,
     claim_ref,
+    ledger_id,
     claims_table_css,
     detects_html,
     fmt,
     load_chapter_claims,
     measurements,
+    plural,
     strongest_claims,
     unmeasured,
+    unmeasured_sentence,
     verdict_count,
 )
 
 LEDGER_DOC_DIRECTIVE = "claims-ledger"
-SCALE_RANK = EVIDENCE_RANK  # evidence, weakest first (analysis.verify): smoke runs are checks, never rows
-SIGNS = {"equal": "=", "upper_bound": "≤", "lower_bound": "≥", "below": "<", "above": ">"}
 CSV_FIELDS = ("id", "chapter", "number", "experiment", "key", "scale", "strongest", "severity", "formal_reason", "statement", "source", "kind", "predicted", "measured",
               "uncertainty", "tolerance", "tolerance_basis", "detectable", "effect", "undecided", "approx_words", "unit", "verdict", "verdict_text", "corrected",
               "corrected_verdict", "corrected_note", "no_corrected_reason", "replaces", "alternative", "alternative_note")
@@ -81,7 +82,7 @@ class Entry:
     def anchor(self) -> str:
         """The stable id of the claim on the ledger page: '<chapter>-<key>' for its strongest evidence (the same at
         every scale), '<chapter>-<key>-<run>' for a weaker run of it."""
-        return f"{self.chapter}-{self.claim.key}" if self.is_strongest else f"{self.chapter}-{self.claim.slug}"
+        return ledger_id(self.chapter, self.claim, self.is_strongest)
 
     @property
     def scale(self) -> str:
@@ -174,7 +175,7 @@ def _row_html(e: Entry, chapter_uri: str) -> str:
     back = f'<br><small><a href="{html.escape(chapter_uri)}#claim-{html.escape(c.key)}">in the chapter</a></small>'
     return (f'<tr data-strongest="{int(e.is_strongest)}" id="{e.anchor}" data-chapter="{e.chapter}" data-verdict="{c.verdict}" '
             f'data-scale="{html.escape(e.scale)}" data-severity="{level}" data-text="{search}">'
-            f'<td data-sort="{e.number:05d}{SCALE_RANK.get(e.scale, 0)}"><a href="#{e.anchor}">{e.chapter}.{e.number}</a>'
+            f'<td data-sort="{e.number:05d}{EVIDENCE_RANK.get(e.scale, 0)}"><a href="#{e.anchor}">{e.chapter}.{e.number}</a>'
             f"<br><small>{html.escape(evidence_words(e.scale))}</small>{back}</td>"
             f"<td>{math_html(c.statement)}<br><small>{address_breaks(math_html(c.source))}</small></td>"
             f"<td>{SIGNS[c.kind]} {fmt(c.predicted)} {math_html(c.unit)}<br>{fmt(c.measured)} ± "
@@ -263,7 +264,7 @@ def filters_html(items: list[Entry]) -> str:
             f'<option value="{html.escape(v, quote=True)}">{html.escape(t)}</option>' for v, t in values)
 
     chapters = list(dict.fromkeys((e.chapter, e.title) for e in items))
-    scales = sorted({e.scale for e in items}, key=lambda s: SCALE_RANK.get(s, -1))
+    scales = sorted({e.scale for e in items}, key=lambda s: EVIDENCE_RANK.get(s, -1))
     return (f"<style>{LEDGER_CSS}</style>"
             '<form id="ledger-filters" class="ledger-filters" onsubmit="return false">'
             f'<label>chapter <select name="chapter">{options(chapters)}</select></label>'
@@ -288,11 +289,6 @@ def table_html(items: list[Entry], chapter_uri: str) -> str:
     return (claims_table_css() + '<div class="ledger-scroll"><table class="claims-table ledger-table"><colgroup>'
             + "".join(f'<col class="{c}">' for c in cols) + "</colgroup><thead><tr>"
             + "".join(f"<th>{h}</th>" for h in head) + f"</tr></thead><tbody>{rows}</tbody></table></div>")
-
-
-def plural(n: int, one: str, many: str | None = None) -> str:
-    """'1 chapter', '10 chapters': a count with its noun."""
-    return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
 def summary_html(items: list[Entry], what: str) -> str:
@@ -388,7 +384,7 @@ def findings_html(items: list[Entry], uri: dict[str, str], ledger_uri: str) -> s
     rows = []
     for chapter in dict.fromkeys(e.chapter for e in strong):
         mine = [e for e in strong if e.chapter == chapter]
-        scales = ", ".join(sorted({e.scale for e in mine}, key=lambda s: -SCALE_RANK.get(s, -1)))
+        scales = ", ".join(sorted({e.scale for e in mine}, key=lambda s: -EVIDENCE_RANK.get(s, -1)))
         rows.append(f'<tr><td><a href="{html.escape(uri[chapter])}">{html.escape(mine[0].title)}</a><br>'
                     f"{bar_html(mine)}<br><small>{plural(len(mine), 'claim')}; evidence: {html.escape(scales)}</small></td>"
                     f"<td>{headline(mine, ledger_uri)}</td></tr>")
@@ -479,9 +475,7 @@ class ClaimsLedgerDirective(_ClaimsDirective):
     def render(self, app: Sphinx, chapters: list[tuple[str, ChapterClaims]]) -> list[nodes.Node]:
         items = entries(chapters)
         pending = sum(len(unmeasured(ch.claims)) for _, ch in chapters)
-        extra = (f"<p>{plural(pending, 'claim')} made only by this build's smoke run (a check that the code runs) "
-                 f"{'is' if pending == 1 else 'are'} not listed until a cpu or gpu run measures "
-                 f"{'it' if pending == 1 else 'them'}.</p>" if pending else "")
+        extra = f"<p>{unmeasured_sentence(pending)}</p>" if pending else ""
         intro = (summary_html(items, "each at its strongest evidence") + f"<p><strong>Severity.</strong> "
                  f"{html.escape(SEVERITY_RULE)}</p>" + extra)
         out: list[nodes.Node] = [nodes.raw("", intro + filters_html(items), format="html")]
@@ -534,18 +528,13 @@ def human_duration(seconds: float) -> str:
 
 def repository_line(root: Path) -> str:
     """Which sources this build is made from: the repository (its remote when it has a web address) and commit."""
-    def git(*args: str) -> str:
-        try:
-            return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
-                                  text=True).stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            return ""
+    from analysis.changelog import git_output
 
-    remote = git("remote", "get-url", "origin")
+    remote = (git_output(root, "remote", "get-url", "origin") or "").strip()
     where = (f'<a href="{html.escape(remote)}">{html.escape(remote)}</a>' if remote.startswith(("https://", "http://"))
              else "the git repository of this book (the folder with <code>README.md</code>, <code>analysis/</code>, "
                   "<code>book/</code> and <code>results/</code>)")
-    commit = git("rev-parse", "HEAD")
+    commit = (git_output(root, "rev-parse", "HEAD") or "").strip()
     return (f"<p>Sources: {where}" + (f", commit <code>{commit[:10]}</code>" if commit else "")
             + ". Each record below links to its JSON file, with its data, configuration and provenance.</p>")
 

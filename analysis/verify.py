@@ -284,6 +284,24 @@ def claim_ref(claim: Claim) -> tuple[str, str]:
     return (claim.id.experiment if claim.id is not None else "", claim.key)
 
 
+def ledger_id(doc: str, claim: Claim, strongest: bool = True) -> str:
+    """The claim's id on the ledger page: '<doc>-<key>' for its strongest evidence (the same at every scale),
+    '<doc>-<key>-<run>' for a weaker run of it."""
+    return f"{doc}-{claim.key}" if strongest else f"{doc}-{claim.slug}"
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """'1 chapter', '10 chapters': a count with its noun."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def unmeasured_sentence(count: int) -> str:
+    """The sentence that counts the claims only a smoke run made, which no table or count shows."""
+    return (f"{plural(count, 'claim')} made only by this build's smoke run (a check that the code runs, not a "
+            f"measurement) {'is' if count == 1 else 'are'} left out until a cpu or gpu run measures "
+            f"{'it' if count == 1 else 'them'}.")
+
+
 def measurements(claims: list[Claim]) -> list[Claim]:
     """The claims that are measurements: every run but a live smoke one, which only checks that the code runs."""
     return [c for c in claims if c.evidence != CHECK_ONLY]
@@ -386,6 +404,7 @@ _TABLE_CSS = (
               for light, dark in (("#1b7f3b", "#6fd08c"), ("#a36b00", "#f0b44c"), ("#5f6368", "#b0b4b8"),
                                   ("#b3261e", "#ff8a80")))
 )
+SIGNS: dict[Kind, str] = {"equal": "=", "upper_bound": "≤", "lower_bound": "≥", "below": "<", "above": ">"}
 VERDICT_COLOURS: dict[Verdict, str] = {"holds": "#1b7f3b", "holds approximately": "#a36b00",
                                        "inconclusive": "#5f6368", "fails": "#b3261e"}
 
@@ -430,7 +449,8 @@ def _number_cell(claim: Claim, number: int | None, doc: str | None) -> str:
     """'chapter.n' (a link to the claim in the ledger when ``doc`` is given) over the claim's scale of evidence."""
     label = f"{doc}.{number}" if doc and number else (str(number) if number else "")
     if doc and number:
-        label = f'<a href="ledger.html#{html.escape(doc)}-{html.escape(claim.key)}" title="this claim in the ledger">{label}</a>'
+        label = (f'<a href="ledger.html#{html.escape(ledger_id(doc, claim))}" title="this claim in the ledger">'
+                 f"{label}</a>")
     return f"<td>{label}<br><small>{html.escape(claim.evidence)}</small></td>"
 
 
@@ -447,14 +467,13 @@ def claims_html(claims: list[Claim], doc: str | None = None) -> str:
         corrected = "" if c.corrected is None else (
             f"{fmt(c.corrected)} ({c.corrected_verdict}){': ' + html.escape(c.corrected_note) if c.corrected_note else ''}"
         )
-        sign = {"equal": "=", "upper_bound": "≤", "lower_bound": "≥", "below": "<", "above": ">"}[c.kind]
         alternative = "" if c.alternative is None else (
             f"<br><small>alternative {fmt(c.alternative)}: {html.escape(c.alternative_note)}</small>")
         formal = "<br><small>formal</small>" if severity(c.key) == "formal" else ""
         rows.append(
             "<tr>" + _number_cell(c, numbers.get(claim_ref(c)), doc)
             + f"<td>{html.escape(c.statement)}<br><small>{address_breaks(html.escape(c.source))}</small></td>"
-            f"<td>{sign} {fmt(c.predicted)} {html.escape(c.unit)}</td>"
+            f"<td>{SIGNS[c.kind]} {fmt(c.predicted)} {html.escape(c.unit)}</td>"
             f"<td>{fmt(c.measured)} ± {fmt(c.uncertainty, 2)}{detects_html(c)}</td>"
             f"<td>{fmt(c.tolerance, 2)}<br><small>{html.escape(c.tolerance_basis)}</small>{alternative}</td>"
             f'<td><span style="color:{colour};font-weight:bold">{html.escape(c.verdict_text())}</span>{formal}</td>'
@@ -463,10 +482,7 @@ def claims_html(claims: list[Claim], doc: str | None = None) -> str:
         )
     header = "".join(f"<th>{h}</th>" for h in head)
     missing = unmeasured(claims)
-    note = "" if not missing else (
-        f"<p><small>{len(missing)} claim{'s' if len(missing) != 1 else ''} made only by this build's smoke run "
-        f"(a check that the code runs, not a measurement) {'are' if len(missing) != 1 else 'is'} left out until a "
-        f"cpu or gpu run measures {'them' if len(missing) != 1 else 'it'}.</small></p>")
+    note = f"<p><small>{unmeasured_sentence(len(missing))}</small></p>" if missing else ""
     return (
         f"{claims_table_css()}"
         f'<table class="claims-table"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>{note}'
@@ -511,7 +527,7 @@ def verdict_box_html(claims: list[Claim], doc: str) -> str:
         n = numbers[claim_ref(c)]
         source = address_breaks(html.escape(c.source))
         rows.append(
-            f'<tr id="claim-{html.escape(c.key)}"><td><a href="ledger.html#{html.escape(doc)}-{html.escape(c.key)}" '
+            f'<tr id="claim-{html.escape(c.key)}"><td><a href="ledger.html#{html.escape(ledger_id(doc, c))}" '
             f'title="{html.escape(doc)}.{n} in the ledger">{n}</a></td>'
             f"<td>{html.escape(text)}</td><td><small>{source}</small></td>"
             f'<td style="color:{VERDICT_COLOURS[c.verdict]};font-weight:bold">{verdict}</td>'

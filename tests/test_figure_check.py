@@ -68,12 +68,18 @@ def test_colliding_tick_labels_fail():
 # --- legends ----------------------------------------------------------------------------------------------------
 
 
-def test_a_legend_over_the_data_fails_and_beside_it_passes():
+def top_points_figure(label="points along the top"):
+    """A row of points along the top of the axes, and a legend at the upper centre, over them."""
     fig, ax = plt.subplots(figsize=(6, 4))
     x = np.linspace(0, 1, 40)
-    ax.plot(x, np.ones_like(x), "o", label="points along the top")
+    ax.plot(x, np.ones_like(x), "o", label=label)
     ax.set_ylim(0, 1.1)
     ax.legend(loc="upper center")
+    return fig, ax
+
+
+def test_a_legend_over_the_data_fails_and_beside_it_passes():
+    fig, ax = top_points_figure()
     problems = fc.check(fig)
     assert any(p.startswith("legend:") and "covers" in p for p in problems), problems
     ax.legend(loc="lower center")
@@ -107,14 +113,11 @@ def test_a_legend_over_tick_labels_fails():
 
 
 def test_place_legends_moves_a_covering_legend_to_free_space_or_below():
-    fig, ax = plt.subplots(figsize=(6, 4))
-    x = np.linspace(0, 1, 40)
-    ax.plot(x, np.ones_like(x), "o", label="top")
-    ax.set_ylim(0, 1.1)
-    ax.legend(loc="upper center")
+    fig, ax = top_points_figure("top")
     place_legends(fig)
     assert kinds_of(fig)["legend"] == 0
     fig, ax = plt.subplots(figsize=(6, 4))
+    x = np.linspace(0, 1, 40)
     for i in range(6):  # data everywhere: no free space inside
         ax.plot(x, np.full_like(x, i / 5), "o-", label=f"row {i}")
     ax.legend()

@@ -46,14 +46,21 @@ def test_a_key_ending_in_a_dash_covers_the_claims_it_starts():
     assert reason("no-such-claim") is None
 
 
+def _each_note_names_recorded_claims(table, name):
+    """Per note of ``table``: the recorded claim keys it covers, asserting that there is at least one."""
+    records = recorded_verdicts(RESULTS)["records"]
+    keys = {key for claims in records.values() for key in claims}
+    out = {}
+    for note in table:
+        out[note] = [k for k in keys if covers(note, k)]
+        assert out[note], f"{name}[{note!r}] names no recorded claim"
+    return out
+
+
 def test_every_replacement_note_belongs_to_a_recorded_claim():
     from analysis.ledger_notes import REPLACES, replaces
 
-    records = recorded_verdicts(RESULTS)["records"]
-    keys = {key for claims in records.values() for key in claims}
-    for note in REPLACES:
-        matched = [k for k in keys if covers(note, k)]
-        assert matched, f"REPLACES[{note!r}] names no recorded claim"
+    for note, matched in _each_note_names_recorded_claims(REPLACES, "REPLACES").items():
         assert all(replaces(k) == REPLACES[note] for k in matched)
     assert replaces("lambda7") is None
 
@@ -74,11 +81,7 @@ def test_the_typical_row_ratio_the_note_states_is_the_recorded_one():
 def test_every_formal_claim_is_recorded_and_the_rest_are_substantive():
     from analysis.ledger_notes import FORMAL, SEVERITY_RULE, formal_reason, severity
 
-    records = recorded_verdicts(RESULTS)["records"]
-    keys = {key for claims in records.values() for key in claims}
-    for note in FORMAL:
-        matched = [k for k in keys if covers(note, k)]
-        assert matched, f"FORMAL[{note!r}] names no recorded claim"
+    for note, matched in _each_note_names_recorded_claims(FORMAL, "FORMAL").items():
         assert all(severity(k) == "formal" and formal_reason(k) == FORMAL[note] for k in matched)
     assert severity("qk-normal") == "substantive" and formal_reason("qk-normal") is None
     assert severity("no-such-claim") == "substantive"
