@@ -115,3 +115,35 @@ def test_arm_differences_pair_by_seed():
              {"arms": {"pairs": {"val_loss": [2.31, 1.72]}, "placed": {"val_loss": [2.28, 1.70]}}}]
     est = wx.paired_over_seeds(seeds, "pairs", "placed", -1)
     assert est.n == 2 and est.value == pytest.approx(0.015) and est.units == "paired seeds"
+
+
+def test_dropout_summary_sorts_the_sites_by_the_threshold_set_in_advance():
+    above, below = 10 * wx.BROKEN_SYMMETRY, wx.BROKEN_SYMMETRY
+    both = wf.dropout_summary({"attention dropout": 1e-16, "unit dropout": below, "residual dropout": above,
+                               "split": above})
+    assert both == ("Dropout on the attention weights or on the FFN's hidden units leaves the stream copied; dropout "
+                    "on the sublayers' outputs (BERT's residual dropout) breaks it.")
+    assert wf.dropout_summary({"residual dropout": above}) == (
+        "Dropout on the sublayers' outputs (BERT's residual dropout) breaks the copies.")
+    assert wf.dropout_summary({"attention dropout": 1e-16, "residual dropout": float("nan")}) == (
+        "Dropout on the attention weights leaves the stream copied.")
+    assert wf.dropout_summary({"split": above}) == "No dropout variant was trained."
+    with pytest.raises(ValueError, match="threshold must be in"):
+        wf.dropout_summary({}, threshold=0.0)
+
+
+def test_residual_dropout_drops_each_branch_output_in_training_only():
+    import torch
+    from analysis.models.lm import LanguageModel
+
+    torch.manual_seed(0)
+    model = LanguageModel(wx.decoder_config(16, 2, 1, 8))
+    idx = torch.randint(0, 256, (2, 8))
+    clean_eval, clean_train = model.eval()(idx), model.train()(idx)
+    assert torch.equal(clean_eval, clean_train)  # the model itself has no dropout
+    wx._residual_dropout(model, 0.5)
+    assert torch.equal(model.eval()(idx), clean_eval)
+    _, hidden = model.train()(idx, return_hidden=True)
+    # each branch output is zero where dropped: the stream after the first sublayer differs from the clean one
+    _, clean_hidden = model.eval()(idx, return_hidden=True)
+    assert not torch.allclose(hidden[1], clean_hidden[1])

@@ -169,6 +169,7 @@ def prose(data: dict[str, Any]) -> dict[str, str]:
         "val_split": f"{s['variant_val'].get('split', math.nan):.3f}",
         "val_noise": f"{s['variant_val'].get('noise', math.nan):.3f}",
         "val_unit": f"{s['variant_val'].get('unit dropout', math.nan):.3f}",
+        "val_resid": f"{s['variant_val'].get('residual dropout', math.nan):.3f}",
         "sym_steps": f"{data['training']['seeds'][0].get('variants', {}).get('split', {}).get('val_steps', [0])[-1]}",
         "seeds": f"{len(tr['seeds'])}", "small_steps": f"{tr['seeds'][0]['small']['val_steps'][-1]}",
         "wide_after": f"{tr['wide_after']}", "wide_steps": f"{tr['seeds'][0]['arms']['scratch']['val_steps'][-1]}",
@@ -180,6 +181,8 @@ def prose(data: dict[str, Any]) -> dict[str, str]:
         "sym_attn": f"{s['symmetry_variants'].get('attention dropout', math.nan):.1e}",
         "sym_unit": f"{s['symmetry_variants'].get('unit dropout', math.nan):.1e}",
         "w_unit": f"{s['weight_variants'].get('unit dropout', math.nan):.2g}",
+        "sym_resid": f"{s['symmetry_variants'].get('residual dropout', math.nan):.2g}",
+        "dropout_summary": dropout_summary(s["symmetry_variants"]),
         "w_placed": f"{s['weights_placed']:.2g}",
         "init_split": f"{s['variant_initial'].get('split', math.nan):.1e}",
         "init_noise": f"{s['variant_initial'].get('noise', math.nan):.2g}",
@@ -213,6 +216,28 @@ def saving_sentences(est: Estimate, published: float = wx.BERT2BERT_SAVING) -> d
             "seeds_basis": (f"each mean is judged by its 95% Student-t interval over the {est.n} seeds "
                             f"({est.nu:g} df, ±{est.half_width() / est.se:.3g} SE)" if est.se > 0 else
                             f"each mean is judged by its 95% Student-t interval over the {est.n} seeds")}
+
+
+DROPOUT_SITES = {"attention dropout": "on the attention weights", "unit dropout": "on the FFN's hidden units",
+                 "residual dropout": "on the sublayers' outputs (BERT's residual dropout)"}
+
+
+def dropout_summary(stream: dict[str, float], threshold: float = wx.BROKEN_SYMMETRY) -> str:
+    """Which dropout sites break the copies' symmetry: a stream residual after training (outside the copied subspace,
+    relative) above ``threshold`` breaks it, one at or below leaves the stream copied; sites not measured are left
+    out."""
+    if not 0 < threshold < 1:
+        raise ValueError(f"threshold must be in (0, 1); got {threshold!r}")
+    measured = {k: v for k, v in stream.items() if k in DROPOUT_SITES and math.isfinite(v)}
+    if not measured:
+        return "No dropout variant was trained."
+    breaks = [DROPOUT_SITES[k] for k, v in measured.items() if v > threshold]
+    keeps = [DROPOUT_SITES[k] for k, v in measured.items() if v <= threshold]
+    parts = ([f"dropout {' or '.join(keeps)} leaves the stream copied"] if keeps else []) + (
+        [f"dropout {' or '.join(breaks)} breaks it" if keeps else f"dropout {' or '.join(breaks)} breaks the copies"]
+        if breaks else [])
+    text = "; ".join(parts)
+    return text[0].upper() + text[1:] + "."
 
 
 def stationary_sentences(gap: float, tolerance: float = wx.EXACT_TOL) -> dict[str, str]:

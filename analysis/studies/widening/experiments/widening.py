@@ -25,7 +25,7 @@ from analysis.cost import step_cost
 from analysis.core.trial import Trial
 from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
 from analysis.models.bert import Bert, BertConfig
-from analysis.models.lm import FeedForward, LanguageModel, ModelConfig
+from analysis.models.lm import FeedForward, LanguageModel, ModelConfig, Residual
 from analysis.train import TrainConfig, token_stats, train_lm
 from analysis.stats import Estimate, detectable_multiple, mean_estimate, paired_estimate
 from analysis.verify import Claim, estimate_fields
@@ -38,6 +38,7 @@ COMMENTS = "Su 2021, kexue.fm/archives/8444 (comments)"
 BOOK = "this book (Su 2021's method, extended)"
 EPS64 = float(np.finfo(np.float64).eps)
 EPS32 = float(np.finfo(np.float32).eps)
+BROKEN_SYMMETRY = 1e4 * EPS32  # a stream residual above 10x the symmetric model's 1000 float32 ulps: copies broken
 EXACT_TOL = 1e-12  # relative, float64: the issue's rounding level (about 4500 ulps)
 BROKEN_TOL = 1e-9  # a deviation above this is not rounding, in float64
 BERT2BERT_SAVING = 0.45  # bert2BERT (Chen et al. 2022): about 45% of BERT-base pre-training compute saved
@@ -88,8 +89,10 @@ CONFIGS: dict[str, Config] = {
     "smoke": Config(d=16, heads=2, layers=1, probe=16, factors=(2,), train_d=16, train_layers=1, ctx=32, batch=4,
                     small_steps=4, wide_steps=8, symmetry_steps=4, memo_steps=4, seeds=2, eval_every=4,
                     eval_windows=2),
+    # cpu: 6 seeds. At the spread of a 3-seed run (SD 0.22 of the FLOPs saving), telling a saving of 0 from
+    # bert2BERT's 45% takes 5 (seeds_needed); the sixth allows for that SD's own uncertainty.
     "cpu": Config(d=48, heads=4, layers=2, probe=96, factors=(2, 3, 4), train_d=64, train_layers=2, ctx=128,
-                  batch=16, small_steps=200, wide_steps=600, symmetry_steps=200, memo_steps=300, seeds=3,
+                  batch=16, small_steps=200, wide_steps=600, symmetry_steps=200, memo_steps=300, seeds=6,
                   eval_every=50, eval_windows=32),
     "gpu": Config(d=96, heads=4, layers=4, probe=256, factors=(2, 3, 4), train_d=256, train_layers=6, ctx=512,
                   batch=32, small_steps=1000, wide_steps=3000, symmetry_steps=500, memo_steps=500, seeds=3,
@@ -256,6 +259,14 @@ def _unit_dropout(model: LanguageModel, p: float) -> None:
             module.w1.register_forward_hook(lambda m, i, o: F.dropout(o, p, m.training))
 
 
+def _residual_dropout(model: LanguageModel, p: float) -> None:
+    """Dropout on every sublayer's output before it joins the stream (BERT's residual dropout,
+    x + Dropout(f(x))), which the book's model does not have: a forward hook on each residual branch."""
+    for module in model.modules():
+        if isinstance(module, Residual):
+            module.f.register_forward_hook(lambda m, i, o: F.dropout(o, p, m.training))
+
+
 def training_steps(cfg: Config) -> dict[str, Any]:
     """The small and wide decoders' step FLOPs (counted on the meta device), and the steps a widened model trains on
     for the FLOPs the scratch model has left."""
@@ -279,7 +290,8 @@ def training_seed(cfg: Config, corpus: Any, r: int) -> dict[str, Any]:
     """Replicate r (torch seeded by the runner with run_seed(cfg, r)): small model trained small_steps; widened
     exactly (RoPE placed), exactly with a random split of the copies' weights, and by pairwise repetition, each
     trained on for the FLOPs the scratch model has left; the scratch wide model. Replicate 0 also trains the
-    symmetry variants (exact copies, random split, noise, attention dropout, unit dropout) for symmetry_steps each."""
+    symmetry variants (exact copies, random split, noise, attention dropout, unit dropout, residual dropout) for
+    symmetry_steps each."""
     small_cfg = decoder_config(cfg.train_d, 4, cfg.train_layers, cfg.ctx)
     wide_cfg = W.wide_lm_config(small_cfg, 2 * cfg.train_d)
     wide_after = training_steps(cfg)["wide_after"]
@@ -306,7 +318,7 @@ def training_seed(cfg: Config, corpus: Any, r: int) -> dict[str, Any]:
     if r == 0:
         variants = {}
         for name, kw in (("exact copies", {}), ("split", {"split": cfg.split}), ("noise", {"noise": cfg.noise}),
-                         ("attention dropout", {}), ("unit dropout", {})):
+                         ("attention dropout", {}), ("unit dropout", {}), ("residual dropout", {})):
             widening = W.widen_lm(small, 2 * cfg.train_d, seed=seed, **kw)  # type: ignore[arg-type]
             wide = widening.model
             assert isinstance(wide, LanguageModel)
@@ -315,6 +327,8 @@ def training_seed(cfg: Config, corpus: Any, r: int) -> dict[str, Any]:
                     att.dropout = cfg.dropout
             if name == "unit dropout":
                 _unit_dropout(wide, cfg.dropout)
+            if name == "residual dropout":
+                _residual_dropout(wide, cfg.dropout)
             with torch.no_grad():
                 wide.eval()
                 deviation = float((wide(probe) - small.eval()(probe)).abs().max())
@@ -582,14 +596,22 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     sv = s["symmetry_variants"]
     if "attention dropout" in sv:
         out.append(Claim("dropout-breaks", f"Dropout breaks the copies' symmetry (stream residual after "
-                         f"training with dropout on the attention weights; {label})", COMMENTS, 1e3 * EPS32 * 10,
+                         f"training with dropout on the attention weights; {label})", COMMENTS, BROKEN_SYMMETRY,
                          sv["attention dropout"], 0.0, 0.0, "10x the symmetric model's 1000 float32 ulps",
                          kind="lower_bound", unit="relative", approx_rel=0.0,
                          corrected=0.0, corrected_note=f"attention dropout drops a head's probabilities, which all its "
                          f"copies share; dropout on the FFN's hidden units makes their weights differ (weight residual "
                          f"{s['weight_variants'].get('unit dropout', math.nan):.2g}) but the stream stays copied "
                          f"({sv.get('unit dropout', math.nan):.2g}); a random split of the copies' input weights breaks "
-                         f"the stream ({sv.get('split', math.nan):.2g})"))
+                         f"the stream ({sv.get('split', math.nan):.2g})"
+                         + (f", and so does dropout on the sublayers' outputs ({sv['residual dropout']:.2g})"
+                            if "residual dropout" in sv else "")))
+    if "residual dropout" in sv:
+        out.append(Claim("dropout-residual-breaks", f"Dropout breaks the copies' symmetry (stream residual after "
+                         f"training with dropout on every sublayer's output before the residual sum, BERT's "
+                         f"residual dropout; {label})", COMMENTS, BROKEN_SYMMETRY, sv["residual dropout"], 0.0, 0.0,
+                         "10x the symmetric model's 1000 float32 ulps", kind="lower_bound", unit="relative",
+                         approx_rel=0.0))
     st = data["stationary"]
     out.append(Claim("stationary", f"A trained small model widens to a point whose gradient is its own, lifted: "
                      f"a stationary point stays stationary (relative difference from the lifted gradient, every "
