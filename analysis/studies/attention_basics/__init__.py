@@ -1,8 +1,8 @@
 """Scaled dot-product attention, heads and positions: the variance and shape of q.k, the softmax's saturation without
 1/sqrt(d) against a law derived here, multi-head attention's parameter count and the symmetry of identically
 initialised heads, and sinusoidal positions (the shift matrix M_k, the dot product, scores through projections,
-RoPE, permutation equivariance), from experiment ``attention-basics``; and three of the notes' statements checked
-against torch (cross-attention's inputs, the -1e9 mask in low precision, RMSNorm), from ``notes-checks``."""
+RoPE, permutation equivariance), from experiment ``attention-basics``; and four of the notes' statements checked
+against torch (cross-attention's inputs, the -1e9 mask in low precision, RMSNorm, tied embeddings), from ``notes-checks``."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from IPython.display import Markdown
 from matplotlib.figure import Figure
 
 from analysis.studies.attention_basics.experiments import attention_basics as ab
 from analysis.studies.attention_basics.figures import head_symmetry, positions_figure, qk_saturation
+from analysis.studies.text import text_block
 from analysis.theory import transformer_basics as tb
 
 if TYPE_CHECKING:
@@ -88,8 +90,32 @@ def notes_facts(ch: Chapter) -> dict[str, Any]:
         "mask_fp16_max": f"{float(half['finite_max']):,.0f}",
         "rms_torch": rms["torch"],
         "rms_gap": f"{float(rms['relative_gap']):.1e}",
+        **tied_facts(d["tied"]),
         "verdict_list_notes": ch.verdicts("notes-checks"),
     }
+
+
+def tied_table(scales: list[dict[str, Any]]) -> Markdown:
+    """Per width d: the token embeddings' mean square times sqrt(d) (± SE), its ratio to the positions' mean square
+    with and without the factor, and the logits' mean square (± SE)."""
+    head = ["d", "tokens x sqrt(d)", "ratio", "ratio w/o", "logits"]
+    rows = [[f"{w['d']:,}", f"{w['token_ms']:.4f} ± {w['token_ms_se']:.4f}", f"{w['token_ms'] / w['pe_ms']:.3f}",
+             f"{w['token_ms'] / w['d'] / w['pe_ms']:.1e}", f"{w['logit_ms']:.4f} ± {w['logit_ms_se']:.4f}"]
+            for w in scales]
+    widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
+    fmt = lambda r: "  ".join(c.rjust(wd) for c, wd in zip(r, widths))
+    return Markdown(text_block([fmt(head)] + [fmt(r) for r in rows]))
+
+
+def tied_facts(tied: dict[str, Any]) -> dict[str, Any]:
+    """The tied-embedding numbers the prose states: the parameters tying saves, the table over widths, and how far
+    the token-to-position ratio falls without the factor between the narrowest and the widest width."""
+    par, scales = tied["parameters"], tied["scales"]
+    lo, hi = scales[0], scales[-1]
+    return {"tie_saved": f"{par['untied'] - par['tied']:,}", "tie_vocab": f"{tied['vocab']:,}",
+            "tie_d": f"{tied['d']:,}", "tie_table": tied_table(scales),
+            "tie_pe": f"{max(w['pe_ms'] for w in scales):.3f}", "tie_lo": f"{lo['d']:,}", "tie_hi": f"{hi['d']:,}",
+            "tie_fall": f"{(lo['token_ms'] / lo['d']) / (hi['token_ms'] / hi['d']):.1f}"}
 
 
 def facts(ch: Chapter) -> dict[str, Any]:

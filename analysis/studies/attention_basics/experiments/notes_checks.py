@@ -1,5 +1,5 @@
-"""Three statements of the Transformer notes checked against torch: cross-attention's inputs, the -1e9 mask in low
-precision, and "no official RMSNorm in PyTorch".
+"""Four statements of the Transformer notes checked against torch: cross-attention's inputs, the -1e9 mask in low
+precision, "no official RMSNorm in PyTorch", and tied embeddings multiplied by sqrt(d_model).
 
 * Cross-attention: the notes say "CrossMHA's Q and K are the encoder's output, V comes from the decoder"
   (CrossMHA的Q,K是Encoder的输出,V来自Decoder). Attention returns one row per query, so the output's length tells
@@ -14,6 +14,11 @@ precision, and "no official RMSNorm in PyTorch".
 * RMSNorm: the notes say "as of 2024 PyTorch has no official RMSNorm" (截止到24年,PyTorch 官方还没有提供标准的
   RMSNorm 实现). ``torch.nn.RMSNorm`` was added in torch 2.4 (July 2024). Measured: whether this torch has it,
   and its largest gap to x / sqrt(mean(x^2) + eps) * g.
+* Tied embeddings: the notes say tying the output layer to the embedding (W_out = W_embed^T) "saves storage"
+  (节约存储), and quote the paper's "in the embedding layers, we multiply those weights by sqrt(d_model)" without a
+  reason. Counted: the parameters tying saves. Sampled, at several widths d: one matrix drawn at the output layer's
+  scale N(0, 1/d) gives logits of unit variance from a unit-RMS hidden state, and times sqrt(d) token embeddings of
+  unit mean square, twice the sinusoidal positions' 1/2 at every d; without the factor their ratio falls as 1/d.
 """
 
 from __future__ import annotations
@@ -22,14 +27,19 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from analysis.experiments.base import Workload
-from analysis.verify import Claim
+from analysis.stats import Estimate, from_se, mean_estimate
+from analysis.theory.transformer_basics import sinusoidal_pe
+from analysis.verify import Claim, estimate_fields
 
 NAME = "notes-checks"
 DATA_VERSION = 1
 SOURCE = "DL——Transformer study notes"
+PAPER = "Vaswani et al. 2017, sec. 3.4 (quoted by the notes)"
+BOOK = "this book (why the paper scales the embedding)"
 DTYPES = ("float32", "bfloat16", "float16")
 
 
@@ -42,17 +52,27 @@ class Config:
     tgt_len: int
     src_len: int
     norm_rows: int
+    vocab: int  # rows of the tied matrix: the independent units of the sampled mean squares
+    widths: tuple[int, ...]  # model widths d of the tied-embedding check (even: sin/cos pairs)
+    hidden: int  # unit-RMS hidden states whose logits are sampled
     seed: int = 0
 
     def __post_init__(self) -> None:
         if self.tgt_len == self.src_len:
             raise ValueError("tgt_len and src_len must differ, or the output length cannot tell Q's origin")
+        if not self.widths or any(d < 2 or d % 2 for d in self.widths):
+            raise ValueError(f"widths must be even numbers >= 2; got {self.widths!r}")
+        if self.vocab < 2 or self.hidden < 1:
+            raise ValueError(f"vocab must be >= 2 and hidden >= 1; got {self.vocab!r}, {self.hidden!r}")
 
 
 CONFIGS: dict[str, Config] = {
-    "smoke": Config(d=16, heads=2, tgt_len=3, src_len=5, norm_rows=8),
-    "cpu": Config(d=64, heads=4, tgt_len=5, src_len=11, norm_rows=256),
-    "gpu": Config(d=64, heads=4, tgt_len=5, src_len=11, norm_rows=256),
+    "smoke": Config(d=16, heads=2, tgt_len=3, src_len=5, norm_rows=8, vocab=64, widths=(16, 32), hidden=8),
+    # cpu: 8192 rows put the SE of a mean square of d = 64 entries at sqrt(2 / (64 * 8192)) = 0.2%
+    "cpu": Config(d=64, heads=4, tgt_len=5, src_len=11, norm_rows=256, vocab=8192, widths=(64, 128, 256, 512, 1024),
+                  hidden=256),
+    "gpu": Config(d=64, heads=4, tgt_len=5, src_len=11, norm_rows=256, vocab=32768,
+                  widths=(64, 128, 256, 512, 1024, 2048), hidden=256),
 }
 
 
@@ -118,18 +138,52 @@ def rmsnorm(cfg: Config, gen: torch.Generator) -> dict[str, Any]:
     return {"has_rmsnorm": has, "torch": torch.__version__, "relative_gap": gap}
 
 
+def tied_parameters(vocab: int, d: int) -> dict[str, int]:
+    """Parameters of an embedding plus a bias-free output layer, untied and tied (W_out = W_embed^T), as torch counts
+    them: ``Module.parameters()`` yields a shared tensor once. Built on the meta device."""
+    with torch.device("meta"):
+        model = torch.nn.ModuleDict({"embed": torch.nn.Embedding(vocab, d), "out": torch.nn.Linear(d, vocab, bias=False)})
+        untied = sum(p.numel() for p in model.parameters())
+        model["out"].weight = model["embed"].weight
+        tied = sum(p.numel() for p in model.parameters())
+    return {"untied": untied, "tied": tied}
+
+
+def tied_scales(cfg: Config, gen: torch.Generator) -> list[dict[str, Any]]:
+    """Per width d: the shared matrix E ~ N(0, 1/d) (vocab x d, float64); the mean square of the token embeddings
+    sqrt(d) E and its SE over the vocab rows; the sinusoidal positions' mean square over positions 0..vocab-1;
+    and the mean square of the logits h E^T of ``hidden`` unit-RMS states h, with its SE over the vocab rows (given
+    the states, the rows are independent)."""
+    out = []
+    for d in cfg.widths:
+        e = torch.randn(cfg.vocab, d, generator=gen, dtype=torch.float64) / math.sqrt(d)
+        token = (e * math.sqrt(d)).pow(2).mean(dim=1)  # one mean square per vocab row
+        h = torch.randn(cfg.hidden, d, generator=gen, dtype=torch.float64)
+        h = h / h.pow(2).mean(dim=1, keepdim=True).sqrt()  # RMS 1, as after a final RMSNorm or LayerNorm
+        logits = (h @ e.T).pow(2).mean(dim=0)  # one mean square per vocab row
+        pe = sinusoidal_pe(np.arange(cfg.vocab), d)
+        t, lg = mean_estimate(token.tolist(), "rows"), mean_estimate(logits.tolist(), "rows")
+        out.append({"d": d, "token_ms": t.value, "token_ms_se": t.se, "logit_ms": lg.value, "logit_ms_se": lg.se,
+                    "pe_ms": float(np.mean(pe ** 2)), "rows": cfg.vocab})
+    return out
+
+
 def run(cfg: Config, progress: bool = False) -> dict[str, Any]:
     """Every check; plain data."""
     gen = torch.Generator().manual_seed(cfg.seed)
     return {"device_type": "cpu", "cross": cross_attention_inputs(cfg, gen), "masking": masked_rows(),
-            "rmsnorm": rmsnorm(cfg, gen)}
+            "rmsnorm": rmsnorm(cfg, gen),
+            "tied": {"parameters": tied_parameters(cfg.vocab, cfg.widths[-1]), "vocab": cfg.vocab,
+                     "d": cfg.widths[-1], "scales": tied_scales(cfg, gen)}}
 
 
 def plan(cfg: Config) -> list[Workload]:
     """One decoder layer's forward and a few small tensors: counted FLOPs."""
     n = cfg.tgt_len + cfg.src_len
-    return [Workload("cross-attention, masking and RMSNorm checks",
-                     flops=24.0 * n * cfg.d * cfg.d + 10.0 * cfg.norm_rows * cfg.d, memory_bytes=8.0 * n * cfg.d * 8)]
+    tied = sum(2.0 * cfg.hidden * cfg.vocab * d + 40.0 * cfg.vocab * d for d in cfg.widths)
+    return [Workload("cross-attention, masking, RMSNorm and tied-embedding checks",
+                     flops=24.0 * n * cfg.d * cfg.d + 10.0 * cfg.norm_rows * cfg.d + tied,
+                     memory_bytes=8.0 * n * cfg.d * 8 + 8.0 * 3 * cfg.vocab * max(cfg.widths))]
 
 
 EPS64 = float(torch.finfo(torch.float64).eps)
@@ -192,4 +246,35 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                          predicted=0.0, measured=rms["relative_gap"], uncertainty=0.0, tolerance=16 * EPS64,
                          tolerance_basis="16 float64 ulps: a mean of squares, a square root and two products",
                          kind="upper_bound", unit="relative"))
+    if "tied" in data:
+        out += tied_claims(data["tied"], label)
     return out
+
+
+def tied_estimate(width: dict[str, Any], what: str) -> Estimate:
+    """The sampled mean square ``what`` ('token' or 'logit') at one width, with its SE over the vocab rows."""
+    return from_se(width[f"{what}_ms"], width[f"{what}_ms_se"], width["rows"], "vocab rows")
+
+
+def tied_claims(tied: dict[str, Any], label: str) -> list[Claim]:
+    """Tying saves V d parameters; times sqrt(d), a matrix at the output's N(0, 1/d) gives token embeddings of mean
+    square 1 beside the positions' 1/2; unscaled, it gives unit-RMS states logits of variance 1 (widest d)."""
+    par, top = tied["parameters"], tied["scales"][-1]
+    widths = ", ".join(f"{w['d']:,}" for w in tied["scales"])
+    return [
+        Claim("tie-saves", f"Tying the output layer to the embedding ($W_{{out}} = W_{{embed}}^\\top$) saves storage: "
+              f"vocabulary times width parameters (V = {tied['vocab']:,}, d = {tied['d']:,}, as torch counts them; "
+              f"{label})", SOURCE, predicted=float(tied["vocab"] * tied["d"]),
+              measured=float(par["untied"] - par["tied"]), uncertainty=0.0, tolerance=0.0,
+              tolerance_basis="exact: a count of parameters", unit="parameters"),
+        Claim("tie-sqrt-d", f"Multiplying the shared weights by $\\sqrt{{d_{{model}}}}$ in the embedding gives "
+              f"tokens a size that does not depend on the width: with the matrix at the output layer's scale "
+              f"$N(0, 1/d)$ the token embeddings' mean square is 1, twice the sinusoidal positions' 1/2 (sampled at "
+              f"d = {top['d']:,}; d = {widths} in the chapter's table; {label})", PAPER, predicted=1.0,
+              **estimate_fields(tied_estimate(top, "token"), "the token embeddings' mean square"),
+              unit="mean square"),
+        Claim("tie-logit-scale", f"... and the same matrix, unscaled at the output, gives a hidden state of RMS 1 "
+              f"logits of variance 1, so one matrix serves both ends only with the factor (sampled at "
+              f"d = {top['d']:,}; {label})", BOOK, predicted=1.0,
+              **estimate_fields(tied_estimate(top, "logit"), "the logits' mean square"), unit="mean square"),
+    ]
