@@ -511,7 +511,8 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                          f"{which}, causal, float32, at $n \\geq 2048$ (the smallest ratio over $n$ = "
                          f"{', '.join(str(n) for n in long)}, at $n = {worst}$; {label})", TARGET, 1.5, ratios[worst],
                          error, error, "the timing error of the two points: half the range of each one's repeats, "
-                         "relative, added in quadrature", kind="lower_bound", unit="x"))
+                         "relative, added in quadrature", kind="lower_bound", unit="x",
+                         detectable=error))  # a ratio nearer 1.5 than the timing error is not resolved
     exp = s["lean_layer_memory_exponent"]
     if math.isfinite(exp):
         layer_lengths = _series(data, ours, "n")[0]
