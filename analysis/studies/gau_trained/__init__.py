@@ -1,7 +1,8 @@
 """GAU and FLASH trained side by side: FLASH-Quad (post- and pre-norm) and FLASH against a Transformer++ of equal
 parameters on the same batches, loss, convergence and recall (experiment ``gau-quality``), and GAU under four
 attention normalisations trained at one length and evaluated at shorter and longer ones (experiment
-``gau-length``); and three of the source's design choices, each changed alone in one GAU (``gau-ablations``)."""
+``gau-length``); three of the source's design choices, each changed alone in one GAU (``gau-ablations``), and one
+GAU head against several at the same parameters (``gau-heads``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from IPython.display import Markdown
 from matplotlib.figure import Figure
 
 from analysis.stats import Estimate, t_quantile
-from analysis.studies.gau_trained.experiments import gau_ablations, gau_length, gau_quality
+from analysis.studies.gau_trained.experiments import gau_ablations, gau_heads, gau_length, gau_quality
 from analysis.studies.gau_trained.figures import length, no_run, quality
 from analysis.studies.text import text_block
 
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from analysis.chapter import Chapter, RunSet
 
 TITLE = "GAU and FLASH trained: quality and length"
-EXPERIMENTS = ("gau-quality", "gau-length", "gau-ablations")
+EXPERIMENTS = ("gau-quality", "gau-length", "gau-ablations", "gau-heads")
 NO_CPU_RUN = "no cpu-scale run other than the one above"  # said where the cpu-scale figure and verdicts would be
 
 
@@ -219,16 +220,19 @@ def length_facts(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def ablation_table(s: dict[str, Any]) -> str:
-    """Markdown table of gau-ablations: per variant its mean final loss and loss(base) - loss(variant) paired by seed,
-    with its 95% two-sided t interval, the one-sided detectable difference and how the gap moved since the
-    previous validation point."""
-    base = s["variants"]["base"]
+def ablation_table(s: dict[str, Any], variants: Sequence[str] = gau_ablations.VARIANTS) -> str:
+    """Markdown table of a paired ablation (gau-ablations, gau-heads): per variant its mean final loss and
+    loss(base) - loss(variant) paired by seed, with its 95% two-sided t interval, the one-sided detectable difference
+    and how the gap moved since the previous validation point; ``variants[0]`` is the base."""
+    if len(variants) < 2 or any(v not in s["variants"] for v in variants):
+        raise ValueError(f"variants must be a base and at least one variant of the summary "
+                         f"({', '.join(s['variants'])}); got {list(variants)}")
+    base = s["variants"][variants[0]]
     rows = ["| variant | validation loss (nats/byte) | loss(base) − loss(variant), 95% t | detects ≥ | moved since "
-            "step {} |".format(s["gaps"][gau_ablations.VARIANTS[1]]["previous_step"]),
+            "step {} |".format(s["gaps"][variants[1]]["previous_step"]),
             "| --- | --- | --- | --- | --- |",
             f"| {base['label']} (base) | {base['val_loss']:.4f} | | | |"]
-    for v in gau_ablations.VARIANTS[1:]:
+    for v in variants[1:]:
         g = s["gaps"][v]
         end: Estimate = g["end"]
         interval = f"{end.value:+.4f} ± {end.half_width():.4f} ({end.n} seeds, {end.nu:g} df)" if end.resolved \
@@ -247,6 +251,20 @@ def ablation_facts(ch: Chapter) -> dict[str, Any]:
             "a_sizes": f"width {cfg.d}, expanded width {cfg.e}, key size {cfg.s}, {cfg.layers} layers, "
                        f"{cfg.ctx} tokens, {cfg.steps} steps",
             "a_gpu": ch.gpu_status("gau-ablations"), "a_verdicts": ch.verdicts("gau-ablations")}
+
+
+def heads_facts(ch: Chapter) -> dict[str, Any]:
+    """The heads section: its run, table, the key size per head and the parameter counts, from the best gau-heads
+    run."""
+    best = ch.best("gau-heads")
+    s = gau_heads.summary(best.data)
+    params = {v: s["variants"][v]["parameters"] for v in gau_heads.VARIANTS}
+    heads = gau_heads.HEADS[gau_heads.VARIANTS[-1]]
+    return {"h_label": best.label, "h_table": Markdown(ablation_table(s, gau_heads.VARIANTS)),
+            "h_heads": str(heads), "h_key": f"{best.data['s'] // heads}",
+            "h_params": (f"{params[gau_heads.VARIANTS[0]]:,} parameters in every arm" if len(set(params.values())) == 1
+                         else "parameters " + ", ".join(f"{p:,}" for p in params.values())),
+            "h_gpu": ch.gpu_status("gau-heads"), "h_verdicts": ch.verdicts("gau-heads")}
 
 
 def cpu_run(runs: Sequence[RunSet]) -> RunSet | None:
@@ -277,6 +295,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "l_verdicts_cpu": (Markdown(f"None: {NO_CPU_RUN}.") if cpu is None
                            else ch.verdicts("gau-length", cpu.key)),
         **ablation_facts(ch),
+        **heads_facts(ch),
     }
 
 
