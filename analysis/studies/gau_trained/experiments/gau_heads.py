@@ -5,8 +5,8 @@ even better results" (只要一个头的GAU,就可以达到相同甚至更好的
 saved. The source compares GAU with multi-head attention, where the whole layer changes. This experiment isolates
 the head count: the post-norm GAU decoder of ``gau-ablations``' base (relu² scaled 1/(n s), RoPE, the same sizes,
 seeds and batches) against the same decoder whose key Z and value V are split into several heads
-(:class:`analysis.models.gau_heads.MultiHeadGAU`), with the same parameters, initial weights and FLOPs. Every variant trains on the
-same batches per seed, so the gaps are paired by seed.
+(:class:`analysis.models.gau_heads.MultiHeadGAU`), with the same parameters, initial weights and FLOPs. Every
+variant trains on the same batches per seed, so the gaps are paired by seed.
 """
 
 from __future__ import annotations
