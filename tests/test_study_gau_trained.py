@@ -180,3 +180,41 @@ def test_length_differences_pair_by_seed():
     est = gl.paired_over_seeds({0: 0.5, 1: 0.7, 2: 0.9}, {0: 0.1, 1: 0.4, 3: 5.0})
     assert est.n == 2 and est.value == pytest.approx(0.35) and est.nu == 1
     assert gl.over_seeds({1: 0.2, 0: 0.4}).value == pytest.approx(0.3)
+
+
+def paired_data(losses: dict[str, list[float]], previous: dict[str, list[float]] | None = None) -> dict[str, Any]:
+    """Runs of analysis.paired's layout: per variant one final loss per seed, curves of two points."""
+    previous = previous or losses
+    runs = [{"variant": v, "seed": i, "parameters": 100, "val_loss": x, "diverged_at": None,
+             "curve": [[5, previous[v][i]], [10, x]]} for v, xs in losses.items() for i, x in enumerate(xs)]
+    return {"runs": runs, "steps": 10, "s": 8, "ctx": 32, "chunk": 4}
+
+
+def test_paired_summary_pairs_by_seed_and_reports_how_each_gap_moved():
+    from analysis.paired import paired_summary
+    data = paired_data({"a": [1.0, 2.0, 3.0], "b": [1.1, 2.1, 3.3], "c": [0.9, 2.0, 2.9]},
+                       previous={"a": [1.0, 2.0, 3.0], "b": [1.0, 2.0, 3.0], "c": [1.0, 2.0, 3.0]})
+    s = paired_summary(data, ("a", "b", "c"), {"a": "A", "b": "B", "c": "C"}, pairs=(("b", "c"),))
+    assert s["gaps"]["b"]["end"].value == pytest.approx(-0.5 / 3)  # loss(a) - loss(b), seed by seed
+    assert s["gaps"]["b"]["end"].n == 3 and s["gaps"]["b"]["previous"].value == pytest.approx(0.0)
+    assert s["gaps"]["b"]["drift"] == pytest.approx(-0.5 / 3) and s["gaps"]["b"]["previous_step"] == 5
+    assert s["pair_gaps"]["b:c"]["end"].value == pytest.approx(0.7 / 3)
+    assert s["variants"]["c"] == {"label": "C", "val_loss": pytest.approx(5.8 / 3), "parameters": 100}
+    with pytest.raises(ValueError, match="at least two distinct"):
+        paired_summary(data, ("a",), {"a": "A"})
+    with pytest.raises(ValueError, match="no finished run"):
+        paired_summary(data, ("a", "z"), {"a": "A", "z": "Z"})
+
+
+def test_ablation_table_takes_any_paired_variant_set_and_gap_text_reads_the_interval():
+    from analysis.paired import paired_summary
+    data = paired_data({"mixed": [1.0, 2.0, 3.0], "local": [1.2, 2.1, 3.2], "global": [1.5, 2.6, 3.4]})
+    s = paired_summary(data, ("mixed", "local", "global"), {"mixed": "M", "local": "L", "global": "G"},
+                       pairs=(("local", "global"),))
+    table = gt.ablation_table(s, ("mixed", "local", "global")).splitlines()
+    assert len(table) == 5 and table[2].startswith("| M (base) | 2.0000")
+    assert table[3].startswith("| L | 2.1667 | -0.1667 ± ") and "(3 seeds, 2 df)" in table[3]
+    with pytest.raises(ValueError, match="variants must be a base"):
+        gt.ablation_table(s, ("mixed", "heads4"))
+    text = gt.gap_text(s["pair_gaps"]["local:global"])
+    assert text.startswith("-0.3333 ± ") and "3 seeds, 2 df" in text and "detects ≥" in text

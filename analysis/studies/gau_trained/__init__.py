@@ -1,8 +1,9 @@
 """GAU and FLASH trained side by side: FLASH-Quad (post- and pre-norm) and FLASH against a Transformer++ of equal
 parameters on the same batches, loss, convergence and recall (experiment ``gau-quality``), and GAU under four
 attention normalisations trained at one length and evaluated at shorter and longer ones (experiment
-``gau-length``); three of the source's design choices, each changed alone in one GAU (``gau-ablations``), and one
-GAU head against several at the same parameters (``gau-heads``)."""
+``gau-length``); three of the source's design choices, each changed alone in one GAU (``gau-ablations``); one
+GAU head against several at the same parameters (``gau-heads``); and FLASH's local and global attention, each alone
+and together (``flash-parts``)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from IPython.display import Markdown
 from matplotlib.figure import Figure
 
 from analysis.stats import Estimate, t_quantile
-from analysis.studies.gau_trained.experiments import gau_ablations, gau_heads, gau_length, gau_quality
+from analysis.studies.gau_trained.experiments import flash_parts, gau_ablations, gau_heads, gau_length, gau_quality
 from analysis.studies.gau_trained.figures import length, no_run, quality
 from analysis.studies.text import text_block
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from analysis.chapter import Chapter, RunSet
 
 TITLE = "GAU and FLASH trained: quality and length"
-EXPERIMENTS = ("gau-quality", "gau-length", "gau-ablations", "gau-heads")
+EXPERIMENTS = ("gau-quality", "gau-length", "gau-ablations", "gau-heads", "flash-parts")
 NO_CPU_RUN = "no cpu-scale run other than the one above"  # said where the cpu-scale figure and verdicts would be
 
 
@@ -267,6 +268,26 @@ def heads_facts(ch: Chapter) -> dict[str, Any]:
             "h_gpu": ch.gpu_status("gau-heads"), "h_verdicts": ch.verdicts("gau-heads")}
 
 
+def gap_text(g: dict[str, Any]) -> str:
+    """'+0.0123 ± 0.0045 (95% t, 4 seeds, 3 df; detects ≥ 0.0050)' for a paired gap of :mod:`analysis.paired`."""
+    end: Estimate = g["end"]
+    if not end.resolved:
+        return f"{end.value:+.4f} (one seed: no interval)"
+    return (f"{end.value:+.4f} ± {end.half_width():.4f} (95% t, {end.n} seeds, {end.nu:g} df; one-sided, detects "
+            f"≥ {end.detectable(sided='one'):.4f})")
+
+
+def parts_facts(ch: Chapter) -> dict[str, Any]:
+    """The local-and-global section: its run, table, chunk length and the local-minus-global gap, from the best
+    flash-parts run."""
+    best = ch.best("flash-parts")
+    s = flash_parts.summary(best.data)
+    return {"p_label": best.label, "p_table": Markdown(ablation_table(s, flash_parts.VARIANTS)),
+            "p_chunk": str(best.data["chunk"]), "p_chunks": str(best.data["ctx"] // best.data["chunk"]),
+            "p_local_global": gap_text(s["pair_gaps"]["local:global"]),
+            "p_gpu": ch.gpu_status("flash-parts"), "p_verdicts": ch.verdicts("flash-parts")}
+
+
 def cpu_run(runs: Sequence[RunSet]) -> RunSet | None:
     """The cpu-scale run among ``runs`` when it is not the last (the best) one; None otherwise."""
     cpu = [r for r in runs if r.scale == "cpu"]
@@ -296,6 +317,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
                            else ch.verdicts("gau-length", cpu.key)),
         **ablation_facts(ch),
         **heads_facts(ch),
+        **parts_facts(ch),
     }
 
 

@@ -13,17 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 
 from analysis.core.trial import Trial
-from analysis.experiments.base import Workload, corpus_of, run_seed
+from analysis.experiments.base import Workload, corpus_of
 from analysis.models.gau_heads import with_heads
 from analysis.models.lm import LanguageModel
-from analysis.stats import Estimate
+from analysis.paired import paired_summary, paired_trials, train_variant
 from analysis.studies.gau_trained.experiments.gau_ablations import CONFIGS as ABLATION_CONFIGS
-from analysis.studies.gau_trained.experiments.gau_ablations import Config, gap, model_config
-from analysis.train import TrainConfig, token_stats, train_lm
+from analysis.studies.gau_trained.experiments.gau_ablations import Config, model_config
 from analysis.verify import Claim, estimate_fields
 
 NAME = "gau-heads"
@@ -31,8 +29,6 @@ PRIORITY = 56  # beside gau-ablations
 DATA_VERSION = 1
 HEADS = {"heads1": 1, "heads4": 4}
 VARIANTS = tuple(HEADS)
-VARIANT_LABELS = {v: f"{h} head{'s' if h > 1 else ''}, key size {{s}} split {h} ways" if h > 1 else "1 head (GAU)"
-                  for v, h in HEADS.items()}
 SOURCE = "Su 2022, kexue.fm/archives/8934"
 
 # The sizes, budgets and seeds of gau-ablations (its base is this experiment's one-head arm): two arms of 4 seeds,
@@ -41,12 +37,14 @@ CONFIGS: dict[str, Config] = dict(ABLATION_CONFIGS)
 
 
 def label(variant: str, s: int) -> str:
-    """The variant in words, with the key size each head gets."""
-    return VARIANT_LABELS[variant].format(s=s)
+    """The variant in words, with the key size each head gets (s / h)."""
+    h = HEADS[variant]
+    return "1 head (GAU)" if h == 1 else f"{h} heads, key size {s} split {h} ways"
 
 
 def build(cfg: Config, variant: str) -> LanguageModel:
-    """The one-head GAU decoder of gau-ablations' base, with its GAU layers given ``HEADS[variant]`` heads."""
+    """The one-head GAU decoder of gau-ablations' base, with its GAU layers given ``HEADS[variant]`` heads on the
+    same initial weights."""
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {', '.join(VARIANTS)}; got {variant!r}")
     model = LanguageModel(model_config(cfg, "base"))
@@ -56,23 +54,12 @@ def build(cfg: Config, variant: str) -> LanguageModel:
 
 def trials(cfg: Config) -> list[Trial]:
     """Every (variant, seed), seeded with run_seed(cfg, seed): one seed gives every variant the same batches."""
-    return [Trial(f"{v}.seed{seed}", run_seed(cfg, seed), {"variant": v, "seed": seed})
-            for v in VARIANTS for seed in cfg.seeds]
+    return paired_trials(cfg, VARIANTS)
 
 
 def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
     """One variant trained: validation loss along training and at the end (mean over the fixed windows)."""
-    variant, seed = trial.params["variant"], trial.params["seed"]
-    corpus = corpus_of(cfg)
-    model = build(cfg, variant)
-    log = train_lm(model, corpus.train, TrainConfig(steps=cfg.steps, batch=cfg.batch, lr=cfg.lr,
-                                                    warmup=max(1, cfg.steps // 20), seed=run_seed(cfg, seed)),
-                   cfg.ctx, device, progress=False, val_tokens=corpus.val, eval_every=max(1, cfg.steps // cfg.evals),
-                   eval_windows=cfg.eval_windows)
-    final = token_stats(model, corpus.val, cfg.ctx, cfg.eval_windows, device).loss
-    return {"variant": variant, "seed": seed, "heads": HEADS[variant], "parameters": model.num_parameters(),
-            "val_loss": float(np.mean(final)), "curve": [list(p) for p in zip(log.val_steps, log.val_loss)],
-            "diverged_at": log.diverged_at}
+    return {**train_variant(cfg, trial, build, device), "heads": HEADS[trial.params["variant"]]}
 
 
 def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
@@ -91,18 +78,7 @@ def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:
 def summary(data: dict[str, Any]) -> dict[str, Any]:
     """Per variant: mean final loss and parameters; loss(1 head) - loss(variant) paired by seed at the end and at the
     previous validation point (how the gap moved over the last part of training); diverged runs."""
-    out: dict[str, Any] = {"variants": {}, "gaps": {}, "diverged": [r for r in data["runs"] if r["diverged_at"]]}
-    for v in VARIANTS:
-        runs = [r for r in data["runs"] if r["variant"] == v and r["diverged_at"] is None]
-        out["variants"][v] = {"label": label(v, data["s"]), "val_loss": float(np.mean([r["val_loss"] for r in runs])),
-                              "parameters": runs[0]["parameters"]}
-    points = len(data["runs"][0]["curve"])
-    for v in VARIANTS[1:]:
-        end: Estimate = gap(data, VARIANTS[0], v)
-        before = gap(data, VARIANTS[0], v, point=points - 2) if points >= 2 else end
-        out["gaps"][v] = {"end": end, "previous": before, "drift": end.value - before.value,
-                          "previous_step": data["runs"][0]["curve"][points - 2][0] if points >= 2 else data["steps"]}
-    return out
+    return paired_summary(data, VARIANTS, {v: label(v, data["s"]) for v in VARIANTS})
 
 
 def claims(data: dict[str, Any], label_: str) -> list[Claim]:
