@@ -27,7 +27,8 @@ from analysis.core.trial import Trial
 from analysis.data import PINNED_CORPUS_PATH
 from analysis.experiments.base import Workload, corpus_of, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig
-from analysis.stats import Estimate, paired_estimate
+from analysis.paired import paired_gap, paired_summary
+from analysis.stats import Estimate
 from analysis.train import TrainConfig, token_stats, train_lm
 from analysis.verify import Claim, estimate_fields
 
@@ -134,28 +135,17 @@ def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:
 
 def gap(data: dict[str, Any], variant: str, against: str = "base", point: int | None = None) -> Estimate:
     """val_loss(variant) - val_loss(against), paired by seed (nats/byte); at validation point ``point`` of the
-    curve when given, else at the end."""
-    def loss(r: dict[str, Any]) -> float:
-        return float(r["val_loss"] if point is None else r["curve"][point][1])
-    by = {(r["variant"], r["seed"]): loss(r) for r in data["runs"] if r["diverged_at"] is None}
-    seeds = sorted(s for (v, s) in by if v == variant and (against, s) in by)
-    return paired_estimate([by[(variant, s)] for s in seeds], [by[(against, s)] for s in seeds])
+    curve when given, else at the end (:func:`analysis.paired.paired_gap`)."""
+    return paired_gap(data, variant, against, point)
 
 
 def summary(data: dict[str, Any]) -> dict[str, Any]:
-    """Per variant: mean final loss, trainable and frozen parameters; loss(base) - loss(variant) paired by seed at the end and at the
-    previous validation point (how the gap moved over the last part of training); diverged runs."""
-    out: dict[str, Any] = {"variants": {}, "gaps": {}, "diverged": [r for r in data["runs"] if r["diverged_at"]]}
-    for v in VARIANTS:
-        runs = [r for r in data["runs"] if r["variant"] == v and r["diverged_at"] is None]
-        out["variants"][v] = {"label": VARIANT_LABELS[v], "val_loss": float(np.mean([r["val_loss"] for r in runs])),
-                              "parameters": runs[0]["parameters"], "frozen": runs[0]["frozen"]}
-    points = len(data["runs"][0]["curve"])
-    for v in VARIANTS[1:]:
-        end = gap(data, "base", v)
-        before = gap(data, "base", v, point=points - 2) if points >= 2 else end
-        out["gaps"][v] = {"end": end, "previous": before, "drift": end.value - before.value,
-                          "previous_step": data["runs"][0]["curve"][points - 2][0] if points >= 2 else data["steps"]}
+    """Per variant: mean final loss, trainable and frozen parameters; loss(base) - loss(variant) paired by seed at
+    the end and at the previous validation point (how the gap moved over the last part of training); diverged runs
+    (:func:`analysis.paired.paired_summary`)."""
+    out = paired_summary(data, VARIANTS, VARIANT_LABELS)
+    for v, row in out["variants"].items():
+        row["frozen"] = next(r["frozen"] for r in data["runs"] if r["variant"] == v and r["diverged_at"] is None)
     return out
 
 
