@@ -193,7 +193,8 @@ class Chapter:
             f"**No GPU-scale run of `{name}` has been recorded yet.**{partial} One H100 would take an estimated "
             f"{est.h100_minutes:.2g} minutes at the step times measured there ({est.flops:.2g} FLOPs, "
             f"peak memory about {est.peak_memory_gb:.2g} GB): `python -m analysis campaign --scale gpu --only {name}`"
-            f" runs its {status.total} trials, resumable, in leases as short as `--budget 9m`. "
+            f" runs its {status.total} trials, resumable, in runs as short as nine minutes "
+            "(`--budget 9m`). "
             "Estimated, not measured: no GPU number appears in this book that was not measured on a GPU."
         )
 
