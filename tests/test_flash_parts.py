@@ -83,3 +83,22 @@ def test_invalid_parts_are_refused():
         with_parts(torch.nn.Linear(2, 2), "neither")
     with pytest.raises(ValueError, match="no FLASH sublayer"):
         with_parts(LanguageModel(ModelConfig(vocab=32, d=16, s=16, layers=1, block="gau", ctx=8)), "local")
+
+
+def test_the_experiments_arms_start_from_flashs_weights():
+    from analysis.studies.gau_trained.experiments import flash_parts as fp
+    cfg = fp.CONFIGS["smoke"]
+    arms = {}
+    for v in fp.VARIANTS:
+        torch.manual_seed(0)
+        arms[v] = fp.build(cfg, v).state_dict()
+    flash = arms["mixed"]
+    for v, weights in arms.items():
+        shared = [k for k in weights if not k.endswith(("qk.gamma", "qk.beta"))]
+        assert shared and all(torch.equal(weights[k], flash[k]) for k in shared), v
+        for k in weights:
+            if k.endswith(("qk.gamma", "qk.beta")):  # FLASH-Quad's two scale-offsets are FLASH's first two
+                assert torch.equal(weights[k], flash[k][: weights[k].shape[0]]), (v, k)
+    assert fp.chunk_of(cfg) == cfg.ctx // fp.CHUNKS
+    with pytest.raises(ValueError, match="variant must be one of"):
+        fp.build(cfg, "both")
