@@ -269,12 +269,13 @@ def heads_facts(ch: Chapter) -> dict[str, Any]:
 
 
 def gap_text(g: dict[str, Any]) -> str:
-    """'+0.0123 ± 0.0045 (95% t, 4 seeds, 3 df; detects ≥ 0.0050)' for a paired gap of :mod:`analysis.paired`."""
+    """'+0.0123 ± 0.0045 (95% two-sided t, 4 seeds, 3 df; a one-sided test detects ≥ 0.0050)' for a paired gap
+    of :mod:`analysis.paired`."""
     end: Estimate = g["end"]
     if not end.resolved:
         return f"{end.value:+.4f} (one seed: no interval)"
-    return (f"{end.value:+.4f} ± {end.half_width():.4f} (95% t, {end.n} seeds, {end.nu:g} df; one-sided, detects "
-            f"≥ {end.detectable(sided='one'):.4f})")
+    return (f"{end.value:+.4f} ± {end.half_width():.4f} (95% two-sided t, {end.n} seeds, {end.nu:g} df; a "
+            f"one-sided test detects ≥ {end.detectable(sided='one'):.4f})")
 
 
 def parts_facts(ch: Chapter) -> dict[str, Any]:
