@@ -208,7 +208,7 @@ CHAPTER_TABLE_CSS = (
     "div.chapter-claims table.claims-table td,div.verdict-box table.claims-table td"
     "{overflow-wrap:normal;word-break:normal;hyphens:auto;overflow-x:auto}"
     + "".join(f"div.chapter-claims table.claims-table th:nth-child({i}){{width:{w}%}}"
-              for i, w in enumerate((9, 29, 11, 12, 14, 10, 15), 1))
+              for i, w in enumerate((10, 24, 13, 14, 14, 11, 14), 1))
     + "div.verdict-box{margin:0.5em 0 1em}div.verdict-box table.claims-table{table-layout:fixed;width:100%}"
     + "div.verdict-box summary{cursor:pointer}"
     + "".join(f"div.verdict-box table.claims-table th:nth-child({i}){{width:{w}%}}"

@@ -87,13 +87,21 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
                             "slower' on the direction, in this chapter); its size here is the measured ratio, and the "
                             "comments' 2.5 comes from other tasks and scales",
     "flash-matches-flashquad": "FLASH ends above FLASH-Quad by the paired gap the chapter states, resolved at 95%; at "
-                               "64 tokens in chunks of 16 its linear term spans at most 3 chunks, so no number at the "
-                               "source's lengths replaces the claim",
+                               "64 tokens in chunks of 16 its linear term spans at most 3 chunks; with eight chunks "
+                               "(flash-matches-flashquad-chunks) the order turns, so no number at the source's lengths "
+                               "replaces the claim",
+    "flash-matches-flashquad-chunks": "with eight chunks per window FLASH ends below FLASH-Quad by the paired gap the "
+                                      "chapter states: better, not 'about as good'; its local part alone also ends "
+                                      "below FLASH-Quad, so at 512 tokens and a few hundred steps locality helps, and "
+                                      "no single number at the source's scale replaces the claim",
     "log-softmax-length-": "softmax with $\\log n$ scaling does not transfer either: the chapter plots accuracy and loss "
                            "against length for every normalisation, and the one that keeps the most",
     "log-scaling-beats-softmax": "the $\\log n$ factor does not make softmax GAU keep more recall at 8× here; the chapter "
                                  "gives both curves",
     # widening
+    "rope-recovers": "continued training recovers most of what pairwise RoPE repetition loses but not all: the "
+                     "pairwise arm still trails the placed arm by the paired gap the chapter states, a fraction of what "
+                     "it loses at once; whether the rest closes with more steps is a question for a longer run",
     "stationary": "the identity is exact in exact arithmetic; in float64 the gap exceeds the rounding tolerance set in "
                   "advance on some CPUs' kernels and not on others, so the chapter leaves it open until the rounding "
                   "floor of a near-zero gradient is measured",

@@ -399,6 +399,10 @@ _TABLE_CSS = (
     "html[data-theme=dark] table.claims-table th{background:#2a2e35;color:#e8e8e8}"
     "html[data-theme=dark] table.claims-table th,html[data-theme=dark] table.claims-table td{border-color:#555}"
     "html[data-theme=dark] table.claims-table small{color:#b8b8b8}"
+    # the theme gives a notebook's HTML output a light panel in dark mode; a claims table brings its own colours
+    "html[data-theme=dark] .bd-content div.cell_output .text_html:has(table.claims-table)"
+    "{background-color:transparent!important;color:inherit!important}"
+    "html[data-theme=dark] table.claims-table td{background:#1b1e23;color:#dcdcdc}"
     + "".join(f'html[data-theme=dark] [style*="{light}"]{{color:{dark}!important}}'
               f'html[data-theme=dark] .verdict-bar [style*="{light}"]{{background:{dark}!important}}'
               for light, dark in (("#1b7f3b", "#6fd08c"), ("#a36b00", "#f0b44c"), ("#5f6368", "#b0b4b8"),
@@ -410,14 +414,15 @@ VERDICT_COLOURS: dict[Verdict, str] = {"holds": "#1b7f3b", "holds approximately"
 
 
 _PROTECTED = re.compile(r"(<[^>]+>|\$[^$]*\$|\\\(.*?\\\))", re.DOTALL)  # tags, $maths$ and \(maths\)
-_SLASH = re.compile(r"(?<=[\w.])/(?=\w)")
+_SLASH = re.compile(r"(?<=[\w.])/(?=\w)|(?<=[A-Za-z])\.(?=[A-Za-z])|(?<=[A-Za-z0-9])_(?=[A-Za-z0-9])")
 
 
 def address_breaks(text: str) -> str:
     """HTML text with a line-break opportunity (<wbr>) after each slash of an address such as
-    'kexue.fm/archives/8934', so that a narrow cell breaks it there and not mid-word; tags and maths are left as
-    they are."""
-    return "".join(part if _PROTECTED.fullmatch(part) else _SLASH.sub("/<wbr>", part)
+    'kexue.fm/archives/8934', after each dot between letters and each underscore inside a name (a module path such
+    as 'analysis.theory.flash_counts', a unit such as 'FLOPs/token'), so that a narrow cell breaks it there and not
+    mid-word; tags and maths are left as they are."""
+    return "".join(part if _PROTECTED.fullmatch(part) else _SLASH.sub(lambda m: m.group(0) + "<wbr>", part)
                    for part in _PROTECTED.split(text))
 
 
@@ -473,7 +478,7 @@ def claims_html(claims: list[Claim], doc: str | None = None) -> str:
         rows.append(
             "<tr>" + _number_cell(c, numbers.get(claim_ref(c)), doc)
             + f"<td>{html.escape(c.statement)}<br><small>{address_breaks(html.escape(c.source))}</small></td>"
-            f"<td>{SIGNS[c.kind]} {fmt(c.predicted)} {html.escape(c.unit)}</td>"
+            f"<td>{SIGNS[c.kind]} {fmt(c.predicted)} {address_breaks(html.escape(c.unit))}</td>"
             f"<td>{fmt(c.measured)} ± {fmt(c.uncertainty, 2)}{detects_html(c)}</td>"
             f"<td>{fmt(c.tolerance, 2)}<br><small>{html.escape(c.tolerance_basis)}</small>{alternative}</td>"
             f'<td><span style="color:{colour};font-weight:bold">{html.escape(c.verdict_text())}</span>{formal}</td>'

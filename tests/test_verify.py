@@ -266,9 +266,13 @@ def test_verdict_counts_read_as_verbs():
         "1 holds", "29 hold", "11 fail", "1 is inconclusive", "3 are inconclusive", "2 hold approximately"]
 
 
-def test_addresses_break_at_slashes_but_maths_and_tags_do_not():
+def test_addresses_break_at_slashes_dots_and_underscores_but_maths_numbers_and_tags_do_not():
     from analysis.verify import address_breaks
 
-    assert address_breaks("kexue.fm/archives/8934 (a / b)") == "kexue.fm/<wbr>archives/<wbr>8934 (a / b)"
+    assert address_breaks("kexue.fm/archives/8934 (a / b)") == "kexue.<wbr>fm/<wbr>archives/<wbr>8934 (a / b)"
+    assert address_breaks("(analysis.theory.flash_counts)") == \
+        "(analysis.<wbr>theory.<wbr>flash_<wbr>counts)"
+    assert address_breaks("FLOPs/token") == "FLOPs/<wbr>token"
+    assert address_breaks("1.507e+06 ± 0.02") == "1.507e+06 ± 0.02"  # numbers keep their digits together
     kept = '<span class="math">\\(1/(ns)\\)</span>, $1/n$, </small>'
     assert address_breaks(kept) == kept
