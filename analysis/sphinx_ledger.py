@@ -202,8 +202,8 @@ LEDGER_CSS = (
     ".bd-main .bd-content .bd-article-container{max-width:100%}"
     "@media (max-width:700px){table.ledger-table{min-width:0}"
     "table.ledger-table col.c-values,table.ledger-table col.c-tol,table.ledger-table col.c-sev"
-    "{visibility:collapse;width:0}"
-    # the cells of those columns leave the layout too, so that their text sets no row's height
+    "{display:none}"
+    # and so do their cells, so that their text sets no row's height (the remaining cells meet the remaining columns)
     + "".join(f"table.ledger-table th:nth-child({i}),table.ledger-table td:nth-child({i}){{display:none}}"
               for i in (3, 4, 6)) +
     "table.ledger-table col.c-num{width:5.5em}table.ledger-table col.c-verdict{width:32%}}"

@@ -456,7 +456,7 @@ def _number_cell(claim: Claim, number: int | None, doc: str | None) -> str:
     if doc and number:
         label = (f'<a href="ledger.html#{html.escape(ledger_id(doc, claim))}" title="this claim in the ledger">'
                  f"{label}</a>")
-    return f"<td>{label}<br><small>{html.escape(claim.evidence)}</small></td>"
+    return f"<td>{label}<br><small>{html.escape(evidence_words(claim.evidence))}</small></td>"
 
 
 def claims_html(claims: list[Claim], doc: str | None = None) -> str:

@@ -12,6 +12,8 @@ def test_chapter_defects_are_found():
     assert hc.chapter_problems("c", good) == []
     smoke_row = good.replace("cpu (recorded)", "smoke (live)")
     assert hc.chapter_problems("c", smoke_row) == ["c: a table shows a smoke run as a measurement"]
+    narrow = good.replace("cpu (recorded)", "smoke, this build")  # the same evidence in a narrow cell's words
+    assert hc.chapter_problems("c", narrow) == ["c: a table shows a smoke run as a measurement"]
     bad = ('<main><figure><img src="a.png"></figure><p>- a: <strong>holds</strong> - b</p>'
            "<p>see {glue:text}`x`</p></main>")
     found = hc.chapter_problems("c", bad)

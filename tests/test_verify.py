@@ -222,7 +222,7 @@ def test_strongest_evidence_is_one_definition_and_smoke_is_never_a_measurement()
     assert claim_numbers([a_smoke, a_cpu, b_cpu]) == claim_numbers(claims)  # a gpu record renumbers nothing
     assert unmeasured(claims) == [only_smoke]
     html = claims_html(claims, "chap")
-    assert html.count("<tr>") == 3 and "smoke (live)" not in html and "gpu (recorded)" in html
+    assert html.count("<tr>") == 3 and "smoke, this build" not in html and "gpu record" in html
     assert 'href="ledger.html#chap-a"' in html and ">chap.2</a>" in html
     assert "1 claim made only by this build" in html
 
