@@ -82,7 +82,7 @@ CONFIGS: dict[str, Config] = {
     "smoke": Config(d=32, heads=1, pairs=(2, 8), keys=8, values=4, queries=2, scales=(4.0, 8.0, 16.0), seeds=(0, 1),
                     steps=6, batch=8, lr=3e-3, eval_sequences=32, checkpoints=2, bootstrap=20, finite_sample_reps=32),
     "cpu": Config(d=64, heads=1, pairs=(4, 16, 64), keys=64, values=16, queries=4, scales=_grid(12), seeds=(0, 1, 2, 3),
-                  steps=200, batch=32, lr=3e-3, eval_sequences=512, checkpoints=8, bootstrap=400,
+                  steps=400, batch=32, lr=3e-3, eval_sequences=512, checkpoints=8, bootstrap=400,
                   finite_sample_reps=2000),
     "gpu": Config(d=128, heads=1, pairs=(16, 64, 256), keys=1024, values=16, queries=8, scales=_grid(14),
                   seeds=(0, 1, 2), steps=2500, batch=128, lr=2e-3, eval_sequences=2048, checkpoints=10,
