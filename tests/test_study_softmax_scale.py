@@ -206,3 +206,23 @@ def test_train_claims_state_what_the_sweep_detects():
     (claim,) = train.claims(data, "t")
     assert claim.verdict == "inconclusive" and claim.effect == pytest.approx(0.19)
     assert "paired over 2 seeds" in claim.tolerance_basis and "1 df" in claim.tolerance_basis
+
+
+def _recall_rows(best, acc, moving, acc_moving):
+    pairs = [4, 16]
+    rows = {p: {"best": b, "best_by_accuracy": a, "moving": m, "accuracy_moving": am}
+            for p, b, a, m, am in zip(pairs, best, acc, moving, acc_moving)}
+    return {"pairs": pairs, "rows": rows, "drift_from": 200, "drift_to": 400}
+
+
+def test_accuracy_side_and_the_budget_sentence_follow_the_rows():
+    from analysis.studies.softmax_scale import prose
+
+    assert prose.accuracy_side(_recall_rows([5, 7], [2, 3], [False, False], [True, True])) == "smaller"
+    assert prose.accuracy_side(_recall_rows([5, 7], [6, 8], [False, False], [True, True])) == "larger"
+    assert prose.accuracy_side(_recall_rows([5, 7], [6, 3], [False, False], [True, True])).startswith("larger at some")
+    settled = prose.recall_budget(_recall_rows([5, 7], [2, 3], [False, False], [True, False]))
+    assert "stopped moving, so the loss verdicts stand" in settled and "still moves at 4 pairs" in settled
+    moving = prose.recall_budget(_recall_rows([5, 7], [2, 3], [False, True], [False, False]))
+    assert "more than its interval at 16 pairs" in moving and "steps 200 to 400" in moving
+    assert moving.endswith("has stopped moving too.")

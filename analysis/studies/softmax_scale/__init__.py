@@ -125,6 +125,8 @@ def recall_facts(ch: Chapter) -> dict[str, Any]:
         "recall_best": ", ".join(f"{rows[p]['best']:.3g}" for p in pairs),
         "recall_drift": ", ".join(f"{100 * rows[p]['drift']:+.1f}%" for p in pairs),
         "recall_drift_window": f"steps {rs['drift_from']} to {rs['drift_to']}",
+        "recall_acc_side": pr.accuracy_side(rs),
+        "recall_budget": pr.recall_budget(rs),
         "recall_acc_ratio": pr.value_range([rows[p]["best_by_accuracy"] / rows[p]["mean_field"] for p in pairs], ".2f"),
         "recall_mf": ", ".join(f"{rows[p]['mean_field']:.3g}" for p in pairs),
         "recall_growth_dof": f"{g['dof']:g}",

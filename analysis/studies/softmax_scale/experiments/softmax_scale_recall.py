@@ -255,7 +255,8 @@ def growth_estimate(data: dict[str, Any], low: int, high: int, checkpoint: int =
 
 def summary(data: dict[str, Any]) -> dict[str, Any]:
     """Per number of pairs: the best scale by loss with its Student-t interval over seeds beside every prediction, the
-    best by accuracy with its interval, and how far each moved over the second half of training; and the growth from
+    best by accuracy with its interval, how far each moved over the second half of training and whether that is more
+    than its interval (``moving``, ``accuracy_moving``: :func:`still_moving`); and the growth from
     the fewest to the most pairs, measured (paired over seeds, with the standard error of its log) and predicted."""
     pairs = sorted(int(p) for p in data["predictions"])
     rows: dict[int, dict[str, Any]] = {}
@@ -267,6 +268,7 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
             drift = budget_drift(data, p, metric)
             rows[p][key] = math.expm1(drift.value)
             rows[p][f"{key}_log"] = drift.value
+            rows[p][key.replace("drift", "moving")] = still_moving(drift, best_scale_estimate(data, p, metric=metric))
     steps = [c[0] for c in data["runs"][0]["curve"]]
     lo, hi = rows[pairs[0]], rows[pairs[-1]]
     g = growth_estimate(data, pairs[0], pairs[-1])
@@ -297,12 +299,18 @@ def log_claim_fields(est: Estimate, predicted: float, what: str) -> dict[str, An
             "detectable": side(det)}
 
 
+def still_moving(drift: Estimate, est: Estimate) -> bool:
+    """Whether an optimum moved over the second half of training (``drift``, ln units) by more than the half-width of
+    its own 95% interval (``est``): then it is no verdict yet."""
+    return abs(drift.value) > (est.half_width() if est.resolved else 0.0)
+
+
 def _drift_verdict(fields: dict[str, Any], drift: Estimate, est: Estimate, start: int, end: int
                    ) -> dict[str, Any]:
     """The fields with the budget drift stated; an optimum that moved over the second half of training by more than
     its own interval is no verdict: the claim is undecided (inconclusive), with that reason."""
     half = est.half_width() if est.resolved else 0.0
-    moving = abs(drift.value) > half
+    moving = still_moving(drift, est)
     text = (f"; over steps {start} to {end} it moved {100 * math.expm1(drift.value):+.1f}% "
             f"(± {100 * math.expm1(drift.half_width()) if drift.resolved else math.inf:.1f}%), "
             f"{'more than' if moving else 'within'} its interval of ± {100 * math.expm1(half):.1f}%"
