@@ -217,22 +217,21 @@ def accuracy_side(summary: dict[str, Any]) -> str:
 
 
 def recall_budget(summary: dict[str, Any]) -> str:
-    """Whether the loss and the accuracy optima still move with the training budget: the numbers of pairs at which each
-    moved over the second half of training by more than its interval (``moving``), and what that decides."""
+    """Whether the loss and the accuracy optima still move with the training budget (said after the loss optimum's
+    drift): the numbers of pairs at which each moved over the second half of training by more than its interval
+    (``moving``), and what that decides."""
     pairs = summary["pairs"]
-    window = f"steps {summary['drift_from']} to {summary['drift_to']}"
 
     def where(key: str) -> list[str]:
         return [str(p) for p in pairs if summary["rows"][p][key]]
 
     loss, acc = where("moving"), where("accuracy_moving")
     if loss:
-        first = (f"Over {window} the loss optimum moved by more than its interval at {', '.join(loss)} pairs: there "
-                 "it still moves with the budget, the claim is inconclusive, and a run that trains until it stops "
-                 "moving decides it.")
+        first = (f"That is more than its interval at {', '.join(loss)} pairs: there it still moves with the budget, "
+                 "the claim is inconclusive, and a run that trains until it stops moving decides it.")
     else:
-        first = (f"Over {window} the loss optimum moved by less than its interval at every number of pairs: at this "
-                 "budget it has stopped moving, so the loss verdicts stand.")
+        first = ("That is less than its interval at every number of pairs: at this budget it has stopped moving, so "
+                 "the loss verdicts stand.")
     second = (f" The accuracy optimum still moves at {', '.join(acc)} pairs, so those accuracy claims are "
               "inconclusive." if acc else " The accuracy optimum has stopped moving too.")
     return first + second
