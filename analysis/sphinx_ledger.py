@@ -187,6 +187,10 @@ def _row_html(e: Entry, chapter_uri: str) -> str:
             + (f"<br><small>{math_html(why_formal)}</small>" if why_formal else "") + "</td></tr>")
 
 
+# the ledger table's columns, in order, and those a narrow screen hides (their values are in the downloads)
+COLUMNS = ("c-num", "c-claim", "c-values", "c-tol", "c-verdict", "c-sev")
+NARROW_HIDDEN = ("c-values", "c-tol", "c-sev")
+
 LEDGER_CSS = (
     "div.ledger-scroll{overflow-x:auto}table.ledger-table{table-layout:fixed;width:100%;min-width:46em}"
     "table.ledger-table col.c-num{width:6.5em}table.ledger-table col.c-values{width:8em}"
@@ -201,11 +205,10 @@ LEDGER_CSS = (
     # the page has no secondary sidebar (_config.yml): the table takes the whole width of the article
     ".bd-main .bd-content .bd-article-container{max-width:100%}"
     "@media (max-width:700px){table.ledger-table{min-width:0}"
-    "table.ledger-table col.c-values,table.ledger-table col.c-tol,table.ledger-table col.c-sev"
-    "{display:none}"
+    + ",".join(f"table.ledger-table col.{c}" for c in NARROW_HIDDEN) + "{display:none}"
     # and so do their cells, so that their text sets no row's height (the remaining cells meet the remaining columns)
     + "".join(f"table.ledger-table th:nth-child({i}),table.ledger-table td:nth-child({i}){{display:none}}"
-              for i in (3, 4, 6)) +
+              for i in (COLUMNS.index(c) + 1 for c in NARROW_HIDDEN)) +
     "table.ledger-table col.c-num{width:5.5em}table.ledger-table col.c-verdict{width:32%}}"
 )
 
@@ -287,10 +290,9 @@ def table_html(items: list[Entry], chapter_uri: str) -> str:
     the default filter, and each links back to its claim in the chapter at ``chapter_uri``."""
     head = ["# / scale", "claim", "predicted<br>measured ± error", "tolerance (basis)", "verdict / corrected",
             "severity"]
-    cols = ["c-num", "c-claim", "c-values", "c-tol", "c-verdict", "c-sev"]
     rows = "".join(_row_html(e, chapter_uri) for e in items)
     return (claims_table_css() + '<div class="ledger-scroll"><table class="claims-table ledger-table"><colgroup>'
-            + "".join(f'<col class="{c}">' for c in cols) + "</colgroup><thead><tr>"
+            + "".join(f'<col class="{c}">' for c in COLUMNS) + "</colgroup><thead><tr>"
             + "".join(f"<th>{h}</th>" for h in head) + f"</tr></thead><tbody>{rows}</tbody></table></div>")
 
 

@@ -221,6 +221,14 @@ def length_facts(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def paired_interval(end: Estimate, basis: str = "", after: str = "") -> str:
+    """'+0.0123 ± 0.0045 ({basis}4 seeds, 3 df{after})': a paired difference with its 95% two-sided t half-width,
+    or '+0.0123 (one seed: no interval)' without an error estimate."""
+    if not end.resolved:
+        return f"{end.value:+.4f} (one seed: no interval)"
+    return f"{end.value:+.4f} ± {end.half_width():.4f} ({basis}{end.n} seeds, {end.nu:g} df{after})"
+
+
 def ablation_table(s: dict[str, Any], variants: Sequence[str] = gau_ablations.VARIANTS) -> str:
     """Markdown table of a paired ablation (gau-ablations, gau-heads): per variant its mean final loss and
     loss(base) - loss(variant) paired by seed, with its 95% two-sided t interval, the one-sided detectable difference
@@ -236,8 +244,7 @@ def ablation_table(s: dict[str, Any], variants: Sequence[str] = gau_ablations.VA
     for v in variants[1:]:
         g = s["gaps"][v]
         end: Estimate = g["end"]
-        interval = f"{end.value:+.4f} ± {end.half_width():.4f} ({end.n} seeds, {end.nu:g} df)" if end.resolved \
-            else f"{end.value:+.4f} (one seed: no interval)"
+        interval = paired_interval(end)
         rows.append(f"| {s['variants'][v]['label']} | {s['variants'][v]['val_loss']:.4f} | {interval} | "
                     f"{end.detectable(sided='one'):.4f} | {g['drift']:+.4f} |")
     return "\n".join(rows)
@@ -272,10 +279,8 @@ def gap_text(g: dict[str, Any]) -> str:
     """'+0.0123 ± 0.0045 (95% two-sided t, 4 seeds, 3 df; a one-sided test detects ≥ 0.0050)' for a paired gap
     of :mod:`analysis.paired`."""
     end: Estimate = g["end"]
-    if not end.resolved:
-        return f"{end.value:+.4f} (one seed: no interval)"
-    return (f"{end.value:+.4f} ± {end.half_width():.4f} (95% two-sided t, {end.n} seeds, {end.nu:g} df; a "
-            f"one-sided test detects ≥ {end.detectable(sided='one'):.4f})")
+    return paired_interval(end, "95% two-sided t, ",
+                           f"; a one-sided test detects ≥ {end.detectable(sided='one'):.4f}")
 
 
 def parts_facts(ch: Chapter) -> dict[str, Any]:
