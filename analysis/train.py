@@ -128,6 +128,40 @@ class TrainLog:
     resumed_from: int | None = None
 
 
+class GradNorms:
+    """Per backward pass, the total gradient norm ||g||_2 = sqrt(sum_p ||dL/dp||^2) before any clipping, collected by
+    hooks on the parameters (a hook sees a parameter's whole gradient, summed over its uses).
+
+    Call :meth:`step` once after each backward pass (``train_lm``'s ``on_step`` does, for steps >= 1) and
+    :meth:`close` to remove the hooks; :attr:`norms` holds one value per step.
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        params = [p for p in model.parameters() if p.requires_grad]
+        if not params:
+            raise ValueError("model has no parameter that requires a gradient")
+        self.norms: list[float] = []
+        self._sq: torch.Tensor | None = None
+        self._seen = 0
+        self._handles = [p.register_hook(self._add) for p in params]
+
+    def _add(self, grad: torch.Tensor) -> None:
+        sq = grad.detach().double().pow(2).sum()
+        self._sq = sq if self._sq is None else self._sq + sq
+        self._seen += 1
+
+    def step(self) -> None:
+        """Close the current backward pass: append its norm (NaN when no gradient arrived) and reset."""
+        self.norms.append(math.sqrt(float(self._sq)) if self._sq is not None else math.nan)
+        self._sq, self._seen = None, 0
+
+    def close(self) -> None:
+        """Remove the hooks."""
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+
 def _save_checkpoint(path: Path, state: dict[str, Any]) -> None:
     """torch.save to a temporary file, then rename: an interruption never leaves half a checkpoint."""
     path.parent.mkdir(parents=True, exist_ok=True)

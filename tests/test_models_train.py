@@ -157,3 +157,30 @@ def test_validation_is_logged_and_loss_explosion_is_divergence():
     blown = train_lm(LanguageModel(CFG), tokens, TrainConfig(steps=30, batch=4, lr=5.0, grad_clip=None),
                      16, torch.device("cpu"), progress=False, explode_factor=1.5)
     assert blown.diverged_at is not None and blown.diverged_at < 30
+
+
+def test_grad_norms_are_the_total_norm_before_clipping_per_step():
+    from analysis.train import GradNorms
+
+    torch.manual_seed(0)
+    model = LanguageModel(ModelConfig(vocab=64, d=32, layers=2, ctx=16, heads=4, s=16))
+    meter = GradNorms(model)
+    expected = []
+    for _ in range(2):
+        model.zero_grad(set_to_none=True)
+        x = torch.randint(0, 64, (2, 16))
+        (100 * model(x).logsumexp(-1).mean()).backward()  # large enough that a clip at 1 changes the gradients
+        expected.append(float(torch.nn.utils.get_total_norm([p.grad for p in model.parameters()])))
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        meter.step()
+    assert expected[0] > 1.0
+    assert meter.norms == pytest.approx(expected, rel=1e-6)
+    meter.step()  # no backward pass since the last step: no norm
+    assert math.isnan(meter.norms[-1])
+    meter.close()
+    model(torch.randint(0, 64, (2, 16))).sum().backward()
+    meter.step()
+    assert math.isnan(meter.norms[-1])  # the hooks are gone
+    frozen = torch.nn.Linear(2, 2).requires_grad_(False)
+    with pytest.raises(ValueError, match="no parameter that requires a gradient"):
+        GradNorms(frozen)

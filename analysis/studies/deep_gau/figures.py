@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.studies.deep_gau.experiments.deep_gau import ARCHS, arch_label, boundary, lr_curve
+from analysis.studies.deep_gau.experiments.deep_gau import ARCHS, arch_label, boundary, lr_curve, moving_average
 from analysis.stats import t_quantile
 from analysis.studies.plotting import STYLE, readable_figure
 
@@ -74,3 +74,40 @@ def deep_gau(data: dict[str, Any]) -> Figure:
         ax.legend(fontsize=8)
     return fig
 
+
+
+@readable_figure
+def deep_dynamics(data: dict[str, Any]) -> Figure:
+    """At the largest depth without warmup, for the first seed: the training loss (a moving average over a tenth of
+    the budget) and the gradient norm before clipping against the step, per architecture and learning rate."""
+    depths = sorted({r["depth"] for r in data["runs"]})
+    lrs = sorted({r["lr"] for r in data["runs"]})
+    seed = min(r["seed"] for r in data["runs"])
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(2, len(ARCHS), figsize=(18, 7.5), sharex=True, sharey="row")
+        for i, (block, residual) in enumerate(ARCHS):
+            runs = {r["lr"]: r for r in data["runs"] if (r["depth"], r["block"], r["residual"], r["warmup"], r["seed"])
+                    == (depths[-1], block, residual, 0, seed)}
+            for j, lr in enumerate(lrs):
+                r = runs.get(lr)
+                if r is None or not r.get("grad_norm"):
+                    continue
+                steps = np.asarray(r["train_steps"])
+                window = max(1, len(steps) // 10)
+                axes[0, i].plot(steps[window - 1:], moving_average(r["train_loss"], window), color=f"C{j}",
+                                label=f"lr {lr:.2g}" + (" (diverged)" if r["diverged_at"] is not None else ""))
+                axes[1, i].semilogy(np.arange(1, len(r["grad_norm"]) + 1), r["grad_norm"], color=f"C{j}", lw=1)
+            half = next(iter(runs.values()), {}).get("half_step")
+            for row in (0, 1):
+                if half:
+                    axes[row, i].axvline(half, color="0.5", lw=0.8, ls=":")
+            axes[0, i].axhline(data["unigram_entropy"], color="k", lw=1, ls=":")
+            axes[1, i].axhline(1.0, color="k", lw=1, ls="--")
+            axes[0, i].set_title(f"{arch_label(block, residual)}, depth {depths[-1]}")
+            axes[1, i].set_xlabel("training step")
+        axes[0, 0].set_ylabel("training loss (nats/byte),\nmoving average")
+        axes[1, 0].set_ylabel("gradient norm before clipping\n(log scale; dashed: the clip at 1)")
+        axes[0, 0].text(0.98, 0.02, "dotted: unigram entropy; vertical: half the budget", transform=axes[0, 0].transAxes,
+                        ha="right", va="bottom", fontsize=8, color="0.3")
+        axes[0, -1].legend(fontsize=8)
+    return fig

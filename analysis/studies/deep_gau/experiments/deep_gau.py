@@ -7,8 +7,11 @@ above 3x the first) nor stays at the loss of a model that ignores context: its v
 by more than three times the seed-to-seed spread of validation losses (the median over settings of the seeds'
 standard deviation; ``margin`` with a single seed). The largest learning rate at which every seed trains is the
 stability boundary. The source predicts that post-norm GAU's boundary neither falls with depth nor needs warmup,
-while a post-norm Transformer's does. Recorded per run: the training and validation loss, divergence, and at
-initialisation the per-sublayer update size ||x_{l+1} - x_l|| / ||x_l||.
+while a post-norm Transformer's does. Recorded per run: the training loss and the total gradient norm before clipping
+at every step, divergence, the validation loss per window at half the budget and at its end, and at initialisation the
+per-sublayer update size ||x_{l+1} - x_l|| / ||x_l||. A run that did not train is told apart as diverged, slow (its
+fall over the second half of the budget could carry it to the threshold within another half) or stalled; and every
+boundary is also read at half the budget, so that one still moving with the budget is not taken for a verdict.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from analysis.core.trial import Trial
 from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig, update_sizes
 from analysis.train import (
+    GradNorms,
     TrainConfig,
     fixed_windows,
     token_stats,
@@ -35,7 +39,8 @@ from analysis.verify import Claim, estimate_fields
 
 NAME = "deep-gau"
 PRIORITY = 30  # the gpu campaign's order (lower first; 50 by default): the order of the claims' stakes at gpu scale
-DATA_VERSION = 2  # 2: a learning-rate grid per architecture, depth and warmup
+DATA_VERSION = 3  # 2: a learning-rate grid per architecture, depth and warmup; 3: gradient norms, per-step loss and
+# the validation loss per window at half the budget
 ARCHS = (("gau", "post"), ("transformer", "post"), ("transformer", "pre"), ("transformer", "deepnorm"))
 
 
@@ -67,8 +72,10 @@ class Config:
 CONFIGS: dict[str, Config] = {
     "smoke": Config(d=32, s=16, depths=(1, 2), ctx=32, batch=4, steps=6, lrs=(1e-3, 1e-2), warmups=(0, 3), seeds=(0,),
                     eval_windows=4),
-    "cpu": Config(d=32, s=16, depths=(2, 6, 24), ctx=64, batch=8, steps=120, lrs=(1e-3, 10**-2.5, 1e-2, 10**-1.5),
-                  warmups=(0, 24), seeds=(0, 1), eval_windows=32),  # 11 minutes on 2 cores, 2 trials at a time
+    # three seeds (2 df for a paired t interval) and 240 steps, so that half the budget is the 120 steps of the
+    # previous record; about 45 minutes on 2 cores, 2 trials at a time, nine tenths of it at depth 24
+    "cpu": Config(d=32, s=16, depths=(2, 24), ctx=64, batch=8, steps=240, lrs=(1e-3, 10**-2.5, 1e-2, 10**-1.5),
+                  warmups=(0, 48), seeds=(0, 1, 2), eval_windows=32),
     # sized from H100 step times (analysis.plan.h100_seconds): about 4 ms per layer and step in kernel launches, so
     # a 96-layer GAU stack takes 0.4 s a step; 48 trials, about 40 H100 minutes, the longest about 2 minutes
     "gpu": Config(d=384, s=128, depths=(12, 48), ctx=256, batch=32, steps=300, lrs=(10**-3.5, 1e-3, 10**-2.5),
@@ -100,8 +107,19 @@ def trials(cfg: Config) -> list[Trial]:
             for seed in cfg.seeds]
 
 
+def half_step(cfg: Config) -> int:
+    """The step at which a run's validation loss is also measured: half the budget."""
+    return cfg.steps // 2
+
+
+def _sig(values: list[float]) -> list[float]:
+    """Values at five significant digits (the per-step series, so that a record stays small)."""
+    return [float(f"{v:.5g}") for v in values]
+
+
 def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
-    """One stack trained at one learning rate and warmup: its losses, divergence and update sizes at init."""
+    """One stack trained at one learning rate and warmup: its loss and gradient norm (before clipping) at every step,
+    divergence, the validation loss per window at half the budget and at the end, and update sizes at init."""
     p = trial.params
     depth, block, residual, warmup, lr, seed = (p[k] for k in ("depth", "block", "residual", "warmup", "lr", "seed"))
     corpus = corpus_of(cfg)
@@ -109,17 +127,35 @@ def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]
     with torch.no_grad():
         probe = fixed_windows(corpus.val, cfg.ctx, 4)[0].to(device)
         _, hidden = model.eval()(probe, return_hidden=True)
-    log = train_lm(model, corpus.train, TrainConfig(steps=cfg.steps, batch=cfg.batch, lr=lr, warmup=warmup,
-                                                    seed=run_seed(cfg, seed)), cfg.ctx, device, progress=False)
-    val, val_se = math.nan, math.nan
-    if log.diverged_at is None:
-        losses = token_stats(model, corpus.val, cfg.ctx, cfg.eval_windows, device).loss
-        per_window = losses.reshape(-1, cfg.ctx).mean(axis=1)  # windows are independent; tokens within are not
-        val, val_se = mean_se(per_window)
+
+    def window_losses(m: torch.nn.Module) -> list[float]:
+        # windows are independent; tokens within one are not
+        losses = token_stats(m, corpus.val, cfg.ctx, cfg.eval_windows, device).loss
+        return [float(v) for v in losses.reshape(-1, cfg.ctx).mean(axis=1)]
+
+    meter = GradNorms(model)
+    half: list[float] = []
+
+    def on_step(step: int, m: torch.nn.Module) -> None:
+        if step > 0:
+            meter.step()
+        if step == half_step(cfg):
+            half.extend(window_losses(m))
+
+    try:
+        log = train_lm(model, corpus.train, TrainConfig(steps=cfg.steps, batch=cfg.batch, lr=lr, warmup=warmup,
+                                                        seed=run_seed(cfg, seed)), cfg.ctx, device, progress=False,
+                       log_every=1, on_step=on_step)
+    finally:
+        meter.close()
+    full = window_losses(model) if log.diverged_at is None else []
+    val, val_se = mean_se(full) if full else (math.nan, math.nan)
     return {"depth": depth, "block": block, "residual": residual, "warmup": warmup, "lr": lr, "seed": seed,
             "parameters": model.num_parameters(), "update_sizes": update_sizes(hidden),
-            "train_steps": log.steps, "train_loss": log.train_loss, "diverged_at": log.diverged_at,
-            "val_loss": val, "val_se": val_se}
+            "train_steps": log.steps, "train_loss": _sig(log.train_loss), "grad_norm": _sig(meter.norms),
+            "diverged_at": log.diverged_at, "val_loss": val, "val_se": val_se, "half_step": half_step(cfg),
+            "val_windows": full, "val_half_windows": half,
+            "val_half": float(np.mean(half)) if half else math.nan}
 
 
 def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
@@ -212,6 +248,63 @@ def at_context_free(data: dict[str, Any], run: dict[str, Any]) -> bool:
             and abs(run["val_loss"] - data["unigram_entropy"]) <= margin)
 
 
+def at_half(data: dict[str, Any]) -> dict[str, Any]:
+    """The runs as they stood at half the budget: each run's validation loss there, and divergence only where it
+    came before it; the threshold stays the full budget's (a record without half-budget losses: ValueError)."""
+    if any("val_half" not in r for r in data["runs"]):
+        raise ValueError("data must hold each run's half-budget validation loss (val_half; data version 3 or later)")
+    runs = []
+    for r in data["runs"]:
+        gone = r["diverged_at"] is not None and r["diverged_at"] < r["half_step"]
+        runs.append({**r, "val_loss": math.nan if gone else r["val_half"], "diverged_at": r["diverged_at"] if gone
+                     else None, "val_windows": r["val_half_windows"], "train_steps": [r["half_step"]]})
+    return {**data, "runs": runs}
+
+
+def late_drop(run: dict[str, Any]) -> Estimate | None:
+    """The fall of the validation loss over the second half of the budget, paired over validation windows (the same
+    windows at both points: half-budget minus final loss, nu = windows - 1); None for a run that diverged."""
+    if run["diverged_at"] is not None or not run.get("val_half_windows") or not run.get("val_windows"):
+        return None
+    return paired_estimate(run["val_half_windows"], run["val_windows"], units="validation windows")
+
+
+def failure_kind(data: dict[str, Any], run: dict[str, Any]) -> str:
+    """'trained', 'diverged', 'slow' or 'stalled'. Slow: the one-sided 95% t upper bound of its fall over the second
+    half of the budget (:func:`late_drop`) is at least its distance above the threshold, so at that pace it could
+    train within another half budget; stalled: not even then (a linear pace is generous: loss curves flatten)."""
+    if trained(data, run):
+        return "trained"
+    drop = late_drop(run)
+    if drop is None:
+        return "diverged"
+    return "slow" if drop.upper() >= run["val_loss"] - data["threshold"] else "stalled"
+
+
+def grad_facts(runs: list[dict[str, Any]]) -> dict[str, float]:
+    """Of runs' gradient norms before clipping: the median over runs of the first step's norm, the largest ratio of a
+    later step's norm to the run's first (and the step where the largest is), the largest ratio after the first
+    tenth of the budget, and the median over runs of the median norm over the last tenth."""
+    norms = [np.asarray(r["grad_norm"], dtype=float) for r in runs if r.get("grad_norm")]
+    if not norms:
+        return {"first": math.nan, "peak": math.nan, "peak_step": math.nan, "late_peak": math.nan, "final": math.nan}
+    peaks = [(float(g.max() / g[0]), int(g.argmax()) + 1) for g in norms]
+    tenth = [max(1, len(g) // 10) for g in norms]
+    return {"first": float(np.median([g[0] for g in norms])), "peak": max(p for p, _ in peaks),
+            "peak_step": float(max(peaks)[1]),
+            "late_peak": max(float(g[k:].max() / g[0]) if g.size > k else math.nan for g, k in zip(norms, tenth)),
+            "final": float(np.median([np.median(g[-k:]) for g, k in zip(norms, tenth)]))}
+
+
+def moving_average(values: list[float] | np.ndarray, window: int) -> np.ndarray:
+    """m_t = (1/w) sum_{i=t-w+1..t} x_i: the trailing mean over ``window`` values, one per full window."""
+    x = np.asarray(values, dtype=float)
+    if not 1 <= window <= max(1, x.size):
+        raise ValueError(f"window must be in [1, {x.size}] for {x.size} values; got {window!r}")
+    c = np.concatenate([[0.0], np.cumsum(x)])
+    return (c[window:] - c[:-window]) / window
+
+
 def loss_peak(data: dict[str, Any]) -> float:
     """The largest ratio of a logged training loss to the run's first, over every run (above 1: a loss spike; the
     trainer stops a run as diverged at 3)."""
@@ -220,14 +313,22 @@ def loss_peak(data: dict[str, Any]) -> float:
 
 
 def failure_modes(data: dict[str, Any]) -> dict[str, Any]:
-    """How the runs that did not train failed: how many diverged, how many ended at the context-free loss, how many
-    above it (still descending), the largest training-loss ratio to the first, and the budget in steps."""
+    """How the runs that did not train failed: how many diverged, how many ended at the context-free loss and how
+    many above it, how many are slow and how many stalled (:func:`failure_kind`, where the half-budget losses were
+    recorded; else NaN) and how many stalled runs sit at the context-free loss, the largest training-loss ratio to
+    the first, and the budget in steps."""
     failed = [r for r in data["runs"] if not trained(data, r)]
     flat = [r for r in failed if at_context_free(data, r)]
-    return {"runs": len(data["runs"]), "failed": len(failed),
-            "diverged": sum(r["diverged_at"] is not None for r in failed), "context_free": len(flat),
-            "above": len(failed) - len(flat) - sum(r["diverged_at"] is not None for r in failed),
-            "peak": loss_peak(data), "steps": max(max(r["train_steps"], default=0) for r in data["runs"])}
+    diverged = sum(r["diverged_at"] is not None for r in failed)
+    out: dict[str, Any] = {"runs": len(data["runs"]), "failed": len(failed), "diverged": diverged,
+                           "context_free": len(flat), "above": len(failed) - len(flat) - diverged,
+                           "peak": loss_peak(data), "steps": max(max(r["train_steps"], default=0) for r in data["runs"]),
+                           "slow": math.nan, "stalled": math.nan, "stalled_flat": math.nan}
+    if all("val_half" in r for r in data["runs"]):
+        kinds = [failure_kind(data, r) for r in failed]
+        out.update(slow=kinds.count("slow"), stalled=kinds.count("stalled"),
+                   stalled_flat=sum(k == "stalled" and at_context_free(data, r) for k, r in zip(kinds, failed)))
+    return out
 
 
 def best_gap(data: dict[str, Any], depth: int, a: tuple[str, str], b: tuple[str, str], warmup: int = 0
@@ -251,22 +352,41 @@ def gap_words(gap: Estimate | None) -> str:
     return direction(gap) or "undecided against (one seed)"
 
 
+def has_half(data: dict[str, Any]) -> bool:
+    """Whether every run recorded its validation loss at half the budget (data version 3 or later)."""
+    return all("val_half" in r for r in data["runs"])
+
+
+def boundaries(data: dict[str, Any]) -> dict[str, dict[int, list[float]]]:
+    """architecture label -> warmup -> the boundary (:func:`boundary`) at each depth, in increasing depth."""
+    depths = sorted({r["depth"] for r in data["runs"]})
+    warmups = sorted({r["warmup"] for r in data["runs"]})
+    return {arch_label(b, r): {w: [boundary(data, d, b, r, w) for d in depths] for w in warmups} for b, r in ARCHS}
+
+
 def summary(data: dict[str, Any]) -> dict[str, Any]:
-    """The boundary of every (architecture, depth, warmup); at the largest depth without warmup, each architecture's
-    best loss, how GAU's compares with it (paired by seed, 95% t interval), the strongest Transformer; and how the
-    runs that did not train failed."""
+    """The boundary of every (architecture, depth, warmup), at the end and at half the budget; at the largest depth
+    without warmup, each architecture's best loss, how GAU's compares with it (paired by seed, 95% t interval) at the
+    end and at half the budget, the strongest Transformer, and each architecture's gradient norms; and how the runs
+    that did not train failed."""
     depths = sorted({r["depth"] for r in data["runs"]})
     warm = max(r["warmup"] for r in data["runs"])
-    bounds = {arch_label(b, r): {w: [boundary(data, d, b, r, w) for d in depths] for w in (0, warm)} for b, r in ARCHS}
     deep = depths[-1]
     gau = best_loss(data, deep, "gau", "post", 0)
-    out: dict[str, Any] = {"depths": depths, "depth": deep, "warmup": warm, "boundaries": bounds, "gau": gau,
-                           "grid_step": grid_step(data), "threshold": data["threshold"],
-                           "unigram": data["unigram_entropy"], "failures": failure_modes(data), "gaps": {}}
+    half = at_half(data) if has_half(data) else None
+    out: dict[str, Any] = {"depths": depths, "depth": deep, "warmup": warm, "boundaries": boundaries(data),
+                           "gau": gau, "grid_step": grid_step(data), "threshold": data["threshold"],
+                           "unigram": data["unigram_entropy"], "failures": failure_modes(data), "gaps": {},
+                           "half_step": half["runs"][0]["half_step"] if half else None,
+                           "half_boundaries": boundaries(half) if half else None, "half_gaps": {},
+                           "grads": {arch_label(b, r): grad_facts([x for x in _rows(data, deep, b, r, 0)
+                                                                   if x["diverged_at"] is None])
+                                     for b, r in ARCHS}}
     for block, residual in ARCHS[1:]:
         out[residual] = best_loss(data, deep, block, residual, 0)
         out["gaps"][residual] = best_gap(data, deep, ("gau", "post"), (block, residual))
         out[f"gau_vs_{residual}"] = gap_words(out["gaps"][residual])
+        out["half_gaps"][residual] = best_gap(half, deep, ("gau", "post"), (block, residual)) if half else None
     finite = [r for _, r in ARCHS[1:] if math.isfinite(out[r]["val_loss"])]
     out["strongest"] = min(finite, key=lambda r: out[r]["val_loss"]) if finite else None
     return out
@@ -290,6 +410,33 @@ def depth_range(data: dict[str, Any], block: str, residual: str, warmup: int = 0
     return lo, max(lo, hi)
 
 
+def budget_words(s: dict[str, Any]) -> str:
+    """How the runs that did not train failed, in words for a tolerance basis: diverged, slow or stalled, the
+    largest training-loss ratio to the first, and post-norm GAU's and Transformer's gradient norms before clipping."""
+    f = s["failures"]
+    head = f"{f['steps']} steps: of {f['runs']} runs {f['failed']} did not train"
+    if not math.isfinite(f["slow"]):
+        return (f"{head}, {f['diverged']} of them diverged, {f['context_free']} ended at the context-free loss and "
+                f"{f['above']} above it; no logged training loss rose above {f['peak']:.2f} x the first "
+                f"(no gradient norms recorded)")
+    g, t = s["grads"]["post-norm GAU"], s["grads"]["post-norm Transformer"]
+    return (f"{head}: {f['diverged']} diverged, {f['slow']} were slow and {f['stalled']} stalled ({f['stalled_flat']} "
+            f"of them at the context-free loss); no training loss rose above {f['peak']:.2f} x the first; at depth "
+            f"{s['depth']} without warmup the gradient norm before clipping (at 1) starts at {g['first']:.3g} for "
+            f"post-norm GAU and {t['first']:.3g} for the post-norm Transformer, and its largest is {g['peak']:.3g} "
+            f"and {t['peak']:.3g} times the first")
+
+
+def drift_words(before: tuple[float, float], after: tuple[float, float], half: int, steps: int) -> str:
+    """Why a ratio range read at half the budget and at its end does not decide: its midpoint moved by more than the
+    final range's half width (empty when it did not)."""
+    mid_b, mid_a = sum(before) / 2, sum(after) / 2
+    if abs(mid_a - mid_b) <= (after[1] - after[0]) / 2 + 1e-12:
+        return ""
+    return (f"still moving with the budget: {before[0]:.2g} to {before[1]:.2g} at step {half}, {after[0]:.2g} to "
+            f"{after[1]:.2g} at step {steps}")
+
+
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
     """Post-norm GAU's boundary does not fall with depth and does not need warmup; without warmup and each at its best
     learning rate, its loss at the largest depth is below the post-norm Transformer's and the strongest
@@ -303,12 +450,17 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     tol = 1.0 - 1.0 / step
     resolves = 1.0 - step ** -2  # the smallest fall of a ratio the grid resolves: two steps
     basis = f"one step of the learning-rate grid (x{step:.3g}): a boundary is known to that resolution"
-    budget = (f"{f['steps']} steps: of {f['runs']} runs {f['failed']} did not train, {f['diverged']} of them diverged, "
-              f"{f['context_free']} ended at the context-free loss and {f['above']} above it; no logged training loss "
-              f"rose above {f['peak']:.2f} x the first (no gradient norms recorded)")
+    budget = budget_words(s)
     where = f"from depth {shallow} to {deep} ({2 * shallow} to {2 * deep} GAU layers), {label}"
     lo, hi = depth_range(data, "gau", "post")
     t_lo, t_hi = depth_range(data, "transformer", "post")
+    half = at_half(data) if has_half(data) else None
+    depth_drift = warm_drift = ""
+    if half is not None:
+        depth_drift = drift_words(depth_range(half, "gau", "post"), (lo, hi), s["half_step"], f["steps"])
+        hb, now = s["half_boundaries"]["post-norm GAU"], _ratio(gau[0][-1], gau[s["warmup"]][-1])
+        before = _ratio(hb[0][-1], hb[s["warmup"]][-1])
+        warm_drift = drift_words((before, before), (now, now), s["half_step"], f["steps"])
     # the rival: GAU needs warmup as much as the post-norm Transformer does, measured at the deepest depth at which
     # the Transformer trains with warmup (without one, the run says nothing about its warmup)
     trains = [i for i, b in enumerate(tfm[s["warmup"]]) if b > 0]
@@ -325,7 +477,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
               f"half the range of ratios the runs allow ({lo:.2g}: a run that did not train counts as a failure; "
               f"{hi:.2g}: a run that did not diverge counts as trainable); {budget}; the grid steps x{step:.3g}, so "
               f"'falls by at most one step' is a ratio above {step:.3g}^-1.5",
-              kind="above", unit="ratio deep / shallow", detectable=resolves),
+              kind="above", unit="ratio deep / shallow", detectable=resolves, undecided=depth_drift),
         Claim("gau-lr-no-warmup",
               f"At depth {deep} ({2 * deep} GAU layers), post-norm GAU trains without warmup at the largest learning "
               f"rate it trains at with warmup (trained within {f['steps']} steps; {label})",
@@ -333,9 +485,25 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
               f"{basis}; the grid resolves a fall of two steps (ratio {step ** -2:.2g}); {budget}",
               kind="lower_bound", unit="ratio without / with warmup", approx_rel=0.0,
               alternative=warm_ratio, alternative_note=warm_note, detectable=resolves,
-              effect=None if warm_ratio is None else 1.0 - warm_ratio),
+              effect=None if warm_ratio is None else 1.0 - warm_ratio, undecided=warm_drift),
     ]
     what = "the paired loss difference (each at its best learning rate)"
+
+    def gap_fields(residual: str) -> dict[str, Any]:
+        # the gap at the end, with the gap at half the budget beside it; a conclusion that changed over the second
+        # half of the budget is not yet a verdict
+        fields = estimate_fields(s["gaps"][residual], what, sided="one")
+        before = s["half_gaps"].get(residual)
+        if before is None:
+            return fields
+        fields["tolerance_basis"] += (f"; at step {s['half_step']} the gap was {before.value:+.3f} " + (
+            f"(SE {before.se:.2g}), {gap_words(before)} 0" if before.resolved else "(one seed)"))
+        if gap_words(before) != s[f"gau_vs_{residual}"]:
+            fields["undecided"] = (f"the comparison changed over the second half of the budget: "
+                                   f"{gap_words(before)} 0 at step {s['half_step']}, {s[f'gau_vs_{residual}']} 0 at "
+                                   f"step {f['steps']}")
+        return fields
+
     post = s["gaps"]["post"]
     if post is not None:
         collapsed = tfm[0][-1] == 0
@@ -346,7 +514,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
             + ("; the Transformer trains at no learning rate of the grid there, so this compares GAU with a model "
                "left at the context-free loss)" if collapsed else ")"),
             "Su 2022, kexue.fm/archives/8990 (standard Transformer tricks not needed for GAU)", 0.0,
-            kind="below", unit="nats/byte", **estimate_fields(post, what, sided="one")))
+            kind="below", unit="nats/byte", **gap_fields("post")))
     strongest = s["strongest"]
     if strongest is not None and strongest != "post" and s["gaps"][strongest] is not None:
         name = arch_label("transformer", strongest)
@@ -355,7 +523,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
             f"Without warmup, each at its best learning rate, post-norm GAU reaches a lower loss than the strongest "
             f"Transformer of equal parameters here, the {name} (depth {deep}, {label})",
             "Su 2022, kexue.fm/archives/8990 (standard Transformer tricks not needed for GAU)", 0.0,
-            kind="below", unit="nats/byte", **estimate_fields(s["gaps"][strongest], what, sided="one")))
+            kind="below", unit="nats/byte", **gap_fields(strongest)))
     return out
 
 
