@@ -1,5 +1,7 @@
 """The deep-GAU chapter's decisions, on small hand-made inputs."""
 
+import math
+
 import pytest
 
 from analysis.chapter import RunSet
@@ -64,8 +66,48 @@ def test_loss_facts_compare_gau_with_each_transformer():
 
 def test_failure_facts_count_how_the_untrained_runs_failed():
     f = st.failure_facts(_summary())
-    assert f == {"deep_steps": "120", "deep_runs": "192", "deep_failed": "90", "deep_diverged": "0",
-                 "deep_flat": "77", "deep_above": "13", "deep_peak": "1.05"}
+    assert f["deep_steps"] == "120" and f["deep_runs"] == "192" and f["deep_failed"] == "90"
+    # a record without half-budget losses: only where the runs ended
+    assert f["deep_failures"] == ("In 120 steps, 90 of the 192 runs did not train: 0 diverged, 77 ended at the "
+                                  "context-free loss and 13 above it. No training loss rose above 1.05 times the first.")
+    s = _summary()
+    s["failures"] |= {"slow": 12, "stalled": 78, "stalled_flat": 70}
+    words = st.failure_sentence(s)
+    assert "0 diverged, 12 were slow (" in words and ") and 78 stalled, 70 of them at the context-free loss." in words
+
+
+def _grads(first: float, peak: float) -> dict:
+    return {"first": first, "peak": peak, "peak_step": 3.0, "late_peak": 0.5, "final": 0.25}
+
+
+def test_gradient_sentence_names_each_first_norm_and_gau_burst():
+    s = _summary()
+    s["grads"] = {"post-norm GAU": _grads(619.0, 11.7), "post-norm Transformer": _grads(4.43, 1.3),
+                  "pre-norm Transformer": _grads(3.1, 1.0), "DeepNorm Transformer": _grads(2.0, 1.0)}
+    words = st.gradient_sentence(s)
+    assert "the first step's gradient norm is 619 for post-norm GAU, against 4.43 for the post-norm Transformer, " \
+           "3.1 for the pre-norm Transformer and 2 for the DeepNorm Transformer" in words
+    assert "GAU's rises to 11.7 times its first by step 3;" in words and words.endswith("no run diverged.")
+    s["grads"]["post-norm GAU"] = _grads(5.0, 1.0)
+    assert "GAU's never exceeds its first;" in st.gradient_sentence(s)
+    assert not st.gradient_sentence(s).endswith("no run diverged.")  # no burst to absorb
+    s["grads"]["post-norm GAU"] = _grads(float("nan"), float("nan"))
+    assert st.gradient_sentence(s) == ""
+
+
+def test_drift_sentence_lists_the_boundaries_that_moved():
+    s = _summary()
+    s["half_step"] = 120
+    s["failures"]["steps"] = 240
+    s["half_boundaries"] = {name: {w: list(b) for w, b in by.items()} for name, by in s["boundaries"].items()}
+    assert st.drift_sentence(s) == ("Between step 120 and step 240, the boundaries at depth 24 did not move, for every "
+                                    "architecture with and without warmup.")
+    s["half_boundaries"]["post-norm GAU"][0][-1] = 1e-3
+    assert st.drift_sentence(s) == ("Between step 120 and step 240, the boundaries at depth 24 moved for "
+                                    "post-norm GAU, no warmup (0.001 to 0.003) (0: no learning rate trains every "
+                                    "seed), and stayed for the other 7.")
+    s["half_boundaries"] = None
+    assert st.drift_sentence(s) == ""
 
 
 def test_previous_facts_come_from_the_two_runs_and_name_them():
@@ -157,3 +199,84 @@ def test_runs_phrase_names_a_shared_origin_once():
     assert st.runs_phrase({"a": cpu}) == "a, recorded at cpu scale"
     assert st.runs_phrase({"a": cpu, "b": cpu, "c": cpu}) == "a, b and c, all recorded at cpu scale"
     assert st.runs_phrase({"a": cpu, "b": stale}) == "a (recorded at cpu scale) and b (recorded at cpu scale, stale)"
+
+
+def _with_half(data: dict, half: dict) -> dict:
+    """``data`` with every run's validation windows at the end and at half the budget (step 6): two windows, about
+    the run's loss +- 0.01, and at half the budget the loss plus ``half[(depth, block, lr)]`` (0 by default); a run
+    that diverged after step 6 stood at 3.2 there."""
+    for r in data["runs"]:
+        rise = half.get((r["depth"], r["block"], r["lr"]), 0.0)
+        gone = r["diverged_at"] is not None
+        r["half_step"] = 6
+        r["val_windows"] = [] if gone else [r["val_loss"] - 0.01, r["val_loss"] + 0.01]
+        r["val_half_windows"] = [] if gone and r["diverged_at"] < 6 else (
+            [3.2, 3.2] if gone else [r["val_loss"] + rise - 0.01, r["val_loss"] + rise + 0.012])
+        r["val_half"] = sum(r["val_half_windows"]) / 2 if r["val_half_windows"] else float("nan")
+        r["grad_norm"] = [2.0, 8.0, 1.0, 0.5] if r["block"] == "gau" else [1.0, 1.5, 0.8, 0.6]
+    return data
+
+
+def test_failure_kinds_tell_slow_from_stalled_by_the_late_fall():
+    # GAU at depth 24 and 1e-3 trained; at 1e-2 (3.15, 3.14) it fell by 0.2 over the second half: slow, since 3.15
+    # is 0.1 above the threshold; at 1e-1 it stood still: stalled at the context-free loss
+    data = _with_half(_data(), {(24, "gau", 1e-2): 0.2})
+    run = {(r["depth"], r["block"], r["lr"], r["seed"]): r for r in data["runs"]}
+    assert dg.failure_kind(data, run[(24, "gau", 1e-3, 0)]) == "trained"
+    assert dg.failure_kind(data, run[(24, "gau", 1e-2, 0)]) == "slow"
+    assert dg.failure_kind(data, run[(24, "gau", 1e-1, 0)]) == "stalled"
+    assert dg.failure_kind(data, run[(24, "transformer", 1e-1, 0)]) == "diverged"
+    drop = dg.late_drop(run[(24, "gau", 1e-2, 0)])
+    assert drop.value == pytest.approx(0.201) and drop.n == 2 and drop.units == "validation windows"
+    f = dg.failure_modes(data)
+    assert (f["failed"], f["diverged"], f["slow"], f["stalled"]) == (9, 3, 2, 4)
+    assert f["stalled_flat"] == 3  # GAU at 1e-1 and the Transformer at 1e-3 (seed 0), at the unigram entropy
+    assert math.isnan(dg.failure_modes(_data())["slow"])  # a record without half-budget losses
+
+
+def test_at_half_reads_each_run_where_it_stood_half_way():
+    data = _with_half(_data(), {(24, "gau", 1e-2): 0.2})
+    half = dg.at_half(data)
+    run = {(r["depth"], r["block"], r["lr"], r["seed"]): r for r in half["runs"]}
+    assert run[(24, "gau", 1e-2, 0)]["val_loss"] == pytest.approx(3.351)
+    assert run[(24, "transformer", 1e-1, 0)]["diverged_at"] == 5  # diverged before half the budget
+    assert math.isnan(run[(24, "transformer", 1e-1, 0)]["val_loss"])
+    tfm = run[(24, "transformer", 1e-2, 0)]  # diverged at step 7, after half the budget: not yet there
+    assert tfm["diverged_at"] is None and tfm["val_loss"] == pytest.approx(3.2)
+    assert dg.boundary(half, 24, "gau", "post", 0) == 1e-3 and dg.boundary(half, 2, "gau", "post", 0) == 1e-1
+    with pytest.raises(ValueError, match="half-budget"):
+        dg.at_half(_data())
+
+
+def test_grad_facts_summarise_the_norms_before_clipping():
+    g = dg.grad_facts([{"grad_norm": [2.0, 8.0, 1.0, 0.5] * 5}, {"grad_norm": [4.0, 4.0, 2.0, 1.0] * 5}])
+    assert g["first"] == pytest.approx(3.0) and g["peak"] == pytest.approx(4.0) and g["peak_step"] == 2
+    assert g["late_peak"] == pytest.approx(4.0)  # after the first tenth (2 steps of 20): 8 / 2 again at step 6
+    assert g["final"] == pytest.approx(1.125)  # the median of the runs' last-tenth medians, 0.75 and 1.5
+    assert math.isnan(dg.grad_facts([])["first"])
+
+
+def test_moving_average_is_the_trailing_mean_and_checks_its_window():
+    assert dg.moving_average([1.0, 2.0, 3.0, 4.0], 2).tolist() == [1.5, 2.5, 3.5]
+    assert dg.moving_average([1.0, 2.0], 1).tolist() == [1.0, 2.0]
+    with pytest.raises(ValueError, match="window must be in"):
+        dg.moving_average([1.0, 2.0], 3)
+
+
+def test_a_boundary_that_moved_with_the_budget_is_not_a_verdict():
+    assert dg.drift_words((0.1, 0.1), (0.1, 0.1), 120, 240) == ""
+    assert dg.drift_words((0.1, 1.0), (0.1, 0.9), 120, 240) == ""  # within the final range's half width
+    words = dg.drift_words((0.1, 0.1), (1.0, 1.0), 120, 240)
+    assert words.startswith("still moving with the budget") and "0.1 to 0.1 at step 120" in words
+
+
+def test_a_comparison_that_changed_over_the_second_half_is_not_a_verdict():
+    def gau_vs_post(data: dict):
+        return {c.key: c for c in dg.claims(data, "test")}["gau-vs-postnorm-transformer"]
+
+    steady = gau_vs_post(_with_half(_data(), {}))
+    assert not steady.undecided and "at step 6 the gap was -0.200" in steady.tolerance_basis
+    # half way, the Transformer at 1e-3 stood 0.3 lower: GAU's loss was then larger than its, not smaller
+    moved = gau_vs_post(_with_half(_data(), {(24, "transformer", 1e-3): -0.3}))
+    assert moved.verdict == "inconclusive"
+    assert moved.undecided.startswith("the comparison changed over the second half of the budget: larger than 0")

@@ -6,13 +6,14 @@ initialisation, at LeCun's scale and at half of it (experiment ``deep-gau-init``
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from IPython.display import Markdown
 from matplotlib.figure import Figure
 
 from analysis.studies.deep_gau.experiments import deep_gau as dg
-from analysis.studies.deep_gau.figures import deep_gau
+from analysis.studies.deep_gau.figures import deep_dynamics, deep_gau
 from analysis.studies.deep_gau.init_depth import depth_facts
 from analysis.studies.text import text_block
 
@@ -49,6 +50,8 @@ def facts(ch: Chapter) -> dict[str, Any]:
         **boundary_facts(s),
         **loss_facts(s),
         **failure_facts(s),
+        "deep_gradients": gradient_sentence(s),
+        "deep_drift": drift_sentence(s),
         "deep_gpu_steps": f"{dg.CONFIGS['gpu'].steps}",
         "deep_gpu_depths": " and ".join(str(d) for d in dg.CONFIGS["gpu"].depths),
         "verdict_list": ch.verdicts("deep-gau"),
@@ -57,8 +60,10 @@ def facts(ch: Chapter) -> dict[str, Any]:
 
 
 def figures(ch: Chapter) -> dict[str, Figure]:
-    """The stability boundary against depth, the loss against the learning rate and the update sizes at init."""
-    return {"fig-deep": deep_gau(ch.best("deep-gau").data)}
+    """The stability boundary against depth, the loss against the learning rate and the update sizes at init; the
+    training loss and gradient norm against the step at the largest depth."""
+    data = ch.best("deep-gau").data
+    return {"fig-deep": deep_gau(data), "fig-deep-dynamics": deep_dynamics(data)}
 
 
 def threshold_facts(s: dict[str, Any]) -> dict[str, str]:
@@ -144,9 +149,62 @@ def loss_facts(s: dict[str, Any]) -> dict[str, str]:
 
 def failure_facts(s: dict[str, Any]) -> dict[str, str]:
     """How the runs that did not train failed (from the summary's ``failures``): the budget, how many runs did not
-    train, how many of those diverged, ended at the context-free loss or above it, and the largest training-loss
-    ratio to the first."""
+    train, and the sentence that says how (:func:`failure_sentence`)."""
     f = s["failures"]
     return {"deep_steps": f"{f['steps']}", "deep_runs": f"{f['runs']}", "deep_failed": f"{f['failed']}",
-            "deep_diverged": f"{f['diverged']}", "deep_flat": f"{f['context_free']}", "deep_above": f"{f['above']}",
-            "deep_peak": f"{f['peak']:.2f}"}
+            "deep_failures": failure_sentence(s)}
+
+
+def failure_sentence(s: dict[str, Any]) -> str:
+    """'In 240 steps, 90 of the 192 runs did not train: 0 diverged, 12 were slow ... and 78 stalled, 70 of them at the
+    context-free loss. No training loss rose above 1.05 times the first.' (without half-budget losses: how many ended
+    at the context-free loss and how many above it)."""
+    f = s["failures"]
+    head = f"In {f['steps']} steps, {f['failed']} of the {f['runs']} runs did not train: {f['diverged']} diverged, "
+    tail = f" No training loss rose above {f['peak']:.2f} times the first."
+    if not math.isfinite(f.get("slow", math.nan)):
+        return head + f"{f['context_free']} ended at the context-free loss and {f['above']} above it." + tail
+    return (head + f"{f['slow']} were slow (the one-sided 95% bound of their fall over the second half of the budget "
+            f"could carry them below the threshold within another half) and {f['stalled']} stalled, "
+            f"{f['stalled_flat']} of them at the context-free loss." + tail)
+
+
+def gradient_sentence(s: dict[str, Any]) -> str:
+    """The gradient norms before clipping at the largest depth without warmup (the summary's ``grads``): each
+    architecture's first-step norm, how far post-norm GAU's rose and how it ended; empty without recorded norms."""
+    g = s["grads"]
+    gau = g["post-norm GAU"]
+    if not math.isfinite(gau["first"]):
+        return ""
+    parts = [f"{g[name]['first']:.3g} for the {name}" for name in g if name != "post-norm GAU"]
+    others = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+    diverged = s["failures"]["diverged"]
+    rise = (f"GAU's rises to {gau['peak']:.3g} times its first by step {gau['peak_step']:.0f}" if gau["peak"] > 1 else
+            "GAU's never exceeds its first")
+    return (f"Every run clips the gradient norm at 1. Before the clip, at depth {s['depth']} without warmup, the "
+            f"first step's gradient norm is {gau['first']:.3g} for post-norm GAU, against {others} (medians over seeds "
+            f"and learning rates). {rise}; after the first tenth of the budget no GAU run exceeds {gau['late_peak']:.2g} times its first, and over "
+            f"the last tenth the median norm is {gau['final']:.2g}."
+            + (" The clip and Adam's normalisation absorb the early burst: no run diverged."
+               if diverged == 0 and gau["peak"] > 2 else ""))
+
+
+def drift_sentence(s: dict[str, Any]) -> str:
+    """Which boundaries at the largest depth moved between half the budget and its end (each architecture with and
+    without warmup), with both values; empty without half-budget losses."""
+    half = s.get("half_boundaries")
+    if not half:
+        return ""
+    moved, kept = [], 0
+    for name, by_warmup in s["boundaries"].items():
+        for w, bounds in by_warmup.items():
+            before, after = half[name][w][-1], bounds[-1]
+            if before == after:
+                kept += 1
+            else:
+                moved.append(f"{name}, {warmup_label(w)} ({before:.2g} to {after:.2g})")
+    where = f"Between step {s['half_step']} and step {s['failures']['steps']}, the boundaries at depth {s['depth']}"
+    if not moved:
+        return f"{where} did not move, for every architecture with and without warmup."
+    return (f"{where} moved for {', '.join(moved[:-1]) + (' and ' if len(moved) > 1 else '') + moved[-1]} "
+            f"(0: no learning rate trains every seed), and stayed for the other {kept}.")

@@ -107,7 +107,5 @@ def deep_dynamics(data: dict[str, Any]) -> Figure:
             axes[1, i].set_xlabel("training step")
         axes[0, 0].set_ylabel("training loss (nats/byte),\nmoving average")
         axes[1, 0].set_ylabel("gradient norm before clipping\n(log scale; dashed: the clip at 1)")
-        axes[0, 0].text(0.98, 0.02, "dotted: unigram entropy; vertical: half the budget", transform=axes[0, 0].transAxes,
-                        ha="right", va="bottom", fontsize=8, color="0.3")
         axes[0, -1].legend(fontsize=8)
     return fig
