@@ -57,6 +57,14 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
                              "$h(b_n)$: the approach to the limit is slower than for normal scores, and no finite-"
                              "$\\alpha$ correction is derived",
     # deep_gau
+    "gau-lr-depth": "no derived number: post-norm GAU's boundary falls by two grid steps (a ratio of 0.1) from depth 2 "
+                    "to 24, and the runs above it stall at the context-free loss rather than diverge; the chapter "
+                    "sets it beside the post-norm Transformer's, which trains at no learning rate at depth 24, and "
+                    "the pre-norm Transformer's, which does not fall",
+    "gau-vs-strongest-transformer": "qualitative: at depth 24 without warmup the DeepNorm Transformer reaches a "
+                                    "lower loss than post-norm GAU, each at its best learning rate, by the measured "
+                                    "gap; the source's 'tricks not needed' holds only against the post-norm "
+                                    "Transformer",
     # gau_init
     "rms-slope": "the corrected RMS formula of the chapter, whose off-diagonal row mass does not shrink with n, "
                  "levels off instead of falling like $1/n$",

@@ -104,8 +104,10 @@ def test_drift_sentence_lists_the_boundaries_that_moved():
                                     "architecture with and without warmup.")
     s["half_boundaries"]["post-norm GAU"][0][-1] = 1e-3
     assert st.drift_sentence(s) == ("Between step 120 and step 240, the boundaries at depth 24 moved for "
-                                    "post-norm GAU, no warmup (0.001 to 0.003) (0: no learning rate trains every "
-                                    "seed), and stayed for the other 7.")
+                                    "post-norm GAU, no warmup (0.001 to 0.003), and stayed for the other 7.")
+    s["half_boundaries"]["DeepNorm Transformer"][50][-1] = 0.0
+    assert st.drift_sentence(s).endswith("and DeepNorm Transformer, warmup 50 (0 to 0.01) (0: no learning rate "
+                                         "trains every seed), and stayed for the other 6.")
     s["half_boundaries"] = None
     assert st.drift_sentence(s) == ""
 
@@ -280,3 +282,17 @@ def test_a_comparison_that_changed_over_the_second_half_is_not_a_verdict():
     moved = gau_vs_post(_with_half(_data(), {(24, "transformer", 1e-3): -0.3}))
     assert moved.verdict == "inconclusive"
     assert moved.undecided.startswith("the comparison changed over the second half of the budget: larger than 0")
+
+
+def test_stalled_runs_count_as_failures_and_slow_ones_as_trainable():
+    # without half-budget losses a run that did not diverge might still train: GAU's range is 0.01 to 1
+    assert dg.depth_range(_data(), "gau", "post") == (pytest.approx(0.01), pytest.approx(1.0))
+    # with them, GAU at depth 24 stalls at 1e-2 and 1e-1: both readings give 1e-3 / 1e-1
+    stalled = _with_half(_data(), {})
+    assert dg.stable_boundary(stalled, 24, "gau", "post", 0) == 1e-3
+    assert dg.depth_range(stalled, "gau", "post") == (pytest.approx(0.01), pytest.approx(0.01))
+    claim = {c.key: c for c in dg.claims(stalled, "test")}["gau-lr-depth"]
+    assert claim.verdict == "fails" and not claim.undecided
+    # a slow run at 1e-2 might still train: the upper reading rises to 1e-2 / 1e-1
+    slow = _with_half(_data(), {(24, "gau", 1e-2): 0.2})
+    assert dg.depth_range(slow, "gau", "post") == (pytest.approx(0.01), pytest.approx(0.1))

@@ -195,7 +195,7 @@ def drift_sentence(s: dict[str, Any]) -> str:
     half = s.get("half_boundaries")
     if not half:
         return ""
-    moved, kept = [], 0
+    moved, kept, zero = [], 0, False
     for name, by_warmup in s["boundaries"].items():
         for w, bounds in by_warmup.items():
             before, after = half[name][w][-1], bounds[-1]
@@ -203,8 +203,10 @@ def drift_sentence(s: dict[str, Any]) -> str:
                 kept += 1
             else:
                 moved.append(f"{name}, {warmup_label(w)} ({before:.2g} to {after:.2g})")
+                zero = zero or 0 in (before, after)
     where = f"Between step {s['half_step']} and step {s['failures']['steps']}, the boundaries at depth {s['depth']}"
     if not moved:
         return f"{where} did not move, for every architecture with and without warmup."
-    return (f"{where} moved for {', '.join(moved[:-1]) + (' and ' if len(moved) > 1 else '') + moved[-1]} "
-            f"(0: no learning rate trains every seed), and stayed for the other {kept}.")
+    note = " (0: no learning rate trains every seed)" if zero else ""
+    return (f"{where} moved for {', '.join(moved[:-1]) + (' and ' if len(moved) > 1 else '') + moved[-1]}{note}, "
+            f"and stayed for the other {kept}.")

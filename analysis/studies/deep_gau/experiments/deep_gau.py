@@ -232,11 +232,17 @@ def grid_step(data: dict[str, Any]) -> float:
 
 
 def stable_boundary(data: dict[str, Any], depth: int, block: str, residual: str, warmup: int) -> float:
-    """The largest learning rate of the grid at which no seed diverged (0 when every one did): the boundary when a run
-    that neither diverged nor trained counts as one that might still train with a longer budget."""
+    """The largest learning rate of the grid at which every seed might still train with a longer budget (0 when
+    there is none): every seed trained or is slow (:func:`failure_kind`) where the half-budget losses were recorded,
+    else every seed did not diverge."""
     rows = _rows(data, depth, block, residual, warmup)
-    ok = [lr for lr in sorted({r["lr"] for r in rows})
-          if all(r["diverged_at"] is None and math.isfinite(r["val_loss"]) for r in rows if r["lr"] == lr)]
+    if has_half(data):
+        def might(r: dict[str, Any]) -> bool:
+            return failure_kind(data, r) in ("trained", "slow")
+    else:
+        def might(r: dict[str, Any]) -> bool:
+            return r["diverged_at"] is None and math.isfinite(r["val_loss"])
+    ok = [lr for lr in sorted({r["lr"] for r in rows}) if all(might(r) for r in rows if r["lr"] == lr)]
     return max(ok) if ok else 0.0
 
 
@@ -250,13 +256,15 @@ def at_context_free(data: dict[str, Any], run: dict[str, Any]) -> bool:
 
 def at_half(data: dict[str, Any]) -> dict[str, Any]:
     """The runs as they stood at half the budget: each run's validation loss there, and divergence only where it
-    came before it; the threshold stays the full budget's (a record without half-budget losses: ValueError)."""
+    came before it; the threshold stays the full budget's. The view holds no half of its own, so slow and stalled
+    runs are not told apart in it (a record without half-budget losses: ValueError)."""
     if any("val_half" not in r for r in data["runs"]):
         raise ValueError("data must hold each run's half-budget validation loss (val_half; data version 3 or later)")
     runs = []
     for r in data["runs"]:
         gone = r["diverged_at"] is not None and r["diverged_at"] < r["half_step"]
-        runs.append({**r, "val_loss": math.nan if gone else r["val_half"], "diverged_at": r["diverged_at"] if gone
+        view = {k: v for k, v in r.items() if k not in ("val_half", "val_half_windows")}  # no half of the half
+        runs.append({**view, "val_loss": math.nan if gone else r["val_half"], "diverged_at": r["diverged_at"] if gone
                      else None, "val_windows": r["val_half_windows"], "train_steps": [r["half_step"]]})
     return {**data, "runs": runs}
 
@@ -399,8 +407,9 @@ def _ratio(a: float, b: float) -> float:
 
 def depth_range(data: dict[str, Any], block: str, residual: str, warmup: int = 0) -> tuple[float, float]:
     """The boundary ratio deepest / shallowest depth as the runs allow it: from the runs that did not train counted as
-    failures (:func:`boundary` deep over :func:`stable_boundary` shallow) to the runs that did not diverge counted as
-    trainable (the reverse); one value when every run either trained or diverged."""
+    failures (:func:`boundary` deep over :func:`stable_boundary` shallow) to the runs that might still train counted
+    as trainable (the reverse: slow ones, or without half-budget losses every one that did not diverge); one value
+    when every run trained, diverged or stalled."""
     depths = sorted({r["depth"] for r in data["runs"]})
     lowest = min(r["lr"] for r in data["runs"]) / grid_step(data)  # below the grid: nothing trains
     lo = _ratio(boundary(data, depths[-1], block, residual, warmup),
@@ -457,7 +466,9 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     half = at_half(data) if has_half(data) else None
     depth_drift = warm_drift = ""
     if half is not None:
-        depth_drift = drift_words(depth_range(half, "gau", "post"), (lo, hi), s["half_step"], f["steps"])
+        # the ratio of trained runs' boundaries, the reading that moves with the budget, at half of it and at its end
+        lo_half = depth_range(half, "gau", "post")[0]
+        depth_drift = drift_words((lo_half, lo_half), (lo, lo), s["half_step"], f["steps"])
         hb, now = s["half_boundaries"]["post-norm GAU"], _ratio(gau[0][-1], gau[s["warmup"]][-1])
         before = _ratio(hb[0][-1], hb[s["warmup"]][-1])
         warm_drift = drift_words((before, before), (now, now), s["half_step"], f["steps"])
@@ -470,12 +481,13 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     out = [
         Claim("gau-lr-depth",
               f"Post-norm GAU's largest trainable learning rate without warmup does not fall with depth by more than "
-              f"one grid step ({where}; trained within {f['steps']} steps, and runs that neither trained nor diverged "
-              f"may be slow rather than unstable: the ratio is the range both readings allow; post-norm "
-              f"Transformer's range {t_lo:.2g} to {t_hi:.2g})",
+              f"one grid step ({where}; trained within {f['steps']} steps; a run that is slow rather than stalled "
+              f"might still train: the ratio is the range both readings allow; post-norm Transformer's "
+              + (f"ratio {t_lo:.2g})" if t_lo == t_hi else f"range {t_lo:.2g} to {t_hi:.2g})"),
               "Su 2022, kexue.fm/archives/8990", step ** -1.5, (lo + hi) / 2, (hi - lo) / 2, (hi - lo) / 2,
               f"half the range of ratios the runs allow ({lo:.2g}: a run that did not train counts as a failure; "
-              f"{hi:.2g}: a run that did not diverge counts as trainable); {budget}; the grid steps x{step:.3g}, so "
+              f"{hi:.2g}: {'a slow' if half is not None else 'a'} run {'' if half is not None else 'that did not diverge '}"
+              f"counts as trainable); {budget}; the grid steps x{step:.3g}, so "
               f"'falls by at most one step' is a ratio above {step:.3g}^-1.5",
               kind="above", unit="ratio deep / shallow", detectable=resolves, undecided=depth_drift),
         Claim("gau-lr-no-warmup",
