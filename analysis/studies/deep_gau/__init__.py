@@ -49,9 +49,10 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "deep_d0": f"{s['depths'][0]}",
         **boundary_facts(s),
         **loss_facts(s),
-        **failure_facts(s),
-        "deep_gradients": gradient_sentence(s),
-        "deep_drift": drift_sentence(s),
+        # sentences, glued as Markdown so that they read as prose
+        "deep_failures": Markdown(failure_sentence(s)),
+        "deep_gradients": Markdown(gradient_sentence(s)),
+        "deep_drift": Markdown(drift_sentence(s)),
         "deep_gpu_steps": f"{dg.CONFIGS['gpu'].steps}",
         "deep_gpu_depths": " and ".join(str(d) for d in dg.CONFIGS["gpu"].depths),
         "verdict_list": ch.verdicts("deep-gau"),
@@ -145,14 +146,6 @@ def loss_facts(s: dict[str, Any]) -> dict[str, str]:
                             f"±{gap.half_width() / gap.se:.3g} SE)" if gap.se > 0 else
                             f"a 95% Student-t interval over {gap.n} {gap.units}")
     return out
-
-
-def failure_facts(s: dict[str, Any]) -> dict[str, str]:
-    """How the runs that did not train failed (from the summary's ``failures``): the budget, how many runs did not
-    train, and the sentence that says how (:func:`failure_sentence`)."""
-    f = s["failures"]
-    return {"deep_steps": f"{f['steps']}", "deep_runs": f"{f['runs']}", "deep_failed": f"{f['failed']}",
-            "deep_failures": failure_sentence(s)}
 
 
 def failure_sentence(s: dict[str, Any]) -> str:
