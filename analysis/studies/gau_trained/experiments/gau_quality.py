@@ -94,7 +94,7 @@ CONFIGS: dict[str, Config] = {
     # times (analysis.plan.h100_seconds): 16 text trials of 2000 steps at 1024 tokens, 4 to 5 minutes each
     "gpu": Config(d=512, layers=10, heads=8, s=128, chunk=128, seeds=(0, 1), ctx=1024, steps=2000, batch=32,
                   lrs=(1e-3, 3e-3), evals=20, eval_windows=128, pairs=(64, 256), keys=1024, values=16,
-                  queries=16, recall_d=256, recall_steps=1000, recall_lrs=(1e-3, 3e-3), eval_sequences=1024,
+                  queries=16, recall_d=256, recall_steps=1000, recall_lrs=(3e-3,), eval_sequences=1024,
                   corpus_file=PINNED_CORPUS_PATH),
 }
 
