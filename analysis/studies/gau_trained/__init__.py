@@ -34,27 +34,36 @@ def pm(pair: Sequence[float], digits: int = 3) -> str:
     return f"{pair[0]:.{digits}f} ± {pair[1]:.{digits}f}"
 
 
-def quality_table(q: dict[str, Any], lr_check: float) -> str:
-    """One line per architecture: parameters, validation loss in nats/byte (mean ± SE), median seconds per step, the loss at the
-    second learning rate ``lr_check`` and recall accuracy at the most pairs, from ``gau_quality.summary``."""
+def quality_table(q: dict[str, Any]) -> str:
+    """One line per architecture, at its best learning rate: parameters (millions), that learning rate, validation
+    loss in nats/byte (mean ± SE), median seconds per step, and recall accuracy at the most pairs with its own best
+    learning rate, from ``gau_quality.summary``."""
     width = max(len(gau_quality.ARCH_LABELS[a]) for a in gau_quality.ARCHS)
-    header = (f"{'architecture':{width}s} {'parameters':>10s} {'val. loss':>13s} {'s/step':>6s} "
-              f"{'lr ' + format(lr_check, '.0e'):>8s} {'recall@' + str(q['top_pairs']):>9s}")
+    top = q["top_pairs"]
+    header = (f"{'architecture':{width}s} {'params':>7s} {'lr':>6s} {'val. loss':>13s} {'s/step':>6s} "
+              f"{'rec@' + str(top):>6s} {'lr':>6s}")
     lines = [header]
     for a in gau_quality.ARCHS:
         v = q["archs"][a]
-        lines.append(f"{gau_quality.ARCH_LABELS[a]:{width}s} {v['parameters']:10,d} {pm(v['val_loss']):>13s} "
-                     f"{v['seconds_per_step']:6.4f} {v['val_loss_lr_check']:8.3f} {v['recall']['mean'][-1]:9.2f}")
+        lines.append(f"{gau_quality.ARCH_LABELS[a]:{width}s} {v['parameters'] / 1e6:6.3g}M {v['lr']:6.2g} "
+                     f"{pm(v['val_loss']):>13s} {v['seconds_per_step']:6.4f} {v['recall']['mean'][-1]:6.2f} "
+                     f"{v['recall_lr']:6.2g}")
     return "\n".join(lines)
 
 
+def est_pm(est: Estimate | None, digits: int = 3) -> str:
+    """An estimate as 'mean ± SE' (:func:`pm`), or 'not comparable' without one."""
+    return "not comparable" if est is None else pm((est.value, est.se), digits)
+
+
 def quality_facts(data: dict[str, Any]) -> dict[str, Any]:
-    """The quality section's numbers from one gau-quality record: parameters, losses and paired gaps (mean ± SE
-    over seeds), convergence ratios, step times, recall at the most pairs, both orderings, and the printed table."""
+    """The quality section's numbers from one gau-quality record, each architecture at its best learning rate:
+    parameters, losses and paired gaps (mean ± SE over seeds), convergence ratios, step times, recall at the most
+    pairs, the order, the learning-rate grid and the printed table."""
     q = gau_quality.summary(data)
     arch, lab = q["archs"], gau_quality.ARCH_LABELS
     out: dict[str, Any] = {
-        "q_table": Markdown(text_block(quality_table(q, data["lr_check"]))),
+        "q_table": Markdown(text_block(quality_table(q))),
         "q_params_tfm": f"{arch['transformer']['parameters']:,}",
         "q_params_quad": f"{arch['flash-quad-post']['parameters']:,}",
         "q_param_pct": f"{100 * (arch['flash-quad-post']['param_ratio'] - 1):.0f}%",
@@ -63,53 +72,62 @@ def quality_facts(data: dict[str, Any]) -> dict[str, Any]:
                      ("flash", "flash")):
         out[f"q_loss_{short}"] = pm(arch[a]["val_loss"])
         out[f"q_rec_{short}"] = f"{arch[a]['recall']['mean'][-1]:.2f}"
+    gap_flash = q["gaps"]["flash-flash-quad-post"]
     out |= {
-        "q_gap": pm(q["gap_quad_tfm"]),
-        "q_gap_pre": pm(q["gap_quad_pre_tfm"]),
-        "q_gap_flash": pm(q["gap_flash_quad"]),
-        "q_gap_flash_pct": f"{100 * q['gap_flash_quad'][0] / arch['flash-quad-post']['val_loss'][0]:.1f}%",
-        "q_steps": pm(q["steps_ratio"], 2),
-        "q_steps_flash": pm(q["steps_ratio_flash"], 2),
-        "q_time": pm(q["time_ratio_to_target"], 2),
+        "q_gap": est_pm(q["gaps"]["flash-quad-post-transformer"]),
+        "q_gap_pre": est_pm(q["gaps"]["flash-quad-pre-transformer"]),
+        "q_gap_flash": est_pm(gap_flash),
+        "q_gap_flash_pct": ("n/a" if gap_flash is None else
+                            f"{100 * gap_flash.value / arch['flash-quad-post']['val_loss'][0]:.1f}%"),
+        "q_steps": est_pm(q["steps_ratio"], 2),
+        "q_steps_flash": est_pm(q["steps_ratio_flash"], 2),
+        "q_time": est_pm(q["time_ratio_to_target"], 2),
         "q_step_time": f"{arch['flash-quad-post']['time_ratio']:.2f}",
         "q_step_time_flash": f"{arch['flash']['time_ratio']:.2f}",
         "q_top": f"{q['top_pairs']}",
-        "q_lr": f"{data['lr']:g}",
-        "q_lr_check": f"{data['lr_check']:g}",
+        "q_lrs": listed([f"{lr:g}" for lr in data["lrs"]]),
+        "q_recall_lrs": listed([f"{lr:g}" for lr in data["recall_lrs"]]),
         "q_order": ", ".join(lab[a] for a in q["order"]),
-        "q_order_check": ", ".join(lab[a] for a in q["order_lr_check"]),
         "q_chance": f"{data['chance']:.3g}",
-        "q_interval": interval_words(gau_quality.loss_gap(data, "flash-quad-post", "transformer")),
-        "q_lr_sentence": lr_sentence(data),
+        "q_interval": interval_words(gau_quality.best_gap(data, "text", "flash-quad-post", "transformer")),
+        "q_lr_sentence": lr_sentence(q, data["steps"]),
         "q_pre_recall": pre_norm_recall_sentence(data),
     }
     return out
 
 
-def interval_words(gap: Estimate) -> str:
+def listed(items: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return ", ".join(items[:-1]) + (" and " if len(items) > 1 else "") + items[-1] if items else ""
+
+
+def interval_words(gap: Estimate | None) -> str:
     """How a paired gap is judged, in words: 'a 95% Student-t interval over 3 paired seeds (2 df: ±4.30 SE two-sided,
     2.92 SE one-sided)', or that one seed gives no error estimate."""
+    if gap is None:
+        return "no interval (an architecture diverged at every learning rate)"
     if not gap.resolved:
         return f"no error estimate ({gap.n} {gap.units})"
     return (f"a 95% Student-t interval over {gap.n} {gap.units} ({gap.nu:g} df: ±{t_quantile(gap.nu):.3g} SE "
             f"two-sided, {t_quantile(gap.nu, sided='one'):.3g} SE one-sided)")
 
 
-def lr_sentence(data: dict[str, Any]) -> str:
-    """What the second learning rate (one seed) says of the comparison made at the first: FLASH-Quad's gap to
-    Transformer++ at both, for that seed, and whether the order of any two architectures flips."""
-    g = gau_quality.lr_check_gap(data, "flash-quad-post", "transformer")
-    q = gau_quality.summary(data)
-    if not math.isfinite(g["check"]):
-        return f"Every comparison is at one peak learning rate, {data['lr']:g}, shared by every architecture."
-    flips = q["order"] != q["order_lr_check"]
-    return (f"Every comparison is at one peak learning rate, {data['lr']:g}, shared by every architecture; none is "
-            f"tuned. For seed {g['seed']:.0f}, FLASH-Quad's loss minus the Transformer's is {g['main']:+.3f} at "
-            f"{data['lr']:g} and {g['check']:+.3f} at {data['lr_check']:g}"
-            + (", and the order of the architectures changes between the two learning rates, so the order at each "
-               "one's best learning rate is not measured." if flips else
-               "; the order of the architectures is the same at both, but each one's best learning rate is not "
-               "measured."))
+def lr_sentence(q: dict[str, Any], steps: int) -> str:
+    """Each architecture's best learning rate on text, which ones sit at an end of the grid, and which would have
+    been chosen differently at half the budget (from ``gau_quality.summary``)."""
+    lab = gau_quality.ARCH_LABELS
+    lrs = {q["archs"][a]["lr"] for a in gau_quality.ARCHS}
+    best = (f"{lrs.pop():g} for every architecture" if len(lrs) == 1 else
+            listed([f"{q['archs'][a]['lr']:g} for {lab[a]}" for a in gau_quality.ARCHS]))
+    edges = [f"{lab[a]}'s is {q['archs'][a]['lr_edge']}" for a in gau_quality.ARCHS if q["archs"][a]["lr_edge"]]
+    moved = [f"{lab[a]} ({q['archs'][a]['lr_half']:g} then)" for a in gau_quality.ARCHS
+             if q["archs"][a]["lr_half"] != q["archs"][a]["lr"]]
+    out = f"The best peak learning rate is {best}."
+    if edges:
+        out += f" At an end of the grid: {listed(edges)}, so one beyond it might do better."
+    out += (f" At step {steps // 2}, half the budget, the best would have been the same for every architecture."
+            if not moved else f" At step {steps // 2}, half the budget, it differed for {listed(moved)}.")
+    return out
 
 
 def chunk_sentence(ctx: int, chunk: int) -> str:
@@ -126,25 +144,27 @@ def chunk_sentence(ctx: int, chunk: int) -> str:
 
 
 def pre_norm_recall_sentence(data: dict[str, Any]) -> str:
-    """What the recorded recall runs show of pre-norm FLASH-Quad: its accuracy at every number of pairs, its held-out
-    loss against that of a model that reads the key and guesses among its values (ln values) and against post-norm's,
-    and what the record does not hold."""
-    def runs(arch: str) -> list[dict[str, Any]]:
-        return [r for r in data["runs"] if r["task"] == "recall" and r["arch"] == arch]
-    pre, post = runs("flash-quad-pre"), runs("flash-quad-post")
+    """Why pre-norm FLASH-Quad recalls less than post-norm at the most pairs, from the recall runs: both norms'
+    accuracy at every learning rate of the grid, and pre-norm's at half the budget and at its end at its best."""
+    top = data["pairs"][-1]
+    pre = gau_quality.lr_table(data, "recall", "flash-quad-pre", top)
+    post = gau_quality.lr_table(data, "recall", "flash-quad-post", top)
     if not pre or not post:
         return ""
-    acc = gau_quality.recall_table(data, "flash-quad-pre")["mean"]
-    guess = math.log(round(1 / data["chance"]))
-    lo, hi = min(r["loss"] for r in pre), max(r["loss"] for r in pre)
-    diverged = sum(r["diverged_at"] is not None for r in pre)
-    return (f"Pre-norm FLASH-Quad recalls {', '.join(f'{a:.2f}' for a in acc)} at "
-            f"{', '.join(str(p) for p in data['pairs'])} pairs: no worse with more pairs, so the number of pairs is "
-            f"not what it fails at. Its held-out loss, {lo:.2f} to {hi:.2f} nats, lies below the {guess:.2f} nats of "
-            f"a model that reads the key and guesses among its values, and above post-norm's "
-            f"{min(r['loss'] for r in post):.2f} to {max(r['loss'] for r in post):.2f}; {diverged} of its "
-            f"{len(pre)} runs diverged. The record keeps no recall training curve, so whether it was stuck or still "
-            f"learning when the budget ended is not in the data.")
+    lr = gau_quality.best_lr(data, "recall", "flash-quad-pre", top)
+    runs = [r for r in data["runs"] if r["task"] == "recall" and r["arch"] == "flash-quad-pre" and r["pairs"] == top
+            and r["lr"] == lr and r["diverged_at"] is None]
+    if not runs:
+        return f"Pre-norm FLASH-Quad diverged at every learning rate with {top} pairs."
+    half, end = (float(np.mean([r[k] for r in runs])) for k in ("accuracy_half", "accuracy"))
+    gap = gau_quality.best_gap(data, "recall", "flash-quad-pre", "flash-quad-post", top)
+    verdict = gau_quality.gap_words(gap)
+    pre_words = listed(["{:.2f} at a peak learning rate of {:g}".format(row["mean"], row["lr"]) for row in pre])
+    post_words = listed(["{:.2f} at {:g}".format(row["mean"], row["lr"]) for row in post])
+    return (f"With {top} pairs, pre-norm FLASH-Quad recalls {pre_words}, post-norm {post_words}. At its best learning "
+            f"rate pre-norm's accuracy went from {half:.2f} at step {runs[0]['half_step']} to {end:.2f} at the end; "
+            f"each at its best, pre-norm's accuracy minus post-norm's is {est_pm(gap, 2)}, {verdict} 0 by its 95% "
+            f"Student-t interval.")
 
 
 def best_norm(s: dict[str, Any]) -> str:

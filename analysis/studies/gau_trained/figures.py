@@ -16,8 +16,9 @@ from analysis.studies.gau_trained.experiments.gau_length import NORM_LABELS, _ru
 from analysis.studies.gau_trained.experiments.gau_quality import (
     ARCH_LABELS,
     ARCHS,
-    _text_runs,
+    lr_table,
     recall_table,
+    text_runs,
 )
 from analysis.studies.plotting import STYLE, readable_figure
 
@@ -30,12 +31,19 @@ def t_multiple(n: int) -> float:
 
 @readable_figure
 def quality(data: dict[str, Any]) -> Figure:
-    """Validation loss against steps and against measured training seconds per architecture (mean over seeds, band
-    of the 95% Student-t interval), and held-out recall accuracy against the number of pairs."""
+    """Validation loss against steps and against measured training seconds per architecture at its best learning
+    rate (mean over seeds, band of the 95% Student-t interval), held-out recall accuracy against the number of pairs
+    (each at its best learning rate there), and the final validation loss against the peak learning rate."""
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, 3, figsize=(18, 5))
+        fig, grid = plt.subplots(2, 2, figsize=(13, 10))
+        axes = grid.ravel()
         for i, arch in enumerate(ARCHS):
-            runs = _text_runs(data, arch)
+            sweep = lr_table(data, "text", arch)
+            seeds_at = len({r["seed"] for r in data["runs"] if r["task"] == "text" and r["arch"] == arch})
+            axes[3].errorbar([row["lr"] * (1 + 0.03 * (i - 1.5)) for row in sweep], [row["mean"] for row in sweep],
+                             yerr=[t_multiple(seeds_at) * row["se"] for row in sweep], fmt="-o", color=f"C{i}",
+                             capsize=3, label=ARCH_LABELS[arch])
+            runs = text_runs(data, arch)
             curves = np.array([r["curve"] for r in runs], dtype=float)  # (seeds, evals, 3)
             mean, se = curves.mean(0), curves.std(0, ddof=1) / np.sqrt(len(runs)) if len(runs) > 1 else 0 * curves[0]
             for ax, axis in ((axes[0], 0), (axes[1], 1)):
@@ -54,7 +62,7 @@ def quality(data: dict[str, Any]) -> Figure:
             ax.set_ylabel("validation loss (nats/byte)")
             lo = min(line.get_ydata().min() for line in ax.get_lines())
             ax.set_ylim(lo - 0.05, lo + 1.2)
-        axes[0].set_title("loss against steps (band: 95% t interval)")
+        axes[0].set_title("at each one's best learning rate (band: 95% t)")
         axes[1].set_title("the same runs against training time")
         axes[0].legend()
         axes[2].axhline(data["chance"], color="grey", ls=":", lw=1.2, label="chance (1/values)")
@@ -66,6 +74,11 @@ def quality(data: dict[str, Any]) -> Figure:
         axes[2].set_ylabel("held-out recall accuracy")
         axes[2].set_title("single-token recall (95% t interval)")
         axes[2].legend(loc="lower left")
+        axes[3].set_xscale("log")
+        axes[3].set_xlabel("peak learning rate (log scale)")
+        axes[3].set_ylabel("final validation loss (nats/byte)")
+        axes[3].set_title("loss against the learning rate (95% t interval)")
+        axes[3].legend(fontsize=8)
     return fig
 
 

@@ -8,7 +8,11 @@ shapes aside, the same batches) on
 
 * the byte corpus: validation loss along training, against steps and against the measured training time (every trial
   runs with the same thread count, so their times are comparable ratios);
-* single-token recall (:class:`analysis.recall.LookupTask`) with a growing number of pairs: held-out accuracy.
+* single-token recall (:class:`analysis.recall.LookupTask`) with a growing number of pairs: held-out accuracy at half
+  the budget and at its end.
+
+Every architecture is trained at every peak learning rate of a small grid per task, so that none loses by its
+learning rate: each comparison is made at each architecture's best, paired by seed.
 """
 
 from __future__ import annotations
@@ -27,12 +31,12 @@ from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.recall import LookupTask, recall_metrics
 from analysis.train import TrainConfig, token_stats, train_lm
-from analysis.stats import Estimate, mean_estimate, paired_estimate
+from analysis.stats import Estimate, direction, mean_estimate, paired_estimate
 from analysis.verify import Claim, estimate_fields
 
 NAME = "gau-quality"
 PRIORITY = 20  # the gpu campaign's order (lower first; 50 by default): the order of the claims' stakes at gpu scale
-DATA_VERSION = 1  # raised when the layout of run()'s data changes
+DATA_VERSION = 2  # 1: one learning rate; 2: a learning-rate grid per task, recall at half the budget
 ARCHS = ("transformer", "flash-quad-post", "flash-quad-pre", "flash")
 ARCH_LABELS = {"transformer": "Transformer++", "flash-quad-post": "FLASH-Quad (post-norm)",
                "flash-quad-pre": "FLASH-Quad (pre-norm)", "flash": "FLASH"}
@@ -40,7 +44,7 @@ ARCH_LABELS = {"transformer": "Transformer++", "flash-quad-post": "FLASH-Quad (p
 
 @dataclass(frozen=True)
 class Config:
-    """Sizes, budgets and seeds of both tasks."""
+    """Sizes, budgets, learning-rate grids and seeds of both tasks."""
 
     d: int
     layers: int  # Transformer layers; the GAU stacks have twice as many
@@ -51,17 +55,16 @@ class Config:
     ctx: int
     steps: int
     batch: int
-    lr: float
+    lrs: tuple[float, ...]  # peak learning rates on text, increasing: every architecture and seed at each
     evals: int  # validation evaluations along training
     eval_windows: int
-    lr_check: float  # a second learning rate, one seed, to show the ordering does not hinge on lr
     pairs: tuple[int, ...]
     keys: int
     values: int
     queries: int
     recall_d: int
     recall_steps: int
-    recall_lr: float
+    recall_lrs: tuple[float, ...]  # peak learning rates on recall, increasing: every pairs, architecture and seed
     eval_sequences: int
     corpus_file: str | None = None
     seed: int = 0
@@ -73,20 +76,25 @@ class Config:
             raise ValueError(f"evals must be in [1, steps]; got {self.evals}")
         if max(self.pairs) > self.keys:
             raise ValueError(f"pairs ({max(self.pairs)}) must not exceed keys ({self.keys})")
+        for name in ("lrs", "recall_lrs"):
+            grid = getattr(self, name)
+            if not grid or grid[0] <= 0 or any(b <= a for a, b in zip(grid, grid[1:])):
+                raise ValueError(f"{name} must be positive and increasing; got {grid!r}")
 
 
 CONFIGS: dict[str, Config] = {
-    "smoke": Config(d=32, layers=1, heads=2, s=16, chunk=8, seeds=(0, 1), ctx=32, steps=10, batch=8, lr=3e-3,
-                    evals=2, eval_windows=8, lr_check=1e-2, pairs=(2, 4), keys=8, values=4, queries=2, recall_d=32,
-                    recall_steps=8, recall_lr=1e-2, eval_sequences=32),
-    "cpu": Config(d=96, layers=2, heads=4, s=32, chunk=16, seeds=(0, 1, 2), ctx=64, steps=600, batch=32, lr=3e-3,
-                  evals=24, eval_windows=128, lr_check=1e-2, pairs=(4, 16, 64), keys=64, values=16, queries=4,
-                  recall_d=64, recall_steps=800, recall_lr=1e-2, eval_sequences=512),
+    "smoke": Config(d=32, layers=1, heads=2, s=16, chunk=8, seeds=(0, 1), ctx=32, steps=10, batch=8, lrs=(3e-3, 1e-2),
+                    evals=2, eval_windows=8, pairs=(2, 4), keys=8, values=4, queries=2, recall_d=32,
+                    recall_steps=8, recall_lrs=(3e-3, 1e-2), eval_sequences=32),
+    # three seeds at every learning rate (2 df for a paired t interval); about an hour on 2 cores, 2 trials at a time
+    "cpu": Config(d=96, layers=2, heads=4, s=32, chunk=16, seeds=(0, 1, 2), ctx=64, steps=600, batch=32,
+                  lrs=(3e-3, 1e-2, 3e-2), evals=24, eval_windows=128, pairs=(4, 16, 64), keys=64, values=16,
+                  queries=4, recall_d=64, recall_steps=800, recall_lrs=(3e-3, 1e-2), eval_sequences=512),
     # 10 Transformer layers of d = 512 (31.5 M parameters in the blocks; the GAU stacks 32.8 M), sized from H100 step
-    # times (analysis.plan.h100_seconds): 12 text trials of 2000 steps at 1024 tokens, 4 to 5 minutes each
-    "gpu": Config(d=512, layers=10, heads=8, s=128, chunk=128, seeds=(0, 1), ctx=1024, steps=2000, batch=32, lr=1e-3,
-                  evals=20, eval_windows=128, lr_check=3e-3, pairs=(64, 256), keys=1024, values=16,
-                  queries=16, recall_d=256, recall_steps=1000, recall_lr=3e-3, eval_sequences=1024,
+    # times (analysis.plan.h100_seconds): 16 text trials of 2000 steps at 1024 tokens, 4 to 5 minutes each
+    "gpu": Config(d=512, layers=10, heads=8, s=128, chunk=128, seeds=(0, 1), ctx=1024, steps=2000, batch=32,
+                  lrs=(1e-3, 3e-3), evals=20, eval_windows=128, pairs=(64, 256), keys=1024, values=16,
+                  queries=16, recall_d=256, recall_steps=1000, recall_lrs=(3e-3,), eval_sequences=1024,
                   corpus_file=PINNED_CORPUS_PATH),
 }
 
@@ -135,31 +143,50 @@ def _text(cfg: Config, arch: str, seed: int, lr: float, device: torch.device) ->
             "seconds_per_step": clock["train"] / (log.diverged_at or cfg.steps)}
 
 
-def _recall(cfg: Config, arch: str, seed: int, pairs: int, device: torch.device) -> dict[str, Any]:
-    """Train on LookupTask with ``pairs`` bindings; held-out query accuracy and loss."""
+def _recall(cfg: Config, arch: str, seed: int, pairs: int, lr: float, device: torch.device) -> dict[str, Any]:
+    """Train on LookupTask with ``pairs`` bindings at peak learning rate ``lr``; held-out query accuracy and loss at
+    half the budget and at its end, and the training loss along the way."""
     task = LookupTask(pairs, keys=cfg.keys, values=cfg.values, queries=cfg.queries)
     model = LanguageModel(model_config(cfg, arch, task.vocab, task.length, cfg.recall_d))
-    log = train_lm(model, task.source(), TrainConfig(steps=cfg.recall_steps, batch=cfg.batch, lr=cfg.recall_lr,
-                                                     warmup=max(1, cfg.recall_steps // 10), seed=run_seed(cfg, seed)),
-                   task.length, device, progress=False)
     x, y = (torch.from_numpy(t).to(device) for t in task.batch(cfg.eval_sequences, seed=cfg.seed + 2**31 + pairs))
-    with torch.no_grad():
-        accuracy, loss = recall_metrics(model.eval()(x), y)
-    return {"task": "recall", "arch": arch, "seed": seed, "pairs": pairs, "accuracy": accuracy, "loss": loss,
-            "parameters": model.num_parameters(), "diverged_at": log.diverged_at}
+    half_step = cfg.recall_steps // 2
+    half: list[float] = []
+
+    def held_out(m: torch.nn.Module) -> tuple[float, float]:
+        with torch.no_grad():
+            out = recall_metrics(m.eval()(x), y)
+        m.train()
+        return out
+
+    def on_step(step: int, m: torch.nn.Module) -> None:
+        if step == half_step:
+            half.extend(held_out(m))
+
+    log = train_lm(model, task.source(), TrainConfig(steps=cfg.recall_steps, batch=cfg.batch, lr=lr,
+                                                     warmup=max(1, cfg.recall_steps // 10), seed=run_seed(cfg, seed)),
+                   task.length, device, on_step, progress=False, log_every=max(1, cfg.recall_steps // 40))
+    accuracy, loss = held_out(model)
+    return {"task": "recall", "arch": arch, "seed": seed, "pairs": pairs, "lr": lr, "accuracy": accuracy,
+            "loss": loss, "half_step": half_step, "accuracy_half": half[0] if half else math.nan,
+            "loss_half": half[1] if half else math.nan, "train_steps": log.steps,
+            "train_loss": [float(f"{v:.5g}") for v in log.train_loss], "parameters": model.num_parameters(),
+            "diverged_at": log.diverged_at}
 
 
 def trials(cfg: Config) -> list[Trial]:
-    """Every (architecture, seed) on text at lr, one seed at lr_check, and every (architecture, seed, pairs) on
-    recall; seeded with run_seed(cfg, seed), so that a seed gives every architecture the same batches."""
-    def trial(task: str, arch: str, seed: int, extra: float) -> Trial:
-        tag = f"lr{extra:.4g}" if task == "text" else f"pairs{extra}"
-        return Trial(f"{task}.{arch}.{tag}.seed{seed}", run_seed(cfg, seed),
-                     {"task": task, "arch": arch, "seed": seed, ("lr" if task == "text" else "pairs"): extra})
+    """Every (architecture, learning rate, seed) on text and every (pairs, architecture, learning rate, seed) on
+    recall; seeded with run_seed(cfg, seed), so that a seed gives every architecture and learning rate the same
+    batches."""
+    def trial(task: str, arch: str, seed: int, lr: float, pairs: int | None = None) -> Trial:
+        tag = f"lr{lr:.4g}" if pairs is None else f"pairs{pairs}.lr{lr:.4g}"
+        params: dict[str, Any] = {"task": task, "arch": arch, "seed": seed, "lr": lr}
+        if pairs is not None:
+            params["pairs"] = pairs
+        return Trial(f"{task}.{arch}.{tag}.seed{seed}", run_seed(cfg, seed), params)
 
-    out = [trial("text", a, seed, cfg.lr) for a in ARCHS for seed in cfg.seeds]
-    out += [trial("text", a, cfg.seeds[0], cfg.lr_check) for a in ARCHS]
-    return out + [trial("recall", a, seed, p) for p in cfg.pairs for a in ARCHS for seed in cfg.seeds]
+    out = [trial("text", a, seed, lr) for a in ARCHS for lr in cfg.lrs for seed in cfg.seeds]
+    return out + [trial("recall", a, seed, lr, p) for p in cfg.pairs for a in ARCHS for lr in cfg.recall_lrs
+                  for seed in cfg.seeds]
 
 
 def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
@@ -167,18 +194,14 @@ def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]
     p = trial.params
     if p["task"] == "text":
         return _text(cfg, p["arch"], p["seed"], p["lr"], device)
-    return _recall(cfg, p["arch"], p["seed"], p["pairs"], device)
+    return _recall(cfg, p["arch"], p["seed"], p["pairs"], p["lr"], device)
 
 
 def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
-    """The runs in trial order, with the learning rates, pairs and chance level."""
-    return {"device_type": device_type, "corpus": corpus_of(cfg).summary(), "lr": cfg.lr,
-            "lr_check": cfg.lr_check, "pairs": list(cfg.pairs), "chance": 1 / cfg.values, "runs": results}
-
-
-def _text_runs(data: dict[str, Any], arch: str, lr: float | None = None) -> list[dict[str, Any]]:
-    lr = data["lr"] if lr is None else lr
-    return [r for r in data["runs"] if r["task"] == "text" and r["arch"] == arch and r["lr"] == lr]
+    """The runs in trial order, with the learning-rate grids, pairs, chance level and the text budget."""
+    return {"device_type": device_type, "corpus": corpus_of(cfg).summary(), "lrs": list(cfg.lrs),
+            "recall_lrs": list(cfg.recall_lrs), "steps": cfg.steps, "recall_steps": cfg.recall_steps,
+            "pairs": list(cfg.pairs), "chance": 1 / cfg.values, "runs": results}
 
 
 def steps_to_reach(curve: list[list[float]], target: float, axis: int = 0) -> float:
@@ -195,170 +218,250 @@ def steps_to_reach(curve: list[list[float]], target: float, axis: int = 0) -> fl
     return float(x0 + (x1 - x0) * (y0 - target) / (y0 - y1)) if y0 != y1 else float(x1)
 
 
-def paired_gap(data: dict[str, Any], a: str, b: str) -> tuple[float, float]:
-    """Mean and SE over seeds of val_loss(a) - val_loss(b), paired by seed (nats/byte)."""
-    ra = {r["seed"]: r["val_loss"] for r in _text_runs(data, a)}
-    rb = {r["seed"]: r["val_loss"] for r in _text_runs(data, b)}
-    return mean_se(ra[s] - rb[s] for s in sorted(ra) if s in rb)
+def loss_at(run: dict[str, Any], step: int | None = None) -> float:
+    """A text run's validation loss at the end (``step`` None) or at the evaluation at ``step`` of its curve (NaN for
+    a run that diverged, or one without that evaluation)."""
+    if run["diverged_at"] is not None:
+        return math.nan
+    if step is None:
+        return float(run["val_loss"])
+    return next((float(loss) for at, _, loss in run["curve"] if at == step), math.nan)
 
 
-def convergence_ratio(data: dict[str, Any], a: str, b: str, axis: int = 0) -> tuple[float, float]:
-    """Mean and SE over seeds of (steps, or seconds with axis 1, for ``a`` to reach the loss both end at) over the
-    same for ``b``; the common target of a seed is the higher of the two final losses."""
-    ra = {r["seed"]: r["curve"] for r in _text_runs(data, a)}
-    rb = {r["seed"]: r["curve"] for r in _text_runs(data, b)}
-    ratios = []
-    for seed in sorted(set(ra) & set(rb)):
-        target = max(ra[seed][-1][2], rb[seed][-1][2])
-        ta, tb = steps_to_reach(ra[seed], target, axis), steps_to_reach(rb[seed], target, axis)
-        ratios.append(ta / tb)
-    return mean_se(ratios)
+def _runs(data: dict[str, Any], task: str, arch: str, lr: float, pairs: int | None = None) -> list[dict[str, Any]]:
+    return [r for r in data["runs"] if r["task"] == task and r["arch"] == arch and r["lr"] == lr
+            and (pairs is None or r["pairs"] == pairs)]
+
+
+def _score(data: dict[str, Any], task: str, arch: str, lr: float, pairs: int | None, half: bool) -> dict[int, float]:
+    """seed -> the quantity the learning rate is chosen by: text loss (lower is better) or recall error, 1 -
+    accuracy (lower is better), at the end or at half the budget; NaN for a run that diverged."""
+    out = {}
+    for r in _runs(data, task, arch, lr, pairs):
+        if task == "text":
+            out[r["seed"]] = loss_at(r, data["steps"] // 2 if half else None)
+        else:
+            acc = r["accuracy_half"] if half else r["accuracy"]
+            out[r["seed"]] = math.nan if r["diverged_at"] is not None else 1.0 - acc
+    return out
+
+
+def lr_grid(data: dict[str, Any], task: str) -> list[float]:
+    """The learning rates of a task's grid, increasing."""
+    return sorted(data["lrs"] if task == "text" else data["recall_lrs"])
+
+
+def best_lr(data: dict[str, Any], task: str, arch: str, pairs: int | None = None, half: bool = False) -> float:
+    """The learning rate of the grid with the lowest mean over seeds of text loss (task 'text') or recall error (task
+    'recall', at ``pairs``), among those at which no seed diverged; at half the budget with ``half``; NaN when every
+    one diverged."""
+    means = {}
+    for lr in lr_grid(data, task):
+        v = list(_score(data, task, arch, lr, pairs, half).values())
+        if v and all(math.isfinite(x) for x in v):
+            means[lr] = float(np.mean(v))
+    return min(means, key=means.__getitem__) if means else math.nan
+
+
+def at_edge(data: dict[str, Any], task: str, lr: float) -> str:
+    """'the largest' or 'the smallest' when ``lr`` is an end of a grid of two or more, else ''."""
+    grid = lr_grid(data, task)
+    if len(grid) < 2 or lr not in grid:
+        return ""
+    return "the largest" if lr == grid[-1] else "the smallest" if lr == grid[0] else ""
+
+
+def lr_table(data: dict[str, Any], task: str, arch: str, pairs: int | None = None) -> list[dict[str, float]]:
+    """Per learning rate of the grid: mean and SE over seeds of text loss or recall accuracy (over seeds that did not
+    diverge) and the share of seeds that diverged."""
+    out = []
+    for lr in lr_grid(data, task):
+        runs = _runs(data, task, arch, lr, pairs)
+        ok = [r for r in runs if r["diverged_at"] is None]
+        m, e = mean_se(r["val_loss" if task == "text" else "accuracy"] for r in ok)
+        out.append({"lr": lr, "mean": m, "se": e, "diverged": 1 - len(ok) / len(runs) if runs else math.nan})
+    return out
+
+
+def best_gap(data: dict[str, Any], task: str, a: str, b: str, pairs: int | None = None, half: bool = False
+             ) -> Estimate | None:
+    """Text loss of ``a`` minus that of ``b`` (task 'text'), or recall accuracy of ``a`` minus that of ``b`` (task
+    'recall', at ``pairs``), each at its best learning rate (:func:`best_lr`), paired by seed (a seed gives both the
+    same batches); at half the budget with ``half``; None when either diverged at every learning rate."""
+    la, lb = best_lr(data, task, a, pairs, half), best_lr(data, task, b, pairs, half)
+    if not (math.isfinite(la) and math.isfinite(lb)):
+        return None
+    sa, sb = _score(data, task, a, la, pairs, half), _score(data, task, b, lb, pairs, half)
+    seeds = sorted(set(sa) & set(sb))
+    sign = 1.0 if task == "text" else -1.0  # recall scores are errors: accuracy(a) - accuracy(b) = -(err a - err b)
+    return paired_estimate([sign * sa[k] for k in seeds], [sign * sb[k] for k in seeds])
 
 
 def recall_table(data: dict[str, Any], arch: str) -> dict[str, list[float]]:
-    """Mean and SE over seeds of recall accuracy at each number of pairs."""
-    mean, se = [], []
+    """Mean and SE over seeds of recall accuracy at each number of pairs, each at the architecture's best learning
+    rate there, and that learning rate."""
+    mean, se, lrs = [], [], []
     for p in data["pairs"]:
-        m, e = mean_se(r["accuracy"] for r in data["runs"] if r["task"] == "recall" and r["arch"] == arch
-                       and r["pairs"] == p)
+        lr = best_lr(data, "recall", arch, p)
+        m, e = mean_se(r["accuracy"] for r in _runs(data, "recall", arch, lr, p) if r["diverged_at"] is None)
         mean.append(m)
         se.append(e)
-    return {"pairs": list(data["pairs"]), "mean": mean, "se": se}
+        lrs.append(lr)
+    return {"pairs": list(data["pairs"]), "mean": mean, "se": se, "lr": lrs}
 
 
-def _recall_gap(data: dict[str, Any], a: str, b: str, pairs: int) -> tuple[float, float]:
-    """Mean and SE over seeds of accuracy(a) - accuracy(b) at ``pairs``."""
-    acc = {(r["arch"], r["seed"]): r["accuracy"] for r in data["runs"] if r["task"] == "recall" and r["pairs"] == pairs}
-    seeds = sorted({s for (_, s) in acc})
-    return mean_se(acc[(a, s)] - acc[(b, s)] for s in seeds if (a, s) in acc and (b, s) in acc)
+def text_runs(data: dict[str, Any], arch: str) -> list[dict[str, Any]]:
+    """An architecture's text runs at its best learning rate."""
+    return _runs(data, "text", arch, best_lr(data, "text", arch))
+
+
+def ratio_estimate(data: dict[str, Any], a: str, b: str, axis: int = 0) -> Estimate:
+    """Per seed, the steps (axis 0) or training seconds (axis 1) for ``a`` to reach the loss both end at over the same
+    for ``b``, each at its best learning rate, as a mean over seeds; the common target of a seed is the higher of the
+    two final losses."""
+    ra = {r["seed"]: r["curve"] for r in text_runs(data, a)}
+    rb = {r["seed"]: r["curve"] for r in text_runs(data, b)}
+    ratios = []
+    for seed in sorted(set(ra) & set(rb)):
+        target = max(ra[seed][-1][2], rb[seed][-1][2])
+        ratios.append(steps_to_reach(ra[seed], target, axis) / steps_to_reach(rb[seed], target, axis))
+    return mean_estimate(ratios, "seeds")
 
 
 def summary(data: dict[str, Any]) -> dict[str, Any]:
-    """Per architecture: parameters, final loss, seconds per step; the paired gaps and convergence ratios the claims
-    use; recall accuracy against pairs; the ordering at the second learning rate."""
+    """Per architecture: parameters, best learning rate on text (at the end and at half the budget) and its loss,
+    the loss at every learning rate, seconds per step, recall against pairs; the paired gaps and convergence ratios
+    the claims use; the order of the architectures by their best loss."""
     out: dict[str, Any] = {"archs": {}}
+    top = data["pairs"][-1]
     for a in ARCHS:
-        runs = _text_runs(data, a)
-        checked = _text_runs(data, a, data["lr_check"])
+        lr = best_lr(data, "text", a)
+        runs = _runs(data, "text", a, lr)
         out["archs"][a] = {
-            "parameters": runs[0]["parameters"],
+            "parameters": data["runs"][[r["arch"] for r in data["runs"]].index(a)]["parameters"],
+            "lr": lr, "lr_half": best_lr(data, "text", a, half=True), "lr_edge": at_edge(data, "text", lr),
             "val_loss": mean_se(r["val_loss"] for r in runs),
-            "seconds_per_step": float(np.median([r["seconds_per_step"] for r in runs])),
-            "val_loss_lr_check": checked[0]["val_loss"] if checked else math.nan,
-            "recall": recall_table(data, a)}
+            "seconds_per_step": float(np.median([r["seconds_per_step"] for r in runs])) if runs else math.nan,
+            "lrs": lr_table(data, "text", a),
+            "recall": recall_table(data, a),
+            "recall_lrs": lr_table(data, "recall", a, top),
+            "recall_lr": best_lr(data, "recall", a, top), "recall_lr_half": best_lr(data, "recall", a, top, True)}
     base = out["archs"]["transformer"]
     for a in ARCHS[1:]:
         out["archs"][a]["time_ratio"] = out["archs"][a]["seconds_per_step"] / base["seconds_per_step"]
         out["archs"][a]["param_ratio"] = out["archs"][a]["parameters"] / base["parameters"]
-    out["gap_quad_tfm"] = paired_gap(data, "flash-quad-post", "transformer")
-    out["gap_quad_pre_tfm"] = paired_gap(data, "flash-quad-pre", "transformer")
-    out["gap_flash_quad"] = paired_gap(data, "flash", "flash-quad-post")
-    out["steps_ratio"] = convergence_ratio(data, "flash-quad-post", "transformer")
-    out["time_ratio_to_target"] = convergence_ratio(data, "flash-quad-post", "transformer", axis=1)
-    out["steps_ratio_flash"] = convergence_ratio(data, "flash", "transformer")
-    top = data["pairs"][-1]
+    out["gaps"] = {f"{a}-{b}": best_gap(data, "text", a, b) for a, b in TEXT_GAPS}
+    out["half_gaps"] = {f"{a}-{b}": best_gap(data, "text", a, b, half=True) for a, b in TEXT_GAPS}
+    out["recall_gaps"] = {f"{a}-{b}": best_gap(data, "recall", a, b, top) for a, b in RECALL_GAPS}
+    out["recall_half_gaps"] = {f"{a}-{b}": best_gap(data, "recall", a, b, top, True) for a, b in RECALL_GAPS}
+    out["steps_ratio"] = ratio_estimate(data, "flash-quad-post", "transformer")
+    out["time_ratio_to_target"] = ratio_estimate(data, "flash-quad-post", "transformer", axis=1)
+    out["steps_ratio_flash"] = ratio_estimate(data, "flash", "transformer")
     out["top_pairs"] = top
-    out["recall_gap_quad_tfm"] = _recall_gap(data, "flash-quad-post", "transformer", top)
-    out["recall_gap_flash_quad"] = _recall_gap(data, "flash", "flash-quad-post", top)
-    check = {a: out["archs"][a]["val_loss_lr_check"] for a in ARCHS}
-    main = {a: out["archs"][a]["val_loss"][0] for a in ARCHS}
-    out["order"] = sorted(ARCHS, key=main.__getitem__)
-    out["order_lr_check"] = sorted(ARCHS, key=check.__getitem__)
+    out["order"] = sorted(ARCHS, key=lambda a: out["archs"][a]["val_loss"][0])
     return out
 
 
+TEXT_GAPS = (("flash-quad-post", "transformer"), ("flash-quad-pre", "transformer"), ("flash", "flash-quad-post"),
+             ("flash-quad-pre", "flash-quad-post"))
+RECALL_GAPS = (("transformer", "flash-quad-post"), ("flash-quad-post", "flash"), ("flash-quad-post", "flash-quad-pre"))
 SOURCE = "Su 2022, kexue.fm/archives/8934 (after Hua et al. 2022)"
 COMMENTS = "Su 2022, kexue.fm/archives/8934, readers' comments (GAU/FLASH 20k steps where a Transformer takes 8k)"
 
 
-def loss_gap(data: dict[str, Any], a: str, b: str) -> Estimate:
-    """val_loss(a) - val_loss(b) at the main learning rate, paired by seed (a seed gives both the same batches)."""
-    ra = {r["seed"]: r["val_loss"] for r in _text_runs(data, a)}
-    rb = {r["seed"]: r["val_loss"] for r in _text_runs(data, b)}
-    seeds = sorted(set(ra) & set(rb))
-    return paired_estimate([ra[s] for s in seeds], [rb[s] for s in seeds])
+def gap_words(gap: Estimate | None) -> str:
+    """'smaller than', 'larger than' or 'indistinguishable from' 0 by the two-sided 95% t interval of a paired gap;
+    'undecided against' without an error estimate, 'not comparable with' without a gap."""
+    if gap is None:
+        return "not comparable with"
+    return direction(gap) or "undecided against"
 
 
-def recall_gap(data: dict[str, Any], a: str, b: str, pairs: int) -> Estimate:
-    """accuracy(a) - accuracy(b) at ``pairs``, paired by seed (same batches and the same held-out sequences)."""
-    acc = {(r["arch"], r["seed"]): r["accuracy"] for r in data["runs"] if r["task"] == "recall" and r["pairs"] == pairs}
-    seeds = sorted(s for (arch, s) in acc if arch == a and (b, s) in acc)
-    return paired_estimate([acc[(a, s)] for s in seeds], [acc[(b, s)] for s in seeds])
+def undecided_words(data: dict[str, Any], task: str, a: str, b: str, pairs: int | None = None) -> str:
+    """Why a comparison of ``a`` with ``b`` at their best learning rates is not yet a verdict (empty when it is): the
+    comparison changed between half the budget and its end, or the architecture that does worse has its best
+    learning rate at an end of the grid, beyond which it might do better."""
+    end, half = best_gap(data, task, a, b, pairs), best_gap(data, task, a, b, pairs, half=True)
+    if end is None:
+        return ""
+    steps = data["steps"] if task == "text" else data["recall_steps"]
+    if half is not None and gap_words(half) != gap_words(end):
+        return (f"the comparison changed over the second half of the budget: {gap_words(half)} 0 at step "
+                f"{steps // 2}, {gap_words(end)} 0 at step {steps}")
+    worse_is_a = end.value > 0 if task == "text" else end.value < 0
+    worse = a if worse_is_a else b
+    lr = best_lr(data, task, worse, pairs)
+    edge = at_edge(data, task, lr)
+    if edge and end.value != 0:
+        return (f"{ARCH_LABELS[worse]}, which does worse, has its best learning rate at {edge} of the grid "
+                f"({lr:g}); one beyond it might close the gap")
+    return ""
 
 
-def steps_ratio(data: dict[str, Any], a: str, b: str) -> Estimate:
-    """Per seed, steps for ``a`` to reach the loss both end at over the same for ``b`` (:func:`convergence_ratio`),
-    as a mean over seeds."""
-    ra = {r["seed"]: r["curve"] for r in _text_runs(data, a)}
-    rb = {r["seed"]: r["curve"] for r in _text_runs(data, b)}
-    ratios = []
-    for seed in sorted(set(ra) & set(rb)):
-        target = max(ra[seed][-1][2], rb[seed][-1][2])
-        ratios.append(steps_to_reach(ra[seed], target) / steps_to_reach(rb[seed], target))
-    return mean_estimate(ratios, "seeds")
-
-
-def lr_check_gap(data: dict[str, Any], a: str, b: str) -> dict[str, float]:
-    """val_loss(a) - val_loss(b) of the seed run at both learning rates: at the main one and at lr_check (NaN when
-    that seed was not run at lr_check)."""
-    seed = min(r["seed"] for r in _text_runs(data, a, data["lr_check"])) if _text_runs(data, a, data["lr_check"]) else None
-    def at(arch: str, lr: float) -> float:
-        return next((r["val_loss"] for r in _text_runs(data, arch, lr) if r["seed"] == seed), math.nan)
-    return {"seed": math.nan if seed is None else float(seed), "main": at(a, data["lr"]) - at(b, data["lr"]),
-            "check": at(a, data["lr_check"]) - at(b, data["lr_check"])}
-
-
-def lr_words(data: dict[str, Any], a: str, b: str) -> str:
-    """'at one peak learning rate, 0.003, for every architecture; at 0.01 (seed 0 only) the gap is +0.018 (+0.068
-    at 0.003 for that seed)': what the second learning rate says of a loss gap."""
-    g = lr_check_gap(data, a, b)
-    head = f"at one peak learning rate, {data['lr']:g}, for every architecture"
-    if not math.isfinite(g["check"]):
-        return head
-    flip = " (the order flips)" if (g["check"] > 0) != (g["main"] > 0) else ""
-    return (f"{head}; at {data['lr_check']:g} (seed {g['seed']:.0f} only, no error estimate) the gap is "
-            f"{g['check']:+.3f}{flip}, against {g['main']:+.3f} at {data['lr']:g} for that seed")
+def lr_words(data: dict[str, Any], task: str, a: str, b: str, pairs: int | None = None) -> str:
+    """'each at its best peak learning rate of 0.003, 0.01, 0.03 (FLASH-Quad (post-norm) 0.01, Transformer++ 0.003)'."""
+    grid = ", ".join(f"{lr:g}" for lr in lr_grid(data, task))
+    best = ", ".join(f"{ARCH_LABELS[x]} {best_lr(data, task, x, pairs):g}" for x in (a, b))
+    return f"each at its best peak learning rate of {grid} ({best})"
 
 
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
-    """FLASH-Quad against Transformer++, FLASH against FLASH-Quad, and the comments' slower convergence; every
-    difference paired by seed, judged by its Student-t interval."""
+    """FLASH-Quad against Transformer++, FLASH against FLASH-Quad, and the comments' slower convergence; each
+    architecture at its best learning rate, every difference paired by seed and judged by its Student-t interval,
+    and not decided while it changes over the second half of the budget or its loser sits at an end of the grid."""
     s = summary(data)
     top = s["top_pairs"]
     loss_what, acc_what = "the paired loss difference", "the paired accuracy difference"
-    ratio = steps_ratio(data, "flash-quad-post", "transformer")
-    gap_flash = loss_gap(data, "flash", "flash-quad-post")
+    ratio = s["steps_ratio"]
+    gap_quad, gap_flash = s["gaps"]["flash-quad-post-transformer"], s["gaps"]["flash-flash-quad-post"]
+    rec_quad, rec_flash = s["recall_gaps"]["transformer-flash-quad-post"], s["recall_gaps"]["flash-quad-post-flash"]
     quad = s["archs"]["flash-quad-post"]["val_loss"][0]
+
+    def fields(est: Estimate | None, what: str, sided: str, task: str, a: str, b: str) -> dict[str, Any]:
+        if est is None:
+            return {"measured": 0.0, "uncertainty": 0.0, "tolerance": 0.0, "detectable": math.inf,
+                    "tolerance_basis": "no comparison: an architecture diverged at every learning rate",
+                    "undecided": "an architecture diverged at every learning rate"}
+        half = best_gap(data, task, a, b, top if task == "recall" else None, half=True)
+        basis = estimate_fields(est, what, sided=sided)
+        if half is not None:
+            steps = data["steps"] if task == "text" else data["recall_steps"]
+            basis["tolerance_basis"] += f"; at step {steps // 2} it was {half.value:+.3f} (SE {half.se:.2g})"
+        return {**basis, "undecided": undecided_words(data, task, a, b, top if task == "recall" else None)}
+
     return [
         Claim("flashquad-beats-transformer",
               f"FLASH-Quad (post-norm GAU) reaches a lower validation loss than Transformer++ of equal parameters: "
-              f"loss(FLASH-Quad) - loss(Transformer++) < 0 ({lr_words(data, 'flash-quad-post', 'transformer')}; "
-              f"{label})",
+              f"loss(FLASH-Quad) - loss(Transformer++) < 0 "
+              f"({lr_words(data, 'text', 'flash-quad-post', 'transformer')}; {label})",
               SOURCE, predicted=0.0, kind="below", unit="nats/byte",
-              **estimate_fields(loss_gap(data, "flash-quad-post", "transformer"), loss_what, sided="one")),
+              **fields(gap_quad, loss_what, "one", "text", "flash-quad-post", "transformer")),
         Claim("flashquad-beats-transformer-recall",
               f"FLASH-Quad recalls at least as well as Transformer++ with {top} pairs: accuracy(Transformer++) - "
-              f"accuracy(FLASH-Quad) <= 0 ({label})",
+              f"accuracy(FLASH-Quad) <= 0 ({lr_words(data, 'recall', 'transformer', 'flash-quad-post', top)}; "
+              f"{label})",
               SOURCE, predicted=0.0, kind="upper_bound", unit="accuracy (fraction)",
-              **estimate_fields(recall_gap(data, "transformer", "flash-quad-post", top), acc_what, sided="one")),
+              **fields(rec_quad, acc_what, "one", "recall", "transformer", "flash-quad-post")),
         Claim("flash-matches-flashquad",
               f"FLASH is about as good as FLASH-Quad: loss(FLASH) - loss(FLASH-Quad) = 0 ('about as good' states no "
-              f"size, so the interval decides; the gap is {100 * gap_flash.value / quad:.1f}% of the loss; "
-              f"{lr_words(data, 'flash', 'flash-quad-post')}; {label})",
-              SOURCE, predicted=0.0, unit="nats/byte", **estimate_fields(gap_flash, loss_what)),
+              f"size, so the interval decides; the gap is "
+              f"{100 * (gap_flash.value if gap_flash else math.nan) / quad:.1f}% of the loss; "
+              f"{lr_words(data, 'text', 'flash', 'flash-quad-post')}; {label})",
+              SOURCE, predicted=0.0, unit="nats/byte",
+              **fields(gap_flash, loss_what, "two", "text", "flash", "flash-quad-post")),
         Claim("flash-matches-flashquad-recall",
               f"FLASH recalls as well as FLASH-Quad with {top} pairs: accuracy(FLASH-Quad) - accuracy(FLASH) <= 0 "
-              f"({label})",
+              f"({lr_words(data, 'recall', 'flash-quad-post', 'flash', top)}; {label})",
               SOURCE, predicted=0.0, kind="upper_bound", unit="accuracy drop (fraction)",
-              **estimate_fields(recall_gap(data, "flash-quad-post", "flash", top), acc_what, sided="one")),
+              **fields(rec_flash, acc_what, "one", "recall", "flash-quad-post", "flash")),
         Claim("gau-converges-slower-direction",
               f"GAU converges slower than the Transformer: FLASH-Quad's ratio of steps to the loss both reach is "
-              f"above 1 ({label})",
+              f"above 1 ({lr_words(data, 'text', 'flash-quad-post', 'transformer')}; {label})",
               COMMENTS, predicted=1.0, kind="above", unit="ratio of steps",
               **estimate_fields(ratio, "the per-seed ratio of steps (evaluations interpolated)", sided="one")),
         Claim("gau-converges-slower",
               f"GAU converges slower than the Transformer: FLASH-Quad needs 20k/8k = 2.5 times the steps to reach "
-              f"the loss both reach ({label})",
+              f"the loss both reach ({lr_words(data, 'text', 'flash-quad-post', 'transformer')}; {label})",
               COMMENTS, predicted=2.5, unit="ratio of steps",
               **estimate_fields(ratio, "the per-seed ratio of steps (evaluations interpolated)")),
     ]
