@@ -250,3 +250,16 @@ def test_ablation_table_takes_any_paired_variant_set_and_gap_text_reads_the_inte
         gt.ablation_table(s, ("mixed", "heads4"))
     text = gt.gap_text(s["pair_gaps"]["local:global"])
     assert text.startswith("-0.3333 ± ") and "3 seeds, 2 df" in text and "detects ≥" in text
+
+
+def test_an_end_of_the_grid_leaves_a_comparison_undecided_only_if_its_last_step_gained_the_gap():
+    from analysis.studies.gau_trained.experiments import gau_quality as gq
+
+    data = _quality_data()
+    # FLASH-Quad gained 0.047 over the last step to 0.01, as much as its gap of 0.043: undecided
+    assert gq.undecided_words(data, "text", "flash-quad-post", "transformer").startswith("FLASH-Quad (post-norm)")
+    for r in data["runs"]:  # the Transformer 0.1 lower: a gap of 0.143 that one more such step would not close
+        if r["task"] == "text" and r["arch"] == "transformer" and r["lr"] == 3e-3:
+            r["val_loss"] -= 0.1
+            r["curve"][1][2] -= 0.1
+    assert gq.undecided_words(data, "text", "flash-quad-post", "transformer") == ""

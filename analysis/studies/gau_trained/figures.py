@@ -75,6 +75,8 @@ def quality(data: dict[str, Any]) -> Figure:
         axes[2].set_title("single-token recall (95% t interval)")
         axes[2].legend(loc="lower left")
         axes[3].set_xscale("log")
+        axes[3].set_xticks(data["lrs"], [f"{lr:g}" for lr in data["lrs"]])
+        axes[3].minorticks_off()
         axes[3].set_xlabel("peak learning rate (log scale)")
         axes[3].set_ylabel("final validation loss (nats/byte)")
         axes[3].set_title("loss against the learning rate (95% t interval)")
