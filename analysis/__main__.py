@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
+STEP_COMPILE_MODES = ("auto", "eager", "default", "reduce-overhead", "max-autotune-no-cudagraphs")  # steptimes'
 
 
 class UsageError(Exception):
@@ -277,7 +278,8 @@ def cmd_steptimes(args: argparse.Namespace) -> None:
     except ValueError as err:
         raise UsageError(str(err)) from None
     device = pick_device()
-    timings = measure(args.scale, device, budget, args.only, args.repeats, progress=not args.quiet)
+    timings = measure(args.scale, device, budget, args.only, args.repeats, progress=not args.quiet,
+                      compile_mode=args.compile_mode)
     if not timings:
         raise UsageError("no model of that scale and selection trains")
     if device.type == "cuda" or args.out:
@@ -560,6 +562,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", metavar="TIME", help="start no model after this much time (90s, 9m)")
     p.add_argument("--repeats", type=_bounded_int("--repeats", 1, 1000), default=5, help="timed steps per model")
     p.add_argument("--out", metavar="DIR", help="write the timings here (default on a GPU: results/benchmarks/)")
+    p.add_argument("--compile-mode", choices=STEP_COMPILE_MODES, default="auto",
+                   help="the trainer's compilation: auto (the experiments' own: CUDA graphs on a GPU) or another, "
+                        "recorded beside it for comparison")
     p.add_argument("--quiet", action="store_true", help="no line per model")
     p.set_defaults(func=cmd_steptimes)
 

@@ -4,7 +4,8 @@ fitted to them.
 For each distinct (model, batch, length) that the experiments of a scale train (their plans' training workloads),
 :func:`time_steps` runs :func:`analysis.train.train_lm` for ``warmup + repeats`` steps on random bytes and times
 each step between the trainer's per-step callbacks (the device synchronised at each), so that a measured step is
-the one the experiments run: autocast, AdamW, clipping, the loss read back every step. The median of the timed
+the one the experiments run: on a GPU bf16 autocast, fused AdamW, clipping and the compiled model (``compile_mode``
+"auto": CUDA graphs; the warm-up steps absorb the compilation and the graph capture). The median of the timed
 steps is kept, with the smallest and largest, tokens per second, achieved FLOP/s (the step's counted FLOPs, from
 :func:`analysis.plan.cached_step_cost`) and, on a GPU, the fraction of the H100's dense bf16 peak.
 
@@ -48,6 +49,7 @@ class StepTiming:
     fastest: float
     slowest: float
     steps: int  # timed steps (after the warm-up ones)
+    compile_mode: str = "auto"  # train_lm's compile_mode ("auto": compiled with CUDA graphs on a GPU, eager on a CPU)
 
     @property
     def tokens_per_s(self) -> float:
@@ -88,8 +90,11 @@ def training_models(scale: str, only: list[str] | None = None) -> list[tuple[str
     return out
 
 
+COMPILE_MODES = ("auto", "eager", "default", "reduce-overhead", "max-autotune-no-cudagraphs")
+
+
 def time_steps(label: str, model_cfg: Any, batch: int, ctx: int, device: torch.device, repeats: int = 5,
-               warmup: int = 2) -> StepTiming:
+               warmup: int = 3, compile_mode: str = "auto") -> StepTiming:
     """Median seconds of ``repeats`` training steps of ``model_cfg`` after ``warmup`` untimed ones (train_lm on
     random bytes, learning rate 1e-4)."""
     from analysis.models.lm import LanguageModel
@@ -97,6 +102,8 @@ def time_steps(label: str, model_cfg: Any, batch: int, ctx: int, device: torch.d
 
     if repeats < 1 or warmup < 0:
         raise ValueError(f"repeats must be >= 1 and warmup >= 0; got {repeats}, {warmup}")
+    if compile_mode not in COMPILE_MODES:
+        raise ValueError(f"compile_mode must be one of {', '.join(COMPILE_MODES)}; got {compile_mode!r}")
     gen = np.random.default_rng(0)
     tokens = gen.integers(0, model_cfg.vocab, size=max(4 * batch * (ctx + 1), 4 * ctx + 8), dtype=np.uint8)
     torch.manual_seed(0)
@@ -110,18 +117,19 @@ def time_steps(label: str, model_cfg: Any, batch: int, ctx: int, device: torch.d
         stamps.append(time.perf_counter())
 
     train_lm(model, tokens, TrainConfig(steps=warmup + repeats, batch=batch, lr=1e-4, seed=0), ctx, device,
-             on_step=on_step, progress=False, explode_factor=math.inf)
+             on_step=on_step, progress=False, explode_factor=math.inf,
+             compile_mode=None if compile_mode == "eager" else compile_mode)
     durations = np.diff(stamps)[warmup:]
     if durations.size < 1:
         raise RuntimeError(f"{label}: training stopped after {len(stamps) - 1} of {warmup + repeats} steps")
     flops = cached_step_cost(model_cfg, batch, ctx)[2]
     return StepTiming(label, asdict(model_cfg), batch, ctx, int(model_cfg.layers), int(params), float(flops),
                       float(statistics.median(durations)), float(durations.min()), float(durations.max()),
-                      int(durations.size))
+                      int(durations.size), compile_mode)
 
 
 def measure(scale: str, device: torch.device, budget_s: float = math.inf, only: list[str] | None = None,
-            repeats: int = 5, warmup: int = 2, progress: bool = True) -> list[StepTiming]:
+            repeats: int = 5, warmup: int = 3, progress: bool = True, compile_mode: str = "auto") -> list[StepTiming]:
     """:func:`time_steps` for each model of :func:`training_models`, in order, until ``budget_s`` seconds are
     spent (a model started is finished)."""
     start = time.perf_counter()
@@ -129,7 +137,7 @@ def measure(scale: str, device: torch.device, budget_s: float = math.inf, only: 
     for label, model_cfg, batch, ctx in training_models(scale, only):
         if time.perf_counter() - start >= budget_s:
             break
-        timing = time_steps(label, model_cfg, batch, ctx, device, repeats, warmup)
+        timing = time_steps(label, model_cfg, batch, ctx, device, repeats, warmup, compile_mode)
         out.append(timing)
         if device.type == "cuda":
             torch.cuda.empty_cache()
@@ -148,14 +156,20 @@ def device_tag(name: str) -> str:
 
 
 def save(timings: list[StepTiming], scale: str, directory: str | Path | None = None) -> Path:
-    """Write the timings with their provenance to ``<directory>/steptimes.<scale>.<device tag>.json``."""
+    """Write the timings with their provenance to ``<directory>/steptimes.<scale>.<device tag>.json``; timings in
+    another compile mode than the experiments' ("auto") go to ``...<device tag>.<mode>.json``, outside the fit."""
     from analysis.results import device_name, provenance
 
     if not timings:
         raise ValueError("timings must hold at least one measured model")
     folder = Path(directory) if directory is not None else BENCH_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"steptimes.{validate_scale(scale)}.{device_tag(device_name())}.json"
+    modes = {t.compile_mode for t in timings}
+    if len(modes) != 1:
+        raise ValueError(f"timings must share one compile mode; got {sorted(modes)}")
+    mode = modes.pop()
+    suffix = "" if mode == "auto" else f".{mode}"
+    path = folder / f"steptimes.{validate_scale(scale)}.{device_tag(device_name())}{suffix}.json"
     rows = [{**asdict(t), "tokens_per_s": t.tokens_per_s, "flops_per_s": t.flops_per_s,
              "bf16_peak_fraction": t.flops_per_s / H100_BF16_DENSE_FLOPS} for t in timings]
     payload = {"scale": scale, "provenance": provenance(sum(t.seconds * t.steps for t in timings)), "rows": rows}
@@ -172,5 +186,5 @@ def load(path: str | Path) -> list[StepTiming]:
     out = []
     for r in rows:
         ModelConfig(**r["model"])  # a model this code can build
-        out.append(StepTiming(**{k: r[k] for k in fields}))
+        out.append(StepTiming(**{k: r[k] for k in fields if k in r}))  # files before compile_mode: "auto"
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -185,6 +186,8 @@ def train_lm(
     checkpoint: str | os.PathLike[str] | None = None,
     checkpoint_every: int = 0,
     explode_factor: float = 3.0,
+    compile_mode: str | None = "auto",
+    check_every: int | None = None,
 ) -> TrainLog:
     """Minimise mean cross-entropy over scored targets; ``on_step(step, model)`` runs before step 0 and after each step.
 
@@ -196,7 +199,23 @@ def train_lm(
     ``diverged_at`` rather than raised. With ``val_tokens`` and ``eval_every`` the validation loss is logged.
     With ``checkpoint`` the run saves model, optimiser, data-sampler state and log every ``checkpoint_every``
     steps, and a run started with an existing checkpoint resumes from it.
+
+    On CUDA the step is made for the accelerator: bf16 autocast, fused AdamW, the model compiled with
+    ``torch.compile`` (``compile_mode`` "auto" is "reduce-overhead", CUDA graphs; None trains eagerly; a compilation
+    that fails falls back to eager with a warning) and the losses read back every ``check_every`` steps (default 16)
+    instead of every step, so that the host never waits for the device in between. A divergence is then found at the
+    next read-back: ``diverged_at`` still names the first bad step, but up to ``check_every - 1`` further steps have
+    run. On the CPU (default ``check_every`` 1, no compilation, unless asked) every step is checked before its update.
     """
+    cuda = device.type == "cuda"
+    check_every = (16 if cuda else 1) if check_every is None else check_every
+    if not isinstance(check_every, int) or check_every < 1:
+        raise ValueError(f"check_every must be a positive integer; got {check_every!r}")
+    if compile_mode == "auto":
+        compile_mode = "reduce-overhead" if cuda else None
+    if compile_mode not in (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"):
+        raise ValueError("compile_mode must be 'auto', None, 'default', 'reduce-overhead', 'max-autotune' or "
+                         f"'max-autotune-no-cudagraphs'; got {compile_mode!r}")
     gen = torch.Generator().manual_seed(cfg.seed)
     model.to(device).train()
     decay = [p for p in model.parameters() if p.dim() >= 2]
@@ -205,8 +224,12 @@ def train_lm(
         [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
         lr=cfg.lr,
         betas=(0.9, 0.95),
+        **({"fused": True} if cuda else {}),
     )
-    autocast = device.type == "cuda"
+    autocast = cuda
+    forward: Callable[[torch.Tensor], torch.Tensor] = model
+    if compile_mode is not None:
+        forward = torch.compile(model, mode=None if compile_mode == "default" else compile_mode)
     if callable(tokens):
         draw: BatchSource = tokens
     else:
@@ -227,34 +250,77 @@ def train_lm(
     first_loss: float | None = log.train_loss[0] if log.train_loss else None
     if on_step and start == 0:
         on_step(0, model)
+    pending: list[tuple[int, torch.Tensor]] = []  # (step, loss) not yet read back from the device
+    last = cfg.steps - 1
+
+    def read_back() -> int | None:
+        """Read the pending losses (one synchronisation), log them; the first non-finite or exploded step, if any."""
+        nonlocal first_loss
+        values = torch.stack([loss for _, loss in pending]).tolist() if len(pending) > 1 else [pending[0][1].item()]
+        steps = [step for step, _ in pending]
+        pending.clear()
+        for step, value in zip(steps, values):
+            first_loss = value if first_loss is None else first_loss
+            if not math.isfinite(value) or value > explode_factor * first_loss:
+                return step
+            if step % log_every == 0 or step == last:
+                log.steps.append(step + 1)
+                log.train_loss.append(value)
+        return None
+
+    def loss_of(fwd: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=autocast):
+            logits = fwd(x)
+        return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=IGNORE_INDEX)
+
+    def first_compiled_step(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor | None:
+        """Forward and backward through the compiled model (both compile here); None, with a warning, if it fails."""
+        try:
+            opt.zero_grad(set_to_none=True)
+            loss = loss_of(forward, x, y)
+            loss.backward()
+            return loss
+        except Exception as exc:  # noqa: BLE001 - any compiler error; eager training re-raises real bugs
+            warnings.warn(f"torch.compile failed ({type(exc).__name__}: {str(exc)[:300]}); training eagerly")
+            opt.zero_grad(set_to_none=True)
+            return None
+
+    compiling = forward is not model
     for step in tqdm(range(start, cfg.steps), disable=None if progress else True, desc="train", leave=False):
         for g in opt.param_groups:
             g["lr"] = cfg.lr_at(step)
         x, y = draw(cfg.batch, gen)
         x, y = x.to(device), y.to(device)
-        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=autocast):
-            logits = model(x)
-        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=IGNORE_INDEX)
-        value = loss.item()
-        first_loss = value if first_loss is None else first_loss
-        if not math.isfinite(value) or value > explode_factor * first_loss:
-            log.diverged_at = step
-            break
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
+        backward_done = False
+        if compiling:  # the first compiled step: compiling that fails falls back to eager training
+            compiling = False
+            first = first_compiled_step(x, y)
+            if first is None:
+                forward = model
+            else:
+                loss, backward_done = first, True
+        if not backward_done:
+            loss = loss_of(forward, x, y)
+        pending.append((step, loss.detach()))
+        checkpoint_due = bool(ckpt is not None and checkpoint_every and ((step + 1) % checkpoint_every == 0 or step == last))
+        if len(pending) >= check_every or step == last or checkpoint_due:
+            bad = read_back()
+            if bad is not None:
+                log.diverged_at = bad
+                break
+        if not backward_done:
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
         if cfg.grad_clip is not None:
             nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         opt.step()
-        if step % log_every == 0 or step == cfg.steps - 1:
-            log.steps.append(step + 1)
-            log.train_loss.append(value)
         if val_tokens is not None and eval_every and ((step + 1) % eval_every == 0 or step == cfg.steps - 1):
             log.val_steps.append(step + 1)
             log.val_loss.append(float(token_stats(model, val_tokens, ctx, eval_windows, device).loss.mean()))
             model.train()
         if on_step:
             on_step(step + 1, model)
-        if ckpt is not None and checkpoint_every and ((step + 1) % checkpoint_every == 0 or step == cfg.steps - 1):
+        if checkpoint_due:
             _save_checkpoint(ckpt, {"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step + 1,
                                     "generator": gen.get_state(), "log": dataclasses.asdict(log)})
     return log

@@ -184,3 +184,61 @@ def test_grad_norms_are_the_total_norm_before_clipping_per_step():
     frozen = torch.nn.Linear(2, 2).requires_grad_(False)
     with pytest.raises(ValueError, match="no parameter that requires a gradient"):
         GradNorms(frozen)
+
+
+def _run(check_every: int | None = None, lr: float = 3e-3, **kw):
+    tokens = np.frombuffer(b"abcdefgh" * 300, dtype=np.uint8).copy()
+    torch.manual_seed(0)
+    model = LanguageModel(CFG)
+    log = train_lm(model, tokens, TrainConfig(steps=23, batch=4, lr=lr, grad_clip=None), 16, torch.device("cpu"),
+                   progress=False, log_every=3, explode_factor=1.5, check_every=check_every, **kw)
+    return model, log
+
+
+def test_reading_losses_back_in_windows_logs_the_same_run():
+    """check_every > 1 (the CUDA default, 16) reads losses back once per window: the same log and parameters, and a
+    divergence is dated at the same first bad step (later steps of its window have run)."""
+    every, every1 = _run(1), _run(check_every=5)
+    assert every[1] == every1[1] and every[1].diverged_at is None
+    for p, q in zip(every[0].parameters(), every1[0].parameters()):
+        assert torch.equal(p, q)
+    blown, blown5 = _run(1, lr=5.0), _run(5, lr=5.0)
+    assert blown[1].diverged_at is not None and blown5[1].diverged_at == blown[1].diverged_at
+    assert blown5[1].train_loss == blown[1].train_loss
+
+
+def test_a_failing_compiler_falls_back_to_eager_training(monkeypatch):
+    """compile_mode on the CPU compiles the model; a compiler error at the first step warns and trains eagerly, the
+    same run as an eager one."""
+    class Broken:
+        def __init__(self, model):
+            self.model = model
+
+        def __call__(self, x):
+            raise RuntimeError("backend compiler failed")
+
+    monkeypatch.setattr(torch, "compile", lambda model, mode=None: Broken(model))
+    eager = _run(1)
+    with pytest.warns(UserWarning, match="torch.compile failed .*training eagerly"):
+        fallen = _run(1, compile_mode="reduce-overhead")
+    assert fallen[1] == eager[1]
+
+
+def test_train_lm_options_are_validated():
+    with pytest.raises(ValueError, match="check_every must be a positive integer"):
+        _run(check_every=0)
+    with pytest.raises(ValueError, match="compile_mode must be"):
+        _run(compile_mode="fastest")
+
+
+def test_compiled_training_follows_eager_training():
+    """compile_mode 'default' (inductor, as on CUDA without its graphs) trains the same run as eager, to float32
+    rounding: logged losses within 1e-5 relative after 8 steps (the tolerance: reordered float32 sums)."""
+    tokens = np.frombuffer(b"abcdefgh" * 300, dtype=np.uint8).copy()
+    logs = []
+    for mode in (None, "default"):
+        torch.manual_seed(0)
+        logs.append(train_lm(LanguageModel(CFG), tokens, TrainConfig(steps=8, batch=4), 16, torch.device("cpu"),
+                             progress=False, log_every=1, compile_mode=mode))
+    assert logs[0].steps == logs[1].steps
+    assert logs[1].train_loss == pytest.approx(logs[0].train_loss, rel=1e-5)

@@ -38,6 +38,27 @@ def test_a_timed_step_is_the_trainers_and_round_trips(tmp_path):
         time_steps("x", cfg, 4, 16, torch.device("cpu"), repeats=0)
     with pytest.raises(ValueError, match="at least one"):
         save([], "smoke", tmp_path)
+    with pytest.raises(ValueError, match="compile_mode must be one of"):
+        time_steps("x", cfg, 4, 16, torch.device("cpu"), compile_mode="fast")
+
+
+def test_timings_in_another_compile_mode_stay_out_of_the_fit(tmp_path):
+    """A comparison run (here eager, named as on an H100) is written beside the experiments' own timings, under its
+    mode's name, which the step-time fit does not read; the CLI's choices are the benchmark's."""
+    from analysis.__main__ import STEP_COMPILE_MODES
+    from analysis.steptimes import COMPILE_MODES
+
+    assert STEP_COMPILE_MODES == COMPILE_MODES
+    cfg = ModelConfig(d=32, layers=1, block="transformer", ctx=16)
+    eager = time_steps("a", cfg, 4, 16, torch.device("cpu"), 2, 1, compile_mode="eager")
+    assert eager.compile_mode == "eager"
+    path = save([eager], "gpu", tmp_path)
+    assert path.name == "steptimes.gpu.cpu.eager.json" and load(path) == [eager]
+    path.rename(tmp_path / "steptimes.gpu.h100.eager.json")
+    assert benchmarked_steps("h100", tmp_path) == ()
+    auto = time_steps("a", cfg, 4, 16, torch.device("cpu"), 2, 1)
+    with pytest.raises(ValueError, match="share one compile mode"):
+        save([auto, eager], "gpu", tmp_path)
 
 
 def test_benchmarked_h100_steps_feed_the_step_model(tmp_path):

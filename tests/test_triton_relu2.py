@@ -85,6 +85,23 @@ def test_kernel_gau_equals_the_lean_layer() -> None:
         assert torch.allclose(p.grad, q.grad, rtol=0, atol=1e-4 * float(p.grad.abs().max()) + 1e-12), name
 
 
+def test_auto_backend_runs_the_kernel_on_cuda_and_the_lean_path_elsewhere(monkeypatch) -> None:
+    """backend "auto" picks the kernel by device type (CUDA, where it applies); "lean" and "dense" never do."""
+    quad, flash, soft = GAUConfig(causal=True), GAUConfig(chunk=16), GAUConfig(norm="softmax")
+    assert quad.uses_kernel("cuda") and not quad.uses_kernel("cpu")
+    assert not flash.uses_kernel("cuda") and not soft.uses_kernel("cuda")
+    assert not GAUConfig(backend="lean").uses_kernel("cuda") and not GAUConfig(backend="dense").uses_kernel("cuda")
+    assert GAUConfig(backend="kernel").uses_kernel("cpu")
+    calls = []
+    real = tr.relu2_attention_fused
+    monkeypatch.setattr(tr, "relu2_attention_fused", lambda *a, **k: calls.append(1) or real(*a, **k))
+    x = torch.randn(1, 20, 32)
+    GAU(GAUConfig(d=32, e=48, s=16, causal=True))(x)
+    assert calls == []  # auto on the CPU: the lean path
+    GAU(GAUConfig(d=32, e=48, s=16, causal=True, backend="kernel"))(x)
+    assert calls == [1]
+
+
 def test_inputs_are_validated() -> None:
     z, v, c = torch.randn(1, 8, 16), torch.randn(1, 8, 24), torch.ones(1, 8)
     with pytest.raises(ValueError, match="v must be"):
@@ -99,8 +116,10 @@ def test_inputs_are_validated() -> None:
         tr.relu2_attention_fused(z, z, v, c.requires_grad_(), True)
     with pytest.raises(ValueError, match="v must be float16"):
         tr.relu2_attention_fused(z.double(), z.double(), v.double(), torch.ones(1, 8), True)
-    with pytest.raises(ValueError, match="fused kernel computes"):
+    with pytest.raises(ValueError, match="backend 'kernel' applies to quadratic"):
         tr.kernel_gau(GAUConfig(d=32, e=48, s=16, norm="softmax"))
+    with pytest.raises(ValueError, match="replaces the lean path"):
+        tr.kernel_gau(GAUConfig(d=32, e=48, s=16, backend="dense"))
     with pytest.raises(ValueError, match="norm must be"):
         tr.row_scale_for(torch.ones(1, 8, dtype=torch.bool), 16, "softmax", True)
     with pytest.raises(ValueError, match="n must be"):

@@ -18,9 +18,11 @@ the (g - 1) c keys it sums. A length that c does not divide is padded and the pa
 
 ``backend`` picks how quadratic relu^2 attention is computed. ``"lean"`` computes it ``query_block`` = B query rows
 at a time and recomputes each block in the backward pass (:mod:`analysis.models.lean`): the same output (equal in
-float64 to rounding), memory linear in n, and a causal row skips the keys after it. ``"dense"`` forms the n x n
-matrix A (needed to read or replace A). ``"auto"``, the default, is lean wherever it applies (relu2_ns or relu2_n2
-without chunks) and dense elsewhere (softmax, FLASH).
+float64 to rounding), memory linear in n, and a causal row skips the keys after it. ``"kernel"`` runs the fused
+Triton kernel (:mod:`analysis.models.triton_relu2`): tiles in SRAM, memory linear in n. ``"dense"`` forms the n x n
+matrix A (needed to read or replace A). ``"auto"``, the default, is the kernel on CUDA (where Triton is installed),
+lean on other devices, wherever they apply (relu2_ns or relu2_n2 without chunks), and dense elsewhere (softmax,
+FLASH).
 """
 
 from __future__ import annotations
@@ -32,11 +34,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from analysis.models import triton_relu2
 from analysis.models.lean import relu2_attention
 
 NORMS = ("relu2_ns", "relu2_n2", "softmax", "softmax_log512")
 INITS = ("lecun", "xavier", "std0.02")
-BACKENDS = ("auto", "lean", "dense")
+BACKENDS = ("auto", "lean", "dense", "kernel")
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,7 @@ class GAUConfig:
     chunk: int | None = None  # FLASH mixed chunk attention when set
     init: str = "lecun"
     qk_scale_init: float = 1.0  # the source assumes Q(Z) = K(Z) = Z at initialisation
-    backend: str = "auto"  # "lean" (query blocks), "dense" (the n x n matrix), or "auto": lean wherever it applies
+    backend: str = "auto"  # "lean" (query blocks), "kernel" (Triton), "dense" (n x n), "auto": see the module
     query_block: int = 256  # rows per block of the lean path: memory linear in n
 
     def __post_init__(self) -> None:
@@ -74,8 +77,8 @@ class GAUConfig:
             raise ValueError(f"query_block must be a positive integer; got {self.query_block!r}")
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {self.backend!r}")
-        if self.backend == "lean" and not self.lean_applies:
-            raise ValueError("backend 'lean' applies to quadratic relu^2 attention (no chunk, norm relu2_ns or "
+        if self.backend in ("lean", "kernel") and not self.lean_applies:
+            raise ValueError(f"backend {self.backend!r} applies to quadratic relu^2 attention (no chunk, norm relu2_ns or "
                              f"relu2_n2); got chunk {self.chunk!r}, norm {self.norm!r}")
         if self.rope and self.s % 2:
             raise ValueError(f"rope needs an even key size s; got {self.s}")
@@ -87,8 +90,16 @@ class GAUConfig:
 
     @property
     def lean(self) -> bool:
-        """Whether the layer runs the lean path: backend "lean", or "auto" where it applies."""
-        return self.backend == "lean" or (self.backend == "auto" and self.lean_applies)
+        """Whether the layer avoids the n x n matrix (lean path or kernel): backend "lean" or "kernel", or "auto"
+        where it applies."""
+        return self.backend in ("lean", "kernel") or (self.backend == "auto" and self.lean_applies)
+
+    def uses_kernel(self, device_type: str) -> bool:
+        """Whether a layer on ``device_type`` runs the fused kernel: backend "kernel", or "auto" on CUDA where the
+        lean path applies and Triton is installed."""
+        if self.backend == "kernel":
+            return True
+        return self.backend == "auto" and self.lean_applies and device_type == "cuda" and triton_relu2.available()
 
 
 def init_linear(layer: nn.Linear, scheme: str) -> None:
@@ -179,9 +190,12 @@ class GAU(nn.Module):
         return a * allowed
 
     def blocked(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """A V without the n x n matrix: (relu(Q K^T)^2 * M) V by query blocks, then row t scaled by 1/(t_k s)
-        (relu2_ns) or 1/t_k^2 (relu2_n2), t_k the real keys row t sees; v is already zero at padded keys."""
+        """A V without the n x n matrix: (relu(Q K^T)^2 * M) V by query blocks (or the fused kernel), row t scaled by
+        1/(t_k s) (relu2_ns) or 1/t_k^2 (relu2_n2), t_k the real keys row t sees; v is already zero at padded keys."""
         cfg = self.cfg
+        if cfg.uses_kernel(q.device.type):
+            return triton_relu2.relu2_attention_fused(
+                q, k, v, triton_relu2.row_scale_for(mask, cfg.s, cfg.norm, cfg.causal), cfg.causal)
         seen = mask.to(q.dtype).cumsum(-1) if cfg.causal else mask.to(q.dtype).sum(-1, keepdim=True).expand_as(mask)
         seen = seen.clamp(min=1)
         scale = 1 / (seen * cfg.s) if cfg.norm == "relu2_ns" else 1 / seen**2

@@ -65,7 +65,7 @@ class ModelConfig:
     s: int = 128
     gau_norm: str = "relu2_ns"
     chunk: int = 64  # FLASH chunk length
-    gau_backend: str = "auto"  # GAU attention: "lean" (query blocks), "dense" (n x n), "auto" (lean where it applies)
+    gau_backend: str = "auto"  # GAU attention: "lean", "kernel" (Triton), "dense" (n x n), "auto" (see models.gau)
     gau_query_block: int = 256  # rows per block of the lean GAU path (memory linear in n)
 
     def __post_init__(self) -> None:
@@ -82,9 +82,10 @@ class ModelConfig:
         if not isinstance(self.gau_query_block, int) or isinstance(self.gau_query_block, bool) \
                 or self.gau_query_block < 1:
             raise ValueError(f"gau_query_block must be a positive integer; got {self.gau_query_block!r}")
-        if self.gau_backend == "lean" and (self.block != "gau" or self.gau_norm not in ("relu2_ns", "relu2_n2")):
-            raise ValueError("gau_backend 'lean' applies to GAU blocks with relu^2 attention (gau_norm relu2_ns or "
-                             f"relu2_n2); got block {self.block!r}, gau_norm {self.gau_norm!r}")
+        if self.gau_backend in ("lean", "kernel") and (self.block != "gau"
+                                                       or self.gau_norm not in ("relu2_ns", "relu2_n2")):
+            raise ValueError(f"gau_backend {self.gau_backend!r} applies to GAU blocks with relu^2 attention "
+                             f"(gau_norm relu2_ns or relu2_n2); got block {self.block!r}, gau_norm {self.gau_norm!r}")
         if not 0.0 <= self.attn_dropout < 1.0:
             raise ValueError(f"attn_dropout must be in [0, 1); got {self.attn_dropout!r}")
         for name in ("attn_alpha", "cosine_scale"):

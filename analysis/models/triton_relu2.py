@@ -29,6 +29,7 @@ the variable when it is imported, so a process that imported Triton without it c
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from typing import Any
@@ -315,30 +316,11 @@ def row_scale_for(mask: torch.Tensor, s: int, norm: str, causal: bool) -> torch.
     return scale
 
 
-@functools.cache
-def _gau_layer() -> type:
-    """:class:`KernelGAU`, defined on first use so that importing this module does not import the model family."""
-    from analysis.models.gau import GAU, GAUConfig
-
-    class KernelGAU(GAU):
-        """A GAU layer whose quadratic relu^2 attention (relu2_ns or relu2_n2, no chunks) runs the fused kernel:
-        the lean path's :meth:`GAU.blocked` replaced, everything else the same layer."""
-
-        def __init__(self, cfg: GAUConfig) -> None:
-            if not cfg.lean:
-                raise ValueError("the fused kernel computes quadratic relu^2 attention (no chunk, norm relu2_ns or "
-                                 f"relu2_n2, backend auto or lean); got chunk {cfg.chunk!r}, norm {cfg.norm!r}, "
-                                 f"backend {cfg.backend!r}")
-            super().__init__(cfg)
-
-        def blocked(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-            """A V by the fused kernel, rows scaled by 1/(t_k s) or 1/t_k^2 as :meth:`GAU.blocked` scales them."""
-            cfg = self.cfg
-            return relu2_attention_fused(q, k, v, row_scale_for(mask, cfg.s, cfg.norm, cfg.causal), cfg.causal)
-
-    return KernelGAU
-
-
 def kernel_gau(cfg: Any) -> torch.nn.Module:
-    """A GAU layer (:class:`analysis.models.gau.GAU`) of ``cfg`` whose relu^2 attention runs the fused kernel."""
-    return _gau_layer()(cfg)
+    """A GAU layer (:class:`analysis.models.gau.GAU`) of ``cfg`` whose relu^2 attention runs the fused kernel on any
+    device (backend "kernel"): quadratic relu^2 attention only (no chunk, norm relu2_ns or relu2_n2)."""
+    from analysis.models.gau import GAU  # the model family imports this module
+
+    if cfg.backend == "dense":
+        raise ValueError("kernel_gau replaces the lean path; got backend 'dense'")
+    return GAU(dataclasses.replace(cfg, backend="kernel"))
