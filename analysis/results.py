@@ -7,6 +7,7 @@ truncated or foreign file raises :class:`ResultsFileError` naming the file.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import math
@@ -38,7 +39,10 @@ def results_dir() -> Path:
 
 
 def to_jsonable(value: Any) -> Any:
-    """Plain JSON data from numpy/torch scalars and arrays, tuples and nested containers."""
+    """Plain JSON data from numpy/torch scalars and arrays, tuples, dataclasses (a dict of their fields, in order) and
+    nested containers."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, dict):
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -34,6 +34,7 @@ from typing import Any
 
 from analysis.core.fingerprint import code_fingerprint, config_fingerprint
 from analysis.core.trial import Trial
+from analysis.core.typed import from_data, result_type
 from analysis.data import prepare_corpus
 from analysis.experiments.base import config_dict
 from analysis.results import (
@@ -89,18 +90,27 @@ class Experiment:
             raise ValueError(f"{self.name}: trials(cfg) must give at least one trial and distinct keys")
         return out
 
-    def run_trial(self, cfg: Any, trial: Trial, device: Any) -> dict[str, Any]:
-        """One trial's plain data."""
+    def run_trial(self, cfg: Any, trial: Trial, device: Any) -> Any:
+        """One trial's result: the dataclass ``run_trial`` is annotated to return, or plain data."""
         if not self.split:
             return dict(self.module.run(cfg))
-        return dict(self.module.run_trial(cfg, trial, device))
+        result = self.module.run_trial(cfg, trial, device)
+        return result if self.result_type is not None else dict(result)
+
+    @cached_property
+    def result_type(self) -> type | None:
+        """The dataclass of a trial's result (``run_trial``'s return annotation); None for plain data."""
+        return result_type(self.module.run_trial) if self.split else None
 
     def assemble(self, cfg: Any, results: Sequence[Mapping[str, Any]], device_type: str) -> dict[str, Any]:
-        """The record's data from the results of ``trials(cfg)``, in that order, run on ``device_type``."""
+        """The record's data from the stored results of ``trials(cfg)``, in that order, run on ``device_type``; each
+        rebuilt as the trial's result type first, where it has one."""
         if not self.split:
             (only,) = results
             return dict(only)
-        return dict(self.module.assemble(cfg, list(results), device_type))
+        rt = self.result_type
+        typed = [from_data(rt, r, f"{self.name} result") for r in results] if rt is not None else list(results)
+        return dict(self.module.assemble(cfg, typed, device_type))
 
     def trial_plan(self, cfg: Any, trial: Trial) -> list[Any]:
         """The workloads of one trial (all of ``plan(cfg)`` for a one-trial experiment)."""

@@ -19,6 +19,7 @@ import torch
 
 from analysis.data import PINNED_CORPUS_PATH
 from analysis.core.trial import Trial
+from analysis.core.typed import fields_of
 from analysis.experiments.base import Workload, corpus_of
 from analysis.models.lm import Attention, LanguageModel, ModelConfig
 from analysis.theory import transformer_basics as tb
@@ -186,7 +187,30 @@ def make_heads_identical(model: LanguageModel, perturbation: float = 0.0, seed: 
                     p.add_(perturbation * p.abs().mean() * torch.randn(p.shape, generator=gen))
 
 
-def symmetry(cfg: Config, variant: str, device: torch.device) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Sampling:
+    """The sampled checks (the trial "sampling")."""
+
+    qk: list[dict[str, float]]
+    keys: int
+    saturation: list[dict[str, Any]]
+    autograd_jacobian_gap: float
+    mha: list[dict[str, int]]
+    merged_wo_gap: float
+    positions: dict[str, Any]
+    permutation: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Spread:
+    """One initialisation's head spread at the training checkpoints, and its last training loss."""
+
+    steps: list[int]
+    spread: list[float]
+    final_train_loss: float
+
+
+def symmetry(cfg: Config, variant: str, device: torch.device) -> Spread:
     """Head spread during training from one of the initialisations of :data:`VARIANTS` (the runner has seeded the
     initial draw)."""
     corpus = corpus_of(cfg)
@@ -204,8 +228,7 @@ def symmetry(cfg: Config, variant: str, device: torch.device) -> dict[str, Any]:
 
     log = train_lm(model, corpus.train, TrainConfig(steps=cfg.steps, batch=cfg.batch, lr=cfg.lr, seed=cfg.seed),
                    cfg.ctx, device, on_step=on_step, progress=False)
-    return {"steps": sorted(spreads), "spread": [spreads[s] for s in sorted(spreads)],
-            "final_train_loss": log.train_loss[-1]}
+    return Spread(sorted(spreads), [spreads[s] for s in sorted(spreads)], log.train_loss[-1])
 
 
 def merged_output_projection(gen: torch.Generator, d: int = 64, n: int = 16) -> float:
@@ -313,21 +336,20 @@ def trials(cfg: Config) -> list[Trial]:
                                             for slug, variant in zip(VARIANT_SLUGS, VARIANTS)]
 
 
-def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
-    """The sampled checks' plain data, or one variant's head spread during training."""
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> Sampling | Spread:
+    """The sampled checks, or one variant's head spread during training."""
     if trial.key != "sampling":
         return symmetry(cfg, trial.params["variant"], device)
     gen = torch.Generator().manual_seed(trial.seed)
-    return {"qk": qk_moments(cfg, gen), "keys": cfg.keys, "saturation": saturation(cfg, gen),
-            "autograd_jacobian_gap": autograd_jacobian_check(gen), "mha": mha_counts(),
-            "merged_wo_gap": merged_output_projection(gen), "positions": positions(cfg, gen), "permutation": permutation(gen)}
+    return Sampling(qk_moments(cfg, gen), cfg.keys, saturation(cfg, gen), autograd_jacobian_check(gen), mha_counts(),
+                    merged_output_projection(gen), positions(cfg, gen), permutation(gen))
 
 
-def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+def assemble(cfg: Config, results: list[Sampling | Spread], device_type: str) -> dict[str, Any]:
     """Every measurement of the chapter; plain data."""
     sampling, *runs = results
-    return {"device_type": device_type, **sampling,
-            "symmetry": {"device_type": device_type, "runs": dict(zip(VARIANTS, runs))}}
+    return {"device_type": device_type, **fields_of(sampling),
+            "symmetry": {"device_type": device_type, "runs": {v: fields_of(r) for v, r in zip(VARIANTS, runs)}}}
 
 
 # --- claims ---------------------------------------------------------------------------------------------

@@ -69,7 +69,14 @@ def trials(cfg: Config) -> list[Trial]:
             for block, residual in ARCHS for depth in cfg.depths for width in cfg.widths]
 
 
-def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Rows:
+    """One stack's branch ratios: a row per measured step."""
+
+    rows: list[dict[str, Any]]
+
+
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> Rows:
     """Branch ratios of one stack at each of cfg.steps: a row per step."""
     block, residual, depth, width = (trial.params[k] for k in ("block", "residual", "depth", "width"))
     corpus = stdlib_corpus()
@@ -91,12 +98,12 @@ def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]
         model.train()
         rows.append({"block": block, "residual": residual, "depth": depth, "width": width, "step": step,
                      "ratios": ratios, "median": float(np.median(ratios))})
-    return {"rows": rows}
+    return Rows(rows)
 
 
-def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+def assemble(cfg: Config, results: list[Rows], device_type: str) -> dict[str, Any]:
     """Branch ratios per (arch, width, depth, step), in trial order."""
-    return {"device_type": device_type, "rows": [row for r in results for row in r["rows"]]}
+    return {"device_type": device_type, "rows": [row for r in results for row in r.rows]}
 
 
 def widest_gau_stacks(data: dict[str, Any]) -> list[dict[str, Any]]:

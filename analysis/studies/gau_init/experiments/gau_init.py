@@ -108,14 +108,21 @@ def trials(cfg: Config) -> list[Trial]:
              for d, e in cfg.widths for init in cfg.inits] + [Trial("sweep", cfg.seed)])
 
 
-def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Rows:
+    """One trial's measured rows: a grid point (d, e, s, n, init) or a lambda each, with its predictions."""
+
+    rows: list[dict[str, Any]]
+
+
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> Rows:
     """Measured and predicted RMS and entries of A at every (s, n) of one width and initialisation, or the
     output RMS against lambda."""
     if trial.key == "sweep":
         d, e, s, n = sweep_point(cfg)
-        return {"rows": [{"lambda": float(lam), **measure(d, e, s, n, "lecun", cfg.seeds, device, trial.seed, float(lam)),
-                          "pred_corrected": th.gau_output_rms_scaled(s, n, d, float(lam), float(lam) ** 2).rms_corrected}
-                         for lam in cfg.lambdas]}
+        return Rows([{"lambda": float(lam), **measure(d, e, s, n, "lecun", cfg.seeds, device, trial.seed, float(lam)),
+                      "pred_corrected": th.gau_output_rms_scaled(s, n, d, float(lam), float(lam) ** 2).rms_corrected}
+                     for lam in cfg.lambdas])
     d, e, init = (trial.params[k] for k in ("d", "e", "init"))
     rows = []
     for s in cfg.ss:
@@ -124,17 +131,17 @@ def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]
             rows.append({"d": d, "e": e, "s": s, "n": n, "init": init,
                          **measure(d, e, s, n, init, cfg.seeds, device, trial.seed),
                          **{f"pred_{k}": v for k, v in dataclasses.asdict(pred).items()}})
-    return {"rows": rows}
+    return Rows(rows)
 
 
-def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+def assemble(cfg: Config, results: list[Rows], device_type: str) -> dict[str, Any]:
     """Moments, the RMS grid with both predictions, and the lambda sweep."""
     moments = {name: {"mean": th.activation_moment(name, 1), "second_moment": th.activation_moment(name, 2)}
                for name in th.ACTIVATIONS}
     *grid, sweep = results
     d, e, s, n = sweep_point(cfg)
     return {"device_type": device_type, "seeds": cfg.seeds, "moments": moments,
-            "grid": [row for r in grid for row in r["rows"]], "sweep": {"d": d, "e": e, "s": s, "n": n, "rows": sweep["rows"]}}
+            "grid": [row for r in grid for row in r.rows], "sweep": {"d": d, "e": e, "s": s, "n": n, "rows": sweep.rows}}
 
 
 def local_exponents(sweep: dict[str, Any], key: str) -> tuple[np.ndarray, np.ndarray]:
