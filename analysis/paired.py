@@ -12,6 +12,7 @@ before it, so a reader sees whether the gap was still moving.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,10 +38,24 @@ def paired_trials(cfg: Any, variants: Sequence[str]) -> list[Trial]:
             for v in _variants(variants) for seed in cfg.seeds]
 
 
+@dataclass(frozen=True)
+class VariantRun:
+    """One variant trained for one seed: its parameters, the mean validation loss at the end, [step, loss] along
+    training and the step where it diverged (None when it did not)."""
+
+    variant: str
+    seed: int
+    parameters: int
+    val_loss: float
+    curve: list[list[float]]
+    diverged_at: int | None
+
+
 def train_variant(cfg: Any, trial: Trial, build: Callable[[Any, str], LanguageModel],
-                  device: torch.device) -> dict[str, Any]:
+                  device: torch.device) -> tuple[VariantRun, LanguageModel]:
     """One variant trained (AdamW, warm-up over the first 5% of ``cfg.steps``): its parameters, the mean validation
-    loss over ``cfg.eval_windows`` fixed windows at the end and at ``cfg.evals`` points along training."""
+    loss over ``cfg.eval_windows`` fixed windows at the end and at ``cfg.evals`` points along training; and the
+    trained model."""
     variant, seed = trial.params["variant"], trial.params["seed"]
     corpus = corpus_of(cfg)
     model = build(cfg, variant)
@@ -49,9 +64,8 @@ def train_variant(cfg: Any, trial: Trial, build: Callable[[Any, str], LanguageMo
                    cfg.ctx, device, progress=False, val_tokens=corpus.val, eval_every=max(1, cfg.steps // cfg.evals),
                    eval_windows=cfg.eval_windows)
     final = token_stats(model, corpus.val, cfg.ctx, cfg.eval_windows, device).loss
-    return {"variant": variant, "seed": seed, "parameters": model.num_parameters(),
-            "val_loss": float(np.mean(final)), "curve": [list(p) for p in zip(log.val_steps, log.val_loss)],
-            "diverged_at": log.diverged_at}
+    return VariantRun(variant, seed, model.num_parameters(), float(np.mean(final)),
+                      [list(p) for p in zip(log.val_steps, log.val_loss)], log.diverged_at), model
 
 
 def paired_gap(data: dict[str, Any], variant: str, against: str, point: int | None = None) -> Estimate:

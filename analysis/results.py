@@ -39,10 +39,11 @@ def results_dir() -> Path:
 
 
 def to_jsonable(value: Any) -> Any:
-    """Plain JSON data from numpy/torch scalars and arrays, tuples, dataclasses (a dict of their fields, in order) and
-    nested containers."""
+    """Plain JSON data from numpy/torch scalars and arrays, tuples, dataclasses (a dict of their fields, in order,
+    leaving out a None field marked ``omit_none`` in its metadata) and nested containers."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if not (f.metadata.get("omit_none") and getattr(value, f.name) is None)}
     if isinstance(value, dict):
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -29,7 +29,7 @@ def test_no_positions_means_a_zero_frozen_table_that_stays_zero():
              torch.device("cpu"), progress=False)
     assert torch.count_nonzero(model.pos.weight) == 0
     out = ab.run_trial(cfg, Trial("nopos.seed0", 0, {"variant": "nopos", "seed": 0}), torch.device("cpu"))
-    assert out["frozen"] == cfg.ctx * cfg.d
+    assert out.frozen == cfg.ctx * cfg.d
     assert ab.build(cfg, "base").pos is None  # RoPE: no table
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
-from analysis.core.typed import fields_of, from_data, result_type
+from analysis.core.typed import OMIT_NONE, fields_of, from_data, result_type
 from analysis.results import from_jsonable, to_jsonable
 
 
@@ -72,6 +72,19 @@ def test_the_result_type_is_read_from_run_trials_annotation():
     def either(cfg: Any, trial: Any, device: Any) -> Result | Row: ...
     assert result_type(typed) is Result and result_type(plain) is None
     assert from_data(result_type(either), {"step": 2, "loss": 0.5}) == Row(2, 0.5)  # the member the data fits
+
+
+@dataclass(frozen=True)
+class Seed:
+    small: dict[str, float]
+    variants: dict[str, float] | None = field(default=None, metadata=OMIT_NONE)
+
+
+def test_a_field_some_trials_lack_is_left_out_when_none():
+    """A key only some trials store (OMIT_NONE): absent from the data when None, read back as None."""
+    assert to_jsonable(Seed({"a": 1.0})) == {"small": {"a": 1.0}} == fields_of(Seed({"a": 1.0}))
+    assert to_jsonable(Seed({}, {"b": 2.0})) == {"small": {}, "variants": {"b": 2.0}}
+    assert from_data(Seed, {"small": {"a": 1.0}}) == Seed({"a": 1.0})
 
 
 def test_fields_of_is_shallow_and_refuses_non_dataclasses():

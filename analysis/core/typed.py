@@ -35,11 +35,16 @@ def result_type(function: Any) -> Any:
     return tp if _is_dataclass_type(tp) else None
 
 
+OMIT_NONE = {"omit_none": True}  # field metadata: a None value is left out of the stored data (a key some trials lack)
+
+
 def fields_of(value: Any) -> dict[str, Any]:
-    """The fields of a dataclass instance as a dict, in order, their values as they are (not copied or converted)."""
+    """The fields of a dataclass instance as a dict, in order, their values as they are (not copied or converted);
+    a None field marked :data:`OMIT_NONE` is left out, as :func:`analysis.results.to_jsonable` leaves it out."""
     if not dataclasses.is_dataclass(value) or isinstance(value, type):
         raise ValueError(f"value must be a dataclass instance; got {type(value).__name__}")
-    return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)
+            if not (f.metadata.get("omit_none") and getattr(value, f.name) is None)}
 
 
 def _fail(path: str, tp: Any, value: Any) -> ValueError:
@@ -57,12 +62,13 @@ def from_data(tp: Any, value: Any, path: str = "result") -> Any:
         rest = [a for a in args if a is not type(None)]
         if len(rest) == 1:
             return from_data(rest[0], value, path)
+        reasons = []
         for a in rest:  # the first member the value fits
             try:
                 return from_data(a, value, path)
-            except ValueError:
-                continue
-        raise _fail(path, tp, value)
+            except ValueError as err:
+                reasons.append(f"{getattr(a, '__name__', a)}: {err}")
+        raise ValueError(f"{path}: fits no member of {tp}; " + "; ".join(reasons))
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise _fail(path, tp, value)

@@ -14,15 +14,17 @@ seed.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from analysis.core.trial import Trial
+from analysis.core.typed import fields_of
 from analysis.experiments.base import Workload, corpus_of
 from analysis.models.flash_parts import PARTS, with_parts
 from analysis.models.lm import LanguageModel, ModelConfig
-from analysis.paired import paired_summary, paired_trials, train_variant
+from analysis.paired import VariantRun, paired_summary, paired_trials, train_variant
 from analysis.studies.gau_trained.experiments.gau_ablations import CONFIGS as ABLATION_CONFIGS
 from analysis.studies.gau_trained.experiments.gau_ablations import Config
 from analysis.verify import Claim, estimate_fields
@@ -70,15 +72,23 @@ def trials(cfg: Config) -> list[Trial]:
     return paired_trials(cfg, VARIANTS)
 
 
-def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ChunkRun(VariantRun):
+    """One variant trained, and FLASH's chunk length."""
+
+    chunk: int
+
+
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> ChunkRun:
     """One variant trained: validation loss along training and at the end (mean over the fixed windows)."""
-    return {**train_variant(cfg, trial, build, device), "chunk": chunk_of(cfg)}
+    run, _ = train_variant(cfg, trial, build, device)
+    return ChunkRun(**fields_of(run), chunk=chunk_of(cfg))
 
 
-def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+def assemble(cfg: Config, results: list[ChunkRun], device_type: str) -> dict[str, Any]:
     """The runs in trial order, with the corpus and the sizes that matter to the claims."""
     return {"device_type": device_type, "corpus": corpus_of(cfg).summary(), "ctx": cfg.ctx, "s": cfg.s,
-            "chunk": chunk_of(cfg), "steps": cfg.steps, "runs": results}
+            "chunk": chunk_of(cfg), "steps": cfg.steps, "runs": [fields_of(r) for r in results]}
 
 
 def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:

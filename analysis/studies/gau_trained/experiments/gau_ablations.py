@@ -20,16 +20,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
 
 from analysis.core.trial import Trial
+from analysis.core.typed import fields_of
 from analysis.data import PINNED_CORPUS_PATH
-from analysis.experiments.base import Workload, corpus_of, run_seed
+from analysis.experiments.base import Workload, corpus_of
 from analysis.models.lm import LanguageModel, ModelConfig
-from analysis.paired import paired_gap, paired_summary
+from analysis.paired import VariantRun, paired_gap, paired_summary, paired_trials, train_variant
 from analysis.stats import Estimate
-from analysis.train import TrainConfig, token_stats, train_lm
 from analysis.verify import Claim, estimate_fields
 
 NAME = "gau-ablations"
@@ -100,30 +99,26 @@ def build(cfg: Config, variant: str) -> LanguageModel:
 
 def trials(cfg: Config) -> list[Trial]:
     """Every (variant, seed), seeded with run_seed(cfg, seed): one seed gives every variant the same batches."""
-    return [Trial(f"{v}.seed{seed}", run_seed(cfg, seed), {"variant": v, "seed": seed})
-            for v in VARIANTS for seed in cfg.seeds]
+    return paired_trials(cfg, VARIANTS)
 
 
-def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+@dataclass(frozen=True)
+class AblationRun(VariantRun):
+    """One variant trained, and how many of its parameters are frozen (the fixed-A variants)."""
+
+    frozen: int
+
+
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> AblationRun:
     """One variant trained: validation loss along training and at the end (mean over the fixed windows)."""
-    variant, seed = trial.params["variant"], trial.params["seed"]
-    corpus = corpus_of(cfg)
-    model = build(cfg, variant)
-    log = train_lm(model, corpus.train, TrainConfig(steps=cfg.steps, batch=cfg.batch, lr=cfg.lr,
-                                                    warmup=max(1, cfg.steps // 20), seed=run_seed(cfg, seed)),
-                   cfg.ctx, device, progress=False, val_tokens=corpus.val, eval_every=max(1, cfg.steps // cfg.evals),
-                   eval_windows=cfg.eval_windows)
-    final = token_stats(model, corpus.val, cfg.ctx, cfg.eval_windows, device).loss
-    return {"variant": variant, "seed": seed, "parameters": model.num_parameters(),
-            "frozen": sum(p.numel() for p in model.parameters() if not p.requires_grad),
-            "val_loss": float(np.mean(final)), "curve": [list(p) for p in zip(log.val_steps, log.val_loss)],
-            "diverged_at": log.diverged_at}
+    run, model = train_variant(cfg, trial, build, device)
+    return AblationRun(**fields_of(run), frozen=sum(p.numel() for p in model.parameters() if not p.requires_grad))
 
 
-def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+def assemble(cfg: Config, results: list[AblationRun], device_type: str) -> dict[str, Any]:
     """The runs in trial order, with the corpus and the sizes that matter to the claims."""
     return {"device_type": device_type, "corpus": corpus_of(cfg).summary(), "ctx": cfg.ctx, "s": cfg.s,
-            "steps": cfg.steps, "runs": results}
+            "steps": cfg.steps, "runs": [fields_of(r) for r in results]}
 
 
 def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:

@@ -11,15 +11,17 @@ variant trains on the same batches per seed, so the gaps are paired by seed.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from analysis.core.trial import Trial
+from analysis.core.typed import fields_of
 from analysis.experiments.base import Workload, corpus_of
 from analysis.models.gau_heads import with_heads
 from analysis.models.lm import LanguageModel
-from analysis.paired import paired_summary, paired_trials, train_variant
+from analysis.paired import VariantRun, paired_summary, paired_trials, train_variant
 from analysis.studies.gau_trained.experiments.gau_ablations import CONFIGS as ABLATION_CONFIGS
 from analysis.studies.gau_trained.experiments.gau_ablations import Config, model_config
 from analysis.verify import Claim, estimate_fields
@@ -57,15 +59,23 @@ def trials(cfg: Config) -> list[Trial]:
     return paired_trials(cfg, VARIANTS)
 
 
-def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+@dataclass(frozen=True)
+class HeadsRun(VariantRun):
+    """One variant trained, and its number of heads."""
+
+    heads: int
+
+
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> HeadsRun:
     """One variant trained: validation loss along training and at the end (mean over the fixed windows)."""
-    return {**train_variant(cfg, trial, build, device), "heads": HEADS[trial.params["variant"]]}
+    run, _ = train_variant(cfg, trial, build, device)
+    return HeadsRun(**fields_of(run), heads=HEADS[trial.params["variant"]])
 
 
-def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+def assemble(cfg: Config, results: list[HeadsRun], device_type: str) -> dict[str, Any]:
     """The runs in trial order, with the corpus and the sizes that matter to the claims."""
     return {"device_type": device_type, "corpus": corpus_of(cfg).summary(), "ctx": cfg.ctx, "s": cfg.s,
-            "steps": cfg.steps, "runs": results}
+            "steps": cfg.steps, "runs": [fields_of(r) for r in results]}
 
 
 def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:

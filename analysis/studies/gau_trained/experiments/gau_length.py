@@ -26,6 +26,7 @@ import torch
 
 from analysis.data import PINNED_CORPUS_PATH
 from analysis.core.trial import Trial
+from analysis.core.typed import fields_of
 from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
 from analysis.length import (
     SpacedLookupTask,
@@ -138,7 +139,35 @@ def _evaluate(model: LanguageModel, x: torch.Tensor, y: torch.Tensor, device: to
             "entropy": [float(np.concatenate([r[i]["entropy"] for r in rows]).mean()) for i in layers]}
 
 
-def _recall(cfg: Config, norm: str, seed: int, device: torch.device) -> dict[str, Any]:
+@dataclass(frozen=True)
+class RecallRun:
+    """One model trained on recall: accuracy, loss and attention per evaluation (layout-span), where it diverged and
+    its last training loss."""
+
+    task: str
+    norm: str
+    seed: int
+    evals: dict[str, dict[str, Any]]
+    diverged_at: int | None
+    final_train_loss: float
+
+
+@dataclass(frozen=True)
+class TextRun:
+    """One model trained on text: loss per position with the full context and with the last ctx tokens only
+    (positions ctx-1 .. long-1), and per layer the entropy and mass of the attention rows per position."""
+
+    task: str
+    norm: str
+    seed: int
+    diverged_at: int | None
+    position_loss: list[float]
+    truncated_loss: list[float]
+    entropy: list[list[float]]
+    mass: list[list[float]]
+
+
+def _recall(cfg: Config, norm: str, seed: int, device: torch.device) -> RecallRun:
     task = task_of(cfg, cfg.span)
     model = LanguageModel(model_config(cfg, norm, task.vocab))
     log = train_lm(model, task.source(), TrainConfig(steps=cfg.recall_steps, batch=cfg.batch, lr=cfg.recall_lr,
@@ -150,11 +179,10 @@ def _recall(cfg: Config, norm: str, seed: int, device: torch.device) -> dict[str
             x, y = (torch.from_numpy(t) for t in task_of(cfg, span, layout).batch(
                 cfg.eval_sequences, seed=cfg.seed + 2**31 + span))  # training batches draw other seeds
             evals[f"{layout}-{span}"] = _evaluate(model, x, y, device)
-    return {"task": "recall", "norm": norm, "seed": seed, "evals": evals, "diverged_at": log.diverged_at,
-            "final_train_loss": log.train_loss[-1] if log.train_loss else math.nan}
+    return RecallRun("recall", norm, seed, evals, log.diverged_at, log.train_loss[-1] if log.train_loss else math.nan)
 
 
-def _text(cfg: Config, norm: str, seed: int, device: torch.device) -> dict[str, Any]:
+def _text(cfg: Config, norm: str, seed: int, device: torch.device) -> TextRun:
     corpus = corpus_of(cfg)
     model = LanguageModel(model_config(cfg, norm, 256))
     log = train_lm(model, corpus.train, TrainConfig(steps=cfg.text_steps, batch=cfg.batch, lr=cfg.text_lr,
@@ -165,11 +193,10 @@ def _text(cfg: Config, norm: str, seed: int, device: torch.device) -> dict[str, 
     x = fixed_windows(corpus.val, cfg.long, min(8, cfg.eval_windows))[0].to(device)
     rows = attention_rows(model, x, torch.ones_like(x, dtype=torch.bool))
     n = x.shape[1]
-    return {"task": "text", "norm": norm, "seed": seed, "diverged_at": log.diverged_at,
-            "position_loss": np.round(full, 5).tolist(),
-            "truncated_loss": np.round(cut, 5).tolist(),  # positions ctx-1 .. long-1
-            "entropy": [np.round(r["entropy"].reshape(-1, n).mean(0), 4).tolist() for r in rows],
-            "mass": [np.round(r["mass"].reshape(-1, n).mean(0), 5).tolist() for r in rows]}
+    return TextRun("text", norm, seed, log.diverged_at, np.round(full, 5).tolist(),
+                   np.round(cut, 5).tolist(),  # positions ctx-1 .. long-1
+                   [np.round(r["entropy"].reshape(-1, n).mean(0), 4).tolist() for r in rows],
+                   [np.round(r["mass"].reshape(-1, n).mean(0), 5).tolist() for r in rows])
 
 
 def trials(cfg: Config) -> list[Trial]:
@@ -179,17 +206,18 @@ def trials(cfg: Config) -> list[Trial]:
             for task in ("recall", "text") for norm in cfg.norms for seed in cfg.seeds]
 
 
-def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> RecallRun | TextRun:
     """One model trained and evaluated: recall (accuracy and attention per span and layout) or text (loss per
     position with full and truncated context, attention per position)."""
     p = trial.params
     return (_recall if p["task"] == "recall" else _text)(cfg, p["norm"], p["seed"], device)
 
 
-def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+def assemble(cfg: Config, results: list[RecallRun | TextRun], device_type: str) -> dict[str, Any]:
     """The runs in trial order, with what the chapter needs of the setting."""
     return {"device_type": device_type, "corpus": corpus_of(cfg).summary(), "chance": 1 / cfg.values,
-            "train_span": cfg.span, "spans": list(cfg.spans), "ctx": cfg.ctx, "long": cfg.long, "runs": results}
+            "train_span": cfg.span, "spans": list(cfg.spans), "ctx": cfg.ctx, "long": cfg.long,
+            "runs": [fields_of(r) for r in results]}
 
 
 def _runs(data: dict[str, Any], task: str, norm: str) -> list[dict[str, Any]]:

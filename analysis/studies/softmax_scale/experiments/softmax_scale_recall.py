@@ -25,6 +25,7 @@ import numpy.typing as npt
 import torch
 
 from analysis.core.trial import Trial
+from analysis.core.typed import fields_of
 from analysis.experiments.base import Workload, run_seed
 from analysis.studies.softmax_scale.experiments.softmax_scale_mc import finite_sample_alpha
 from analysis.models.lm import LanguageModel, ModelConfig
@@ -102,8 +103,34 @@ def model_config(cfg: Config, task: LookupTask, scale: float) -> ModelConfig:
                        init="std0.02")
 
 
+@dataclass(frozen=True)
+class Run:
+    """One trained model: its task and scale, held-out (step, loss, accuracy) along training, the last of them and
+    where it diverged."""
+
+    pairs: int
+    scale: float
+    seed: int
+    curve: list[tuple[int, float, float]]
+    loss: float
+    accuracy: float
+    diverged_at: int | None
+
+
+@dataclass(frozen=True)
+class Predictions:
+    """Every rival prediction of the best scale for one number of pairs, at its mean row length."""
+
+    row_length: float
+    mean_field: float
+    finite_sample: float
+    finite_sample_se: float
+    log_n: float
+    qk_norm: float
+
+
 def run_one(cfg: Config, task: LookupTask, scale: float, seed: int, held_out: tuple[torch.Tensor, torch.Tensor],
-            device: torch.device) -> dict[str, Any]:
+            device: torch.device) -> Run:
     """Train one model (torch seeded by the runner); its held-out query loss and accuracy along training."""
     model = LanguageModel(model_config(cfg, task, scale))
     x, y = (t.to(device) for t in held_out)
@@ -122,17 +149,16 @@ def run_one(cfg: Config, task: LookupTask, scale: float, seed: int, held_out: tu
     log = train_lm(model, task.source(), TrainConfig(steps=cfg.steps, batch=cfg.batch, lr=cfg.lr,
                                                      warmup=max(1, cfg.steps // 10), seed=run_seed(cfg, seed)),
                    task.length, device, on_step, progress=False)
-    return {"pairs": task.pairs, "scale": scale, "seed": seed, "curve": curve, "loss": curve[-1][1],
-            "accuracy": curve[-1][2], "diverged_at": log.diverged_at}
+    return Run(task.pairs, scale, seed, curve, curve[-1][1], curve[-1][2], log.diverged_at)
 
 
-def predictions(cfg: Config, task: LookupTask) -> dict[str, float]:
+def predictions(cfg: Config, task: LookupTask) -> Predictions:
     """Every rival prediction of the best scale for this task's mean row length m."""
     m = task.mean_row_length()
     k = cfg.head_dim
     fs = finite_sample_alpha("cosine", max(2, round(m)), k, reps=cfg.finite_sample_reps, seed=cfg.seed)
-    return {"row_length": m, "mean_field": float(sc.alpha_star_cosine(m, k)), "finite_sample": fs["alpha"],
-            "finite_sample_se": fs["se"], "log_n": float(sc.source_fit_cosine(m)), "qk_norm": math.sqrt(k)}
+    return Predictions(m, float(sc.alpha_star_cosine(m, k)), fs["alpha"], fs["se"], float(sc.source_fit_cosine(m)),
+                       math.sqrt(k))
 
 
 def trials(cfg: Config) -> list[Trial]:
@@ -147,7 +173,7 @@ def trials(cfg: Config) -> list[Trial]:
     return out
 
 
-def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> Predictions | Run:
     """The predictions for one number of pairs, or one model trained on the held-out-evaluated task."""
     p = trial.params
     task = task_of(cfg, p["pairs"])
@@ -157,14 +183,14 @@ def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]
     return run_one(cfg, task, p["scale"], p["seed"], (torch.from_numpy(inputs), torch.from_numpy(targets)), device)
 
 
-def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+def assemble(cfg: Config, results: list[Predictions | Run], device_type: str) -> dict[str, Any]:
     """The runs in trial order, with the predictions for each number of pairs."""
     runs, preds = [], {}
     for trial, result in zip(trials(cfg), results):
         if trial.params["kind"] == "predict":
-            preds[str(trial.params["pairs"])] = result
+            preds[str(trial.params["pairs"])] = fields_of(result)
         else:
-            runs.append(result)
+            runs.append(fields_of(result))
     return {"device_type": device_type, "head_dim": cfg.head_dim, "chance_loss": math.log(cfg.values),
             "runs": runs, "predictions": preds}
 

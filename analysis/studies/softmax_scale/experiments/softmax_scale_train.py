@@ -20,6 +20,7 @@ import torch
 
 from analysis.data import PINNED_CORPUS_PATH
 from analysis.core.trial import Trial
+from analysis.core.typed import fields_of
 from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.theory import softmax_scale as sc
@@ -89,8 +90,24 @@ def softmax_gradient(model: LanguageModel, batch: torch.Tensor) -> float:
     return float(np.mean(values))
 
 
+@dataclass(frozen=True)
+class Run:
+    """One trained model: its attention setting, length and seed, validation loss, the softmax gradient at the
+    checkpoints (step, norm), the final scale and where it diverged."""
+
+    kind: str
+    value: float
+    learned: bool
+    ctx: int
+    seed: int
+    val_loss: float
+    softmax_gradient: list[tuple[int, float]]
+    final_scale: float
+    diverged_at: int | None
+
+
 def run_one(cfg: Config, tokens: dict[str, np.ndarray], ctx: int, var: dict[str, Any], seed: int,
-            device: torch.device) -> dict[str, Any]:
+            device: torch.device) -> Run:
     """Train one model (torch seeded by the runner); its validation loss and the softmax gradient along training."""
     model_cfg = ModelConfig.gpt(
         d=cfg.d_model, layers=cfg.n_layers, heads=cfg.n_heads, ctx=ctx,
@@ -111,10 +128,8 @@ def run_one(cfg: Config, tokens: dict[str, np.ndarray], ctx: int, var: dict[str,
                                                        seed=run_seed(cfg, seed)), ctx, device, on_step, progress=False)
     stats = token_stats(model, tokens["val"], ctx, cfg.eval_windows, device)
     scale = float(model.attention_layers()[0].logit_scale().detach()) if var["kind"] == "cosine" else var["value"]
-    return {
-        **var, "ctx": ctx, "seed": seed, "val_loss": float(stats.loss.mean()),
-        "softmax_gradient": grads, "final_scale": scale, "diverged_at": log.diverged_at,
-    }
+    return Run(var["kind"], var["value"], var["learned"], ctx, seed, float(stats.loss.mean()), grads, scale,
+               log.diverged_at)
 
 
 def trials(cfg: Config) -> list[Trial]:
@@ -127,14 +142,14 @@ def trials(cfg: Config) -> list[Trial]:
             for ctx in cfg.lengths for var in variants(cfg) for seed in cfg.seeds]
 
 
-def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> Run:
     """One model trained at one length and attention setting."""
     corpus = corpus_of(cfg)
     p = trial.params
     return run_one(cfg, {"train": corpus.train, "val": corpus.val}, p["ctx"], dict(p["var"]), p["seed"], device)
 
 
-def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+def assemble(cfg: Config, results: list[Run], device_type: str) -> dict[str, Any]:
     """The runs in trial order, with the mean-field predictions for each length (decoder rule n = L/2)."""
     predictions = {
         str(ctx): {
@@ -144,7 +159,7 @@ def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> di
         for ctx in cfg.lengths
     }
     return {"device_type": device_type, "corpus": corpus_of(cfg).summary(), "head_dim": cfg.head_dim,
-            "runs": results, "predictions": predictions}
+            "runs": [fields_of(r) for r in results], "predictions": predictions}
 
 
 def loss_by_setting(data: dict[str, Any], ctx: int, kind: str) -> list[tuple[float, float, float]]:

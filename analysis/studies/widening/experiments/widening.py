@@ -11,7 +11,7 @@ partly trained small model against training the wide one from scratch for the sa
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,7 @@ from analysis import widening as W
 from analysis.data import PINNED_CORPUS_PATH
 from analysis.cost import step_cost
 from analysis.core.trial import Trial
+from analysis.core.typed import OMIT_NONE, fields_of
 from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
 from analysis.models.bert import Bert, BertConfig
 from analysis.models.lm import FeedForward, LanguageModel, ModelConfig, Residual
@@ -286,7 +287,47 @@ def training_sizes(cfg: Config) -> dict[str, Any]:
     return {**training_steps(cfg), "small_params": small.num_parameters(), "wide_params": wide.num_parameters()}
 
 
-def training_seed(cfg: Config, corpus: Any, r: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Exactness:
+    """The float64 checks of widening, the table of its cases, and the threads they ran on."""
+
+    exactness: list[dict[str, Any]]
+    table: dict[str, Any]
+    threads: int
+
+
+@dataclass(frozen=True)
+class Seed:
+    """One replicate's training: the small model, its validation loss, the widened and scratch arms, and (replicate
+    0 only) the symmetry variants."""
+
+    seed: int
+    small: dict[str, Any]
+    small_val: float
+    arms: dict[str, dict[str, Any]]
+    variants: dict[str, dict[str, Any]] | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(frozen=True)
+class Stationary:
+    """Losses and gradient norms of the small model, its exact copy and its random split, and the lifted gradient's
+    largest relative difference from the copy's."""
+
+    loss_small: float
+    loss_copy: float
+    loss_split: float
+    grad_small: float
+    grad_copy: float
+    grad_split: float
+    grad_copy_linear: float
+    grad_split_linear: float
+    grad_lifted_linear: float
+    gradient_identity_rel: float
+    memo_steps: int
+    d: int
+
+
+def training_seed(cfg: Config, corpus: Any, r: int) -> Seed:
     """Replicate r (torch seeded by the runner with run_seed(cfg, r)): small model trained small_steps; widened
     exactly (RoPE placed), exactly with a random split of the copies' weights, and by pairwise repetition, each
     trained on for the FLOPs the scratch model has left; the scratch wide model. Replicate 0 also trains the
@@ -314,7 +355,6 @@ def training_seed(cfg: Config, corpus: Any, r: int) -> dict[str, Any]:
     arms["scratch"] = _train(scratch, corpus, cfg, cfg.wide_steps, seed + 2)
     arms["scratch"]["val_loss"][0] = at_init
     small_log["val_loss"][0] = math.nan
-    out: dict[str, Any] = {"seed": seed, "small": small_log, "small_val": small_val, "arms": arms}
     if r == 0:
         variants = {}
         for name, kw in (("exact copies", {}), ("split", {"split": cfg.split}), ("noise", {"noise": cfg.noise}),
@@ -335,11 +375,10 @@ def training_seed(cfg: Config, corpus: Any, r: int) -> dict[str, Any]:
             log = _train(wide, corpus, cfg, cfg.symmetry_steps, seed + 1, probe, widening)
             log["initial_logit_difference"] = deviation
             variants[name] = log
-        out["variants"] = variants
-    return out
+    return Seed(seed, small_log, small_val, arms, variants if r == 0 else None)
 
 
-def stationary(cfg: Config, corpus: Any) -> dict[str, Any]:
+def stationary(cfg: Config, corpus: Any) -> Stationary:
     """A small decoder (learned positions) trained on one fixed batch to near zero loss; in float64, the relative
     difference between the widened model's gradient and the lifted small gradient (every linear weight), and the
     gradient norms of the small model, its exact copy and its random split."""
@@ -372,10 +411,8 @@ def stationary(cfg: Config, corpus: Any) -> dict[str, Any]:
     worst = max(float((g_copy[n] - g).norm() / g.norm().clamp(min=1e-300)) for n, g in lifted.items())
     norm = lambda g: math.sqrt(sum(float((v.double() ** 2).sum()) for v in g.values()))
     linear = lambda g: math.sqrt(sum(float((g[n] ** 2).sum()) for n in copy.lifts))
-    return {"loss_small": loss_small, "loss_copy": loss_copy, "loss_split": loss_split,
-            "grad_small": norm(g_small), "grad_copy": norm(g_copy), "grad_split": norm(g_split),
-            "grad_copy_linear": linear(g_copy), "grad_split_linear": linear(g_split), "grad_lifted_linear": linear(lifted),
-            "gradient_identity_rel": worst, "memo_steps": cfg.memo_steps, "d": small_cfg.d}
+    return Stationary(loss_small, loss_copy, loss_split, norm(g_small), norm(g_copy), norm(g_split), linear(g_copy),
+                      linear(g_split), linear(lifted), worst, cfg.memo_steps, small_cfg.d)
 
 
 def trials(cfg: Config) -> list[Trial]:
@@ -386,24 +423,25 @@ def trials(cfg: Config) -> list[Trial]:
     return out + [Trial("stationary", run_seed(cfg, 900), {"part": "stationary"})]
 
 
-def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> Exactness | Seed | Stationary:
     """One part of the chapter's measurements (on the CPU: float64 checks, and training small enough for it)."""
     corpus = corpus_of(cfg)
     part = trial.params["part"]
     if part == "exactness":
         text = torch.from_numpy(corpus.val[: 2 * cfg.probe].astype(np.int64)).view(2, cfg.probe)
-        return {"exactness": exactness(cfg, text), "table": table_rows(cfg, text), "threads": torch.get_num_threads()}
+        return Exactness(exactness(cfg, text), table_rows(cfg, text), torch.get_num_threads())
     if part == "training":
         return training_seed(cfg, corpus, trial.params["replicate"])
     return stationary(cfg, corpus)
 
 
-def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+def assemble(cfg: Config, results: list[Exactness | Seed | Stationary], device_type: str) -> dict[str, Any]:
     """Every measurement of the chapter, in the record's layout (this experiment runs on the CPU)."""
     first, *seeds, last = results
-    return {"device_type": "cpu", "corpus": corpus_of(cfg).summary(), "exactness": first["exactness"],
-            "table": first["table"], "training": {**training_sizes(cfg), "seeds": seeds},
-            "stationary": last, "threads": first["threads"]}
+    assert isinstance(first, Exactness) and isinstance(last, Stationary)
+    return {"device_type": "cpu", "corpus": corpus_of(cfg).summary(), "exactness": first.exactness,
+            "table": first.table, "training": {**training_sizes(cfg), "seeds": [fields_of(r) for r in seeds]},
+            "stationary": fields_of(last), "threads": first.threads}
 
 
 # --- summaries ---------------------------------------------------------------------------------------------------
