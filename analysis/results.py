@@ -40,9 +40,10 @@ def results_dir() -> Path:
 
 def to_jsonable(value: Any) -> Any:
     """Plain JSON data from numpy/torch scalars and arrays, tuples, dataclasses (a dict of their fields, in order,
-    leaving out a None field marked ``omit_none`` in its metadata) and nested containers."""
+    each under its metadata's ``key`` if it has one, leaving out a None field marked ``omit_none``) and nested
+    containers."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)
+        return {f.metadata.get("key", f.name): to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)
                 if not (f.metadata.get("omit_none") and getattr(value, f.name) is None)}
     if isinstance(value, dict):
         return {str(k): to_jsonable(v) for k, v in value.items()}

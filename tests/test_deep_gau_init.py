@@ -37,7 +37,7 @@ def test_a_trial_reproduces_and_scales_weights_by_lambda():
     assert a == b
     full = dgi.run_trial(cfg, dataclasses.replace(t, params={"lambda": 1.0, "depth": 2, "seed": 0}),
                          torch.device("cpu"))
-    assert full["eps"] > 10 * a["eps"]
+    assert full.eps > 10 * a.eps and a.lam == 0.5
 
 
 def test_claims_and_config_checks(data):

@@ -16,6 +16,23 @@ def test_conforms(name):
     assert protocol_problems(EXPERIMENTS[name]) == []
 
 
+def test_a_trial_result_must_be_typed():
+    """A split experiment whose run_trial returns a plain dict does not conform."""
+    import types
+
+    module = types.ModuleType("plain")
+    module.__dict__.update({k: getattr(EXPERIMENTS["coord-check"], k) for k in dir(EXPERIMENTS["coord-check"])
+                            if not k.startswith("__")})
+    module.__doc__ = "A copy of coord-check whose trials return plain data."
+
+    def run_trial(cfg, trial, device) -> dict:
+        return {}
+
+    module.run_trial = run_trial
+    assert protocol_problems(module) == ["run_trial is not annotated to return a dataclass (or a union of them): "
+                                         "its typed result"]
+
+
 # the cheap experiments whose smoke data depend on random draws; the rest are covered by the verdict
 # table (seed 0) and the plan test, and their seeds go through the same run_seed
 SEEDED = ("attention-basics", "entropy-bound", "ffn-basics", "softmax-scale-checks", "softmax-scale-mc", "deep-gau",

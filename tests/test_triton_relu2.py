@@ -26,8 +26,8 @@ def checked() -> dict:
 
 
 def test_every_case_is_within_its_rounding_bound(checked: dict) -> None:
-    assert len(checked["cases"]) == 2 * 2 * len(gk.DTYPES)
-    for case in checked["cases"]:
+    assert len(checked.cases) == 2 * 2 * len(gk.DTYPES)
+    for case in checked.cases:
         assert set(case["errors"]) == {"out", "dz", "dv", "dgamma_q", "dbeta_q", "dgamma_k", "dbeta_k"}
         worst = max(case["errors"].values())
         assert 0 < worst <= case["bound"], case
@@ -48,8 +48,8 @@ def test_the_bound_is_not_loose_enough_to_pass_a_wrong_kernel() -> None:
 
 
 def test_prefix_and_padding_are_exact(checked: dict) -> None:
-    assert checked["prefix_gap"] == 0.0 and checked["padding_gap"] == 0.0
-    assert checked["sizes"]["prefix"] % 64 != 0  # the prefix ends inside a tile
+    assert checked.prefix_gap == 0.0 and checked.padding_gap == 0.0
+    assert checked.sizes["prefix"] % 64 != 0  # the prefix ends inside a tile
 
 
 def test_many_tiles_in_every_direction() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from analysis.core.typed import OMIT_NONE, fields_of, from_data, result_type
+from analysis.core.typed import OMIT_NONE, fields_of, from_data, result_type, stored_as
 from analysis.results import from_jsonable, to_jsonable
 
 
@@ -85,6 +85,20 @@ def test_a_field_some_trials_lack_is_left_out_when_none():
     assert to_jsonable(Seed({"a": 1.0})) == {"small": {"a": 1.0}} == fields_of(Seed({"a": 1.0}))
     assert to_jsonable(Seed({}, {"b": 2.0})) == {"small": {}, "variants": {"b": 2.0}}
     assert from_data(Seed, {"small": {"a": 1.0}}) == Seed({"a": 1.0})
+
+
+@dataclass(frozen=True)
+class Stack:
+    lam: float = field(metadata=stored_as("lambda"))
+    depth: int = 1
+
+
+def test_a_field_is_stored_under_its_key():
+    """A key Python does not allow as a name ('lambda') is stored and read back under that key."""
+    assert to_jsonable(Stack(0.5, 3)) == {"lambda": 0.5, "depth": 3} == fields_of(Stack(0.5, 3))
+    assert from_data(Stack, {"lambda": 0.5}) == Stack(0.5)
+    with pytest.raises(ValueError, match="fields lam are not in Stack"):
+        from_data(Stack, {"lam": 0.5})
 
 
 def test_fields_of_is_shallow_and_refuses_non_dataclasses():

@@ -140,6 +140,8 @@ def protocol_problems(module: ModuleType) -> list[str]:
         return problems
     if not (module.__doc__ or "").strip():
         problems.append("no module docstring")
+    if hasattr(module, "trials") and result_type(module.run_trial) is None:
+        problems.append("run_trial is not annotated to return a dataclass (or a union of them): its typed result")
     if not dataclasses.is_dataclass(module.Config):
         problems.append("Config is not a dataclass")
     elif "seed" not in {f.name for f in dataclasses.fields(module.Config)}:

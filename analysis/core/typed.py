@@ -38,12 +38,22 @@ def result_type(function: Any) -> Any:
 OMIT_NONE = {"omit_none": True}  # field metadata: a None value is left out of the stored data (a key some trials lack)
 
 
+def stored_as(key: str) -> dict[str, str]:
+    """Field metadata: the field is stored under ``key`` (a name Python does not allow, such as 'lambda')."""
+    return {"key": key}
+
+
+def _key(f: dataclasses.Field[Any]) -> str:
+    return str(f.metadata.get("key", f.name))
+
+
 def fields_of(value: Any) -> dict[str, Any]:
     """The fields of a dataclass instance as a dict, in order, their values as they are (not copied or converted);
-    a None field marked :data:`OMIT_NONE` is left out, as :func:`analysis.results.to_jsonable` leaves it out."""
+    each under its stored key (:func:`stored_as`), and a None field marked :data:`OMIT_NONE` left out, as
+    :func:`analysis.results.to_jsonable` stores them."""
     if not dataclasses.is_dataclass(value) or isinstance(value, type):
         raise ValueError(f"value must be a dataclass instance; got {type(value).__name__}")
-    return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)
+    return {_key(f): getattr(value, f.name) for f in dataclasses.fields(value)
             if not (f.metadata.get("omit_none") and getattr(value, f.name) is None)}
 
 
@@ -73,16 +83,16 @@ def from_data(tp: Any, value: Any, path: str = "result") -> Any:
         if not isinstance(value, dict):
             raise _fail(path, tp, value)
         hints = _hints(tp)
-        names = [f.name for f in dataclasses.fields(tp) if f.init]
-        unknown = sorted(set(value) - set(names))
+        fields = [f for f in dataclasses.fields(tp) if f.init]
+        keys = {_key(f): f for f in fields}
+        unknown = sorted(set(value) - set(keys))
         if unknown:
             raise ValueError(f"{path}: fields {', '.join(unknown)} are not in {tp.__name__}")
-        required = [f.name for f in dataclasses.fields(tp) if f.init and f.default is dataclasses.MISSING
-                    and f.default_factory is dataclasses.MISSING]
-        missing = [n for n in required if n not in value]
+        missing = [k for k, f in keys.items() if k not in value and f.default is dataclasses.MISSING
+                   and f.default_factory is dataclasses.MISSING]
         if missing:
             raise ValueError(f"{path}: {tp.__name__} needs fields {', '.join(missing)}")
-        return tp(**{n: from_data(hints[n], value[n], f"{path}.{n}") for n in names if n in value})
+        return tp(**{f.name: from_data(hints[f.name], value[k], f"{path}.{k}") for k, f in keys.items() if k in value})
     if origin in (list, tuple, dict):
         if origin is dict:
             if not isinstance(value, dict):

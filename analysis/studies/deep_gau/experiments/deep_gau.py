@@ -25,6 +25,7 @@ import torch
 
 from analysis.data import PINNED_CORPUS_PATH
 from analysis.core.trial import Trial
+from analysis.core.typed import fields_of
 from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig, update_sizes
 from analysis.train import (
@@ -117,7 +118,32 @@ def _sig(values: list[float]) -> list[float]:
     return [float(f"{v:.5g}") for v in values]
 
 
-def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Run:
+    """One stack trained: its setting, update sizes at initialisation, loss and pre-clip gradient norm at every
+    step, where it diverged, and the validation loss per window at half the budget and at the end (mean and SE)."""
+
+    depth: int
+    block: str
+    residual: str
+    warmup: int
+    lr: float
+    seed: int
+    parameters: int
+    update_sizes: list[float]
+    train_steps: list[int]
+    train_loss: list[float]
+    grad_norm: list[float]
+    diverged_at: int | None
+    val_loss: float
+    val_se: float
+    half_step: int
+    val_windows: list[float]
+    val_half_windows: list[float]
+    val_half: float
+
+
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> Run:
     """One stack trained at one learning rate and warmup: its loss and gradient norm (before clipping) at every step,
     divergence, the validation loss per window at half the budget and at the end, and update sizes at init."""
     p = trial.params
@@ -150,23 +176,21 @@ def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]
         meter.close()
     full = window_losses(model) if log.diverged_at is None else []
     val, val_se = mean_se(full) if full else (math.nan, math.nan)
-    return {"depth": depth, "block": block, "residual": residual, "warmup": warmup, "lr": lr, "seed": seed,
-            "parameters": model.num_parameters(), "update_sizes": update_sizes(hidden),
-            "train_steps": log.steps, "train_loss": _sig(log.train_loss), "grad_norm": _sig(meter.norms),
-            "diverged_at": log.diverged_at, "val_loss": val, "val_se": val_se, "half_step": half_step(cfg),
-            "val_windows": full, "val_half_windows": half,
-            "val_half": float(np.mean(half)) if half else math.nan}
+    return Run(depth, block, residual, warmup, lr, seed, model.num_parameters(), update_sizes(hidden), log.steps,
+               _sig(log.train_loss), _sig(meter.norms), log.diverged_at, val, val_se, half_step(cfg), full, half,
+               float(np.mean(half)) if half else math.nan)
 
 
-def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+def assemble(cfg: Config, results: list[Run], device_type: str) -> dict[str, Any]:
     """The runs in trial order, the unigram entropy of the corpus, and the threshold a run must beat to count as
     trained (the unigram entropy less 3x the seed spread, or less ``margin`` with one seed)."""
     corpus = corpus_of(cfg)
     unigram = unigram_entropy(corpus.train)
-    spread = seed_spread(results)
+    runs = [fields_of(r) for r in results]
+    spread = seed_spread(runs)
     margin = 3 * spread if math.isfinite(spread) else cfg.margin
     return {"device_type": device_type, "corpus": corpus.summary(), "unigram_entropy": unigram,
-            "seed_spread": spread, "threshold": unigram - margin, "runs": results}
+            "seed_spread": spread, "threshold": unigram - margin, "runs": runs}
 
 
 def seed_spread(runs: list[dict[str, Any]]) -> float:

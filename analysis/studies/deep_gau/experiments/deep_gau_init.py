@@ -21,7 +21,7 @@ projects out the mean and the radial direction of each token, so even one layer'
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from analysis.core.trial import Trial
+from analysis.core.typed import fields_of, stored_as
 from analysis.experiments.base import Workload
 from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.stats import mean_estimate
@@ -80,7 +81,20 @@ def trials(cfg: Config) -> list[Trial]:
             for lam in cfg.lambdas for depth in cfg.depths for seed in cfg.seeds]
 
 
-def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Stack:
+    """One stack at initialisation: its weight scale lambda, depth and seed, the one-layer change eps, the distance
+    dev_L of its output from its input, and the input gradient's size relative to the probe's."""
+
+    lam: float = field(metadata=stored_as("lambda"))
+    depth: int
+    seed: int
+    eps: float
+    dev: float
+    grad_ratio: float
+
+
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> Stack:
     """One stack at initialisation: eps, dev_L and the gradient ratio (float32, on ``device``)."""
     lam, depth = float(trial.params["lambda"]), int(trial.params["depth"])
     gen = torch.Generator().manual_seed(trial.seed)
@@ -102,14 +116,14 @@ def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]
             first = float((h.detach() - x0).norm() / x0.norm())
     (h * probe).sum().backward()
     assert x.grad is not None and first is not None
-    return {"lambda": lam, "depth": depth, "seed": int(trial.params["seed"]), "eps": first,
-            "dev": float((h.detach() - x0).norm() / x0.norm()),
-            "grad_ratio": float(x.grad.norm() / probe.norm())}  # the runner stores a non-finite one as text
+    return Stack(lam, depth, int(trial.params["seed"]), first, float((h.detach() - x0).norm() / x0.norm()),
+                 float(x.grad.norm() / probe.norm()))  # the runner stores a non-finite one as text
 
 
-def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+def assemble(cfg: Config, results: list[Stack], device_type: str) -> dict[str, Any]:
     """The runs in trial order, with the sizes."""
-    return {"device_type": device_type, "sizes": {"d": cfg.d, "e": cfg.e, "s": cfg.s, "n": cfg.n}, "runs": results}
+    return {"device_type": device_type, "sizes": {"d": cfg.d, "e": cfg.e, "s": cfg.s, "n": cfg.n},
+            "runs": [fields_of(r) for r in results]}
 
 
 def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:

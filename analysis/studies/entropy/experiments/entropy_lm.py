@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from analysis.core.trial import Trial
+from analysis.core.typed import fields_of
 from analysis.data import PINNED_CORPUS_PATH, Corpus, MarkovSource
 from analysis.experiments.base import Workload, corpus_of
 from analysis.models.lm import LanguageModel, ModelConfig
@@ -136,7 +137,37 @@ def snapshot(step: int, stats: TokenStats, max_points: int) -> dict[str, Any]:
     }
 
 
-def run_corpus(cfg: Config, corpus: Corpus, device: torch.device, model_cfg: ModelConfig | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CorpusRun:
+    """A model trained on the corpus: its snapshots of the per-token cloud and its training loss."""
+
+    corpus: dict[str, Any]
+    parameters: int
+    snapshots: list[dict[str, Any]]
+    train_steps: list[int]
+    train_loss: list[float]
+    diverged_at: int | None
+
+
+@dataclass(frozen=True)
+class MarkovRun:
+    """A model trained on a Markov chain, against the true model on the same validation tokens."""
+
+    corpus: dict[str, Any]
+    entropy_rate: float
+    tokens: int
+    model_loss: float
+    true_loss: float
+    true_loss_se: float
+    excess_loss: float
+    excess_loss_se: float
+    uniform_loss: float
+    train_steps: list[int]
+    train_loss: list[float]
+    diverged_at: int | None
+
+
+def run_corpus(cfg: Config, corpus: Corpus, device: torch.device, model_cfg: ModelConfig | None = None) -> CorpusRun:
     """Train ``model_cfg`` (default cfg.model) on ``corpus``; a snapshot of the per-token cloud at each of cfg.snapshots."""
     model = LanguageModel(model_cfg or cfg.model)
     snaps: list[dict[str, Any]] = []
@@ -146,17 +177,10 @@ def run_corpus(cfg: Config, corpus: Corpus, device: torch.device, model_cfg: Mod
             snaps.append(snapshot(step, token_stats(m, corpus.val, cfg.model.ctx, cfg.eval_windows, device), cfg.max_points))
 
     log = train_lm(model, corpus.train, cfg.train, cfg.model.ctx, device, on_step, progress=False)
-    return {
-        "corpus": corpus.summary(),
-        "parameters": model.num_parameters(),
-        "snapshots": snaps,
-        "train_steps": log.steps,
-        "train_loss": log.train_loss,
-        "diverged_at": log.diverged_at,
-    }
+    return CorpusRun(corpus.summary(), model.num_parameters(), snaps, log.steps, log.train_loss, log.diverged_at)
 
 
-def run_markov(cfg: Config, device: torch.device) -> dict[str, Any]:
+def run_markov(cfg: Config, device: torch.device) -> MarkovRun:
     """Train on a Markov chain; compare the model's loss with the true model's on the same validation tokens."""
     source = MarkovSource(cfg.markov_order, cfg.markov_alphabet, cfg.markov_concentration, seed=cfg.seed)
     corpus = source.corpus(cfg.markov_train_tokens, cfg.markov_val_tokens)
@@ -170,20 +194,9 @@ def run_markov(cfg: Config, device: torch.device) -> dict[str, Any]:
     model_nll = stats.loss[mask]
     diff = model_nll - true_nll
     n = int(mask.sum())
-    return {
-        "corpus": corpus.summary(),
-        "entropy_rate": source.entropy_rate,
-        "tokens": n,
-        "model_loss": float(model_nll.mean()),
-        "true_loss": float(true_nll.mean()),
-        "true_loss_se": float(true_nll.std(ddof=1) / np.sqrt(n)),
-        "excess_loss": float(diff.mean()),
-        "excess_loss_se": float(diff.std(ddof=1) / np.sqrt(n)),
-        "uniform_loss": float(np.log(cfg.markov_alphabet)),
-        "train_steps": log.steps,
-        "train_loss": log.train_loss,
-        "diverged_at": log.diverged_at,
-    }
+    return MarkovRun(corpus.summary(), source.entropy_rate, n, float(model_nll.mean()), float(true_nll.mean()),
+                     float(true_nll.std(ddof=1) / np.sqrt(n)), float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(n)),
+                     float(np.log(cfg.markov_alphabet)), log.steps, log.train_loss, log.diverged_at)
 
 
 def trials(cfg: Config) -> list[Trial]:
@@ -193,18 +206,18 @@ def trials(cfg: Config) -> list[Trial]:
             + [Trial(f"other.{name}", cfg.seed, {"name": name}) for name, _ in cfg.others])
 
 
-def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> CorpusRun | MarkovRun:
     """One model trained: on the corpus with its snapshots, or on the Markov chain against the true model."""
     if trial.key == "markov":
         return run_markov(cfg, device)
     return run_corpus(cfg, corpus_of(cfg), device, dict(cfg.others)[trial.params["name"]] if trial.params else None)
 
 
-def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+def assemble(cfg: Config, results: list[CorpusRun | MarkovRun], device_type: str) -> dict[str, Any]:
     """The three kinds of run, by name; plain data (lists and floats) ready for a results record."""
     real, markov, *others = results
-    return {"device_type": device_type, "real": real, "markov": markov,
-            "others": {name: r for (name, _), r in zip(cfg.others, others)}}
+    return {"device_type": device_type, "real": fields_of(real), "markov": fields_of(markov),
+            "others": {name: fields_of(r) for (name, _), r in zip(cfg.others, others)}}
 
 
 CALIBRATION_BLOCKS = 20  # contiguous blocks of the stored tokens: the independent units of the calibration claims

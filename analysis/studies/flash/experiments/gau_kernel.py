@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from analysis.core.trial import Trial
+from analysis.core.typed import fields_of
 from analysis.experiments.base import Workload
 from analysis.models import triton_relu2 as tr
 from analysis.models.gau import GAU, GAUConfig
@@ -263,19 +264,45 @@ def time_layers(cfg: Config, n: int, device: torch.device) -> dict[str, Any]:
             "attention_tflops": flops / seconds / 1e12}
 
 
-def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Check:
+    """The kernel against float64 per case (norm, causality, dtype), the causal prefix and padding gaps, the sizes,
+    and whether Triton's interpreter ran it."""
+
+    key: str
+    cases: list[dict[str, Any]]
+    prefix_gap: float
+    padding_gap: float
+    sizes: dict[str, int]
+    interpreted: bool
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One length's training-step timings per layer, and the attention alone (seconds, FLOPs, TFLOP/s)."""
+
+    key: str
+    n: int
+    batch: int
+    layers: list[dict[str, Any]]
+    attention_seconds: float
+    attention_flops: float
+    attention_tflops: float
+
+
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> Check | Timing:
     """The check (on any device: the interpreter on the CPU), or one length's timings (CUDA only)."""
     if trial.key == "check":
-        return {"key": "check", **check(cfg, device)}
+        return Check("check", **check(cfg, device))
     if device.type != "cuda":
         raise ValueError(f"{trial.key}: the timing trials need a CUDA device; got {device}")
-    return {"key": trial.key, **time_layers(cfg, int(trial.params["n"]), device)}
+    return Timing(trial.key, **time_layers(cfg, int(trial.params["n"]), device))
 
 
-def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+def assemble(cfg: Config, results: list[Check | Timing], device_type: str) -> dict[str, Any]:
     """The check and the timings in trial order, with the sizes and the peak the claims read."""
-    return {"device_type": device_type, "check": results[0], "timings": results[1:], "peak_tflops": cfg.peak_tflops,
-            "sizes": {"d": cfg.d, "e": cfg.e, "s": cfg.s, "tokens": cfg.tokens}}
+    return {"device_type": device_type, "check": fields_of(results[0]), "timings": [fields_of(r) for r in results[1:]],
+            "peak_tflops": cfg.peak_tflops, "sizes": {"d": cfg.d, "e": cfg.e, "s": cfg.s, "tokens": cfg.tokens}}
 
 
 # Compile seconds no FLOP count captures, until the first GPU trials calibrate the estimate. Timing: inductor's compile of

@@ -27,6 +27,7 @@ import torch
 
 from analysis.data import PINNED_CORPUS_PATH
 from analysis.core.trial import Trial
+from analysis.core.typed import fields_of
 from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.recall import LookupTask, recall_metrics
@@ -112,7 +113,45 @@ def model_config(cfg: Config, arch: str, vocab: int = 256, ctx: int | None = Non
                        residual="pre" if arch == "flash-quad-pre" else "post", s=cfg.s, chunk=cfg.chunk, ctx=ctx)
 
 
-def _text(cfg: Config, arch: str, seed: int, lr: float, device: torch.device) -> dict[str, Any]:
+@dataclass(frozen=True)
+class TextRun:
+    """One model trained on text: (step, training seconds, validation loss) along training, the final validation loss
+    and its SE over windows, where it diverged and the training seconds per step."""
+
+    task: str
+    arch: str
+    seed: int
+    lr: float
+    parameters: int
+    curve: list[tuple[int, float, float]]
+    val_loss: float
+    val_se: float
+    diverged_at: int | None
+    seconds_per_step: float
+
+
+@dataclass(frozen=True)
+class RecallRun:
+    """One model trained on recall: held-out accuracy and loss at the end and at half the budget, and the training
+    loss along the way."""
+
+    task: str
+    arch: str
+    seed: int
+    pairs: int
+    lr: float
+    accuracy: float
+    loss: float
+    half_step: int
+    accuracy_half: float
+    loss_half: float
+    train_steps: list[int]
+    train_loss: list[float]
+    parameters: int
+    diverged_at: int | None
+
+
+def _text(cfg: Config, arch: str, seed: int, lr: float, device: torch.device) -> TextRun:
     """Train on the corpus; validation loss at ``evals`` points with the training seconds spent to reach each."""
     corpus = corpus_of(cfg)
     model = LanguageModel(model_config(cfg, arch))
@@ -121,12 +160,13 @@ def _text(cfg: Config, arch: str, seed: int, lr: float, device: torch.device) ->
     clock = {"train": 0.0, "last": time.perf_counter()}
 
     def on_step(step: int, m: torch.nn.Module) -> None:
+        evaluate = step % every == 0 or step == cfg.steps
+        if evaluate and device.type == "cuda":
+            torch.cuda.synchronize()  # the queued steps count as training time (the trainer does not wait per step)
         now = time.perf_counter()
         if step > 0:
             clock["train"] += now - clock["last"]
-        if step % every == 0 or step == cfg.steps:
-            if device.type == "cuda":
-                torch.cuda.synchronize()
+        if evaluate:
             loss = float(token_stats(m, corpus.val, cfg.ctx, cfg.eval_windows, device).loss.mean())
             curve.append((step, round(clock["train"], 4), loss))
             m.train()
@@ -138,12 +178,11 @@ def _text(cfg: Config, arch: str, seed: int, lr: float, device: torch.device) ->
     final = token_stats(model, corpus.val, cfg.ctx, cfg.eval_windows, device).loss
     per_window = final.reshape(-1, cfg.ctx).mean(axis=1)
     val, val_se = mean_se(per_window)
-    return {"task": "text", "arch": arch, "seed": seed, "lr": lr, "parameters": model.num_parameters(),
-            "curve": curve, "val_loss": val, "val_se": val_se, "diverged_at": log.diverged_at,
-            "seconds_per_step": clock["train"] / (log.diverged_at or cfg.steps)}
+    return TextRun("text", arch, seed, lr, model.num_parameters(), curve, val, val_se, log.diverged_at,
+                   clock["train"] / (log.diverged_at or cfg.steps))
 
 
-def _recall(cfg: Config, arch: str, seed: int, pairs: int, lr: float, device: torch.device) -> dict[str, Any]:
+def _recall(cfg: Config, arch: str, seed: int, pairs: int, lr: float, device: torch.device) -> RecallRun:
     """Train on LookupTask with ``pairs`` bindings at peak learning rate ``lr``; held-out query accuracy and loss at
     half the budget and at its end, and the training loss along the way."""
     task = LookupTask(pairs, keys=cfg.keys, values=cfg.values, queries=cfg.queries)
@@ -166,11 +205,9 @@ def _recall(cfg: Config, arch: str, seed: int, pairs: int, lr: float, device: to
                                                      warmup=max(1, cfg.recall_steps // 10), seed=run_seed(cfg, seed)),
                    task.length, device, on_step, progress=False, log_every=max(1, cfg.recall_steps // 40))
     accuracy, loss = held_out(model)
-    return {"task": "recall", "arch": arch, "seed": seed, "pairs": pairs, "lr": lr, "accuracy": accuracy,
-            "loss": loss, "half_step": half_step, "accuracy_half": half[0] if half else math.nan,
-            "loss_half": half[1] if half else math.nan, "train_steps": log.steps,
-            "train_loss": [float(f"{v:.5g}") for v in log.train_loss], "parameters": model.num_parameters(),
-            "diverged_at": log.diverged_at}
+    return RecallRun("recall", arch, seed, pairs, lr, accuracy, loss, half_step, half[0] if half else math.nan,
+                     half[1] if half else math.nan, log.steps, [float(f"{v:.5g}") for v in log.train_loss],
+                     model.num_parameters(), log.diverged_at)
 
 
 def trials(cfg: Config) -> list[Trial]:
@@ -189,7 +226,7 @@ def trials(cfg: Config) -> list[Trial]:
                   for seed in cfg.seeds]
 
 
-def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> TextRun | RecallRun:
     """One model trained: on text (validation curve against steps and seconds) or on recall (held-out accuracy)."""
     p = trial.params
     if p["task"] == "text":
@@ -197,11 +234,11 @@ def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]
     return _recall(cfg, p["arch"], p["seed"], p["pairs"], p["lr"], device)
 
 
-def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+def assemble(cfg: Config, results: list[TextRun | RecallRun], device_type: str) -> dict[str, Any]:
     """The runs in trial order, with the learning-rate grids, pairs, chance level and the text budget."""
     return {"device_type": device_type, "corpus": corpus_of(cfg).summary(), "lrs": list(cfg.lrs),
             "recall_lrs": list(cfg.recall_lrs), "steps": cfg.steps, "recall_steps": cfg.recall_steps,
-            "pairs": list(cfg.pairs), "chance": 1 / cfg.values, "runs": results}
+            "pairs": list(cfg.pairs), "chance": 1 / cfg.values, "runs": [fields_of(r) for r in results]}
 
 
 def steps_to_reach(curve: list[list[float]], target: float, axis: int = 0) -> float:

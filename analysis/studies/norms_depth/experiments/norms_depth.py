@@ -21,6 +21,7 @@ from torch import nn
 
 from analysis.data import PINNED_CORPUS_PATH
 from analysis.core.trial import Trial
+from analysis.core.typed import fields_of
 from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig, update_sizes
 from analysis.theory import transformer_basics as tb
@@ -139,7 +140,53 @@ def llama_rms_norm(hidden: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6
     return weight * h.to(dtype)
 
 
-def norm_examples() -> dict[str, Any]:
+@dataclass(frozen=True)
+class Decoding:
+    """The decoding gap of each causal float64 model (the trial "decoding")."""
+
+    rows: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class NormExamples:
+    """LayerNorm on the notes' inputs, torch against float64, and each RMSNorm version against the standard one."""
+
+    inputs: list[list[float]]
+    layernorm_torch: list[list[float]]
+    layernorm_float64: list[list[float]]
+    printed_error: float
+    gap_1234_2345: float
+    gap_1234_2468: float
+    gap_1234_2468_predicted: float
+    rms_versions: dict[str, list[list[float]]]
+    rms_gap_to_standard: dict[str, float]
+
+
+@dataclass(frozen=True)
+class DepthRow:
+    """One stack of ``depth`` layers: mean update size per sublayer at init and after one step, and the relative
+    change of its output after that step."""
+
+    depth: int
+    residual: str
+    seed: int
+    update_init: float
+    update_step: float
+    model_update: float
+
+
+@dataclass(frozen=True)
+class TrainedRow:
+    """One trained Transformer: at init and after training, the stream cosines and norms and the loss with
+    sublayers in groups of each size."""
+
+    residual: str
+    seed: int
+    init: dict[str, Any]
+    trained: dict[str, Any]
+
+
+def norm_examples() -> NormExamples:
     """torch.nn.LayerNorm on the notes' vectors, the eps-predicted gaps, and four RMSNorm versions compared."""
     x = torch.tensor([[1.0, 2, 3, 4], [2, 3, 4, 5], [2, 4, 6, 8], [200, 3, 4, 5]])
     ln = nn.LayerNorm(4)
@@ -159,12 +206,11 @@ def norm_examples() -> dict[str, Any]:
         "LayerNorm": pred64,
     }
     ref = versions["standard x / RMS(x)"]
-    return {"inputs": x.tolist(), "layernorm_torch": out.tolist(), "layernorm_float64": pred64.tolist(),
-            "printed_error": printed_err,
-            "gap_1234_2345": float((out[0] - out[1]).abs().max()), "gap_1234_2468": float((out[0] - out[2]).abs().max()),
-            "gap_1234_2468_predicted": float(np.abs(pred64[0] - pred64[2]).max()),
-            "rms_versions": {k: np.asarray(v).tolist() for k, v in versions.items()},
-            "rms_gap_to_standard": {k: float(np.abs(np.asarray(v) - ref).max()) for k, v in versions.items()}}
+    return NormExamples(x.tolist(), out.tolist(), pred64.tolist(), printed_err,
+                        float((out[0] - out[1]).abs().max()), float((out[0] - out[2]).abs().max()),
+                        float(np.abs(pred64[0] - pred64[2]).max()),
+                        {k: np.asarray(v).tolist() for k, v in versions.items()},
+                        {k: float(np.abs(np.asarray(v) - ref).max()) for k, v in versions.items()})
 
 
 def _book_rms(x: torch.Tensor) -> np.ndarray:
@@ -200,10 +246,8 @@ def depth_row(cfg: Config, depth: int, residual: str, seed: int, device: torch.d
     opt.step()
     with torch.no_grad():
         f1, h1 = _final(model, probe)
-    return {"depth": depth, "residual": residual, "seed": seed,
-            "update_init": float(np.mean(update_sizes(h0))),
-            "update_step": float(np.mean(update_sizes(h1))),
-            "model_update": float((f1 - f0).pow(2).mean().sqrt() / f0.pow(2).mean().sqrt())}
+    return DepthRow(depth, residual, seed, float(np.mean(update_sizes(h0))), float(np.mean(update_sizes(h1))),
+                    float((f1 - f0).pow(2).mean().sqrt() / f0.pow(2).mean().sqrt()))
 
 
 def mean_update(rows: list[dict[str, Any]], residual: str, depth: int, key: str = "model_update") -> tuple[float, float]:
@@ -244,7 +288,7 @@ def _loss(model: LanguageModel, x: torch.Tensor, y: torch.Tensor, group: int) ->
     return total / y.numel()
 
 
-def trained_row(cfg: Config, residual: str, seed: int, device: torch.device) -> dict[str, Any]:
+def trained_row(cfg: Config, residual: str, seed: int, device: torch.device) -> TrainedRow:
     """Train a pre- or post-norm Transformer (torch seeded by the runner); at init and after training, the stream
     cosines and norms, and the loss with sublayers run in groups of each size in ``cfg.groups``."""
     corpus = corpus_of(cfg)
@@ -263,7 +307,7 @@ def trained_row(cfg: Config, residual: str, seed: int, device: torch.device) -> 
             _, hidden = model(x[:16], return_hidden=True)  # type: ignore[misc]
         stages[stage] = {"cosines": _stream_cosines(hidden), "norms": [float(h.norm(dim=-1).mean()) for h in hidden],
                          "loss": {str(g): _loss(model, x, y, g) for g in cfg.groups}}
-    return {"residual": residual, "seed": seed, **stages}
+    return TrainedRow(residual, seed, stages["init"], stages["trained"])
 
 
 def trials(cfg: Config) -> list[Trial]:
@@ -278,11 +322,11 @@ def trials(cfg: Config) -> list[Trial]:
                   for residual in ("pre", "post") for seed in cfg.seeds]
 
 
-def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> Decoding | NormExamples | DepthRow | TrainedRow:
     """One part of the chapter's measurements."""
     p = trial.params
     if p["part"] == "decoding":
-        return {"rows": decoding(cfg)}
+        return Decoding(decoding(cfg))
     if p["part"] == "norms":
         return norm_examples()
     if p["part"] == "depth":
@@ -290,11 +334,12 @@ def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]
     return trained_row(cfg, p["residual"], p["seed"], device)
 
 
-def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+def assemble(cfg: Config, results: list[Decoding | NormExamples | DepthRow | TrainedRow], device_type: str
+             ) -> dict[str, Any]:
     """Every measurement of the chapter, in the record's layout."""
     parts: dict[str, list[dict[str, Any]]] = {}
     for trial, result in zip(trials(cfg), results):
-        parts.setdefault(trial.params["part"], []).append(result)
+        parts.setdefault(trial.params["part"], []).append(fields_of(result))
     return {"device_type": device_type, "decoding": parts["decoding"][0]["rows"], "norms": parts["norms"][0],
             "depth": parts["depth"], "trained": parts["trained"], "layers": cfg.layers}
 

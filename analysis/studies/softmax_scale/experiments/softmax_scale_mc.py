@@ -19,6 +19,7 @@ import numpy.typing as npt
 import torch
 
 from analysis.core.trial import Trial
+from analysis.core.typed import fields_of
 from analysis.experiments.base import Workload
 from analysis.theory import softmax_scale as sc
 from analysis.stats import from_se
@@ -129,16 +130,24 @@ def trials(cfg: Config) -> list[Trial]:
     return [Trial("all", cfg.seed)]
 
 
-def run_trial(cfg: Config, trial: Trial, device: torch.device) -> dict[str, Any]:
-    """Every (kind, n) of the config; plain data."""
+@dataclass(frozen=True)
+class Rows:
+    """The key width d and a row per (kind, n): the sampled optimum and its rivals."""
+
+    d: int
+    rows: list[dict[str, Any]]
+
+
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> Rows:
+    """Every (kind, n) of the config."""
     rng = np.random.default_rng(trial.seed)
-    return {"d": cfg.d, "rows": [measure(kind, n, cfg, device, rng) for kind in KINDS for n in cfg.ns]}
+    return Rows(cfg.d, [measure(kind, n, cfg, device, rng) for kind in KINDS for n in cfg.ns])
 
 
-def assemble(cfg: Config, results: list[dict[str, Any]], device_type: str) -> dict[str, Any]:
+def assemble(cfg: Config, results: list[Rows], device_type: str) -> dict[str, Any]:
     """The one trial's rows, with the device type."""
     (only,) = results
-    return {"device_type": device_type, **only}
+    return {"device_type": device_type, **fields_of(only)}
 
 
 def finite_sample_alpha(kind: str, n: int, d: int | None = None, reps: int = 256, seed: int = 0) -> dict[str, float]:
