@@ -32,6 +32,7 @@ from torch import nn
 from analysis.experiments.base import Workload
 from analysis.models.gau import GAU, GAUConfig
 from analysis.models.lm import LanguageModel, ModelConfig
+from analysis.studies.flash.experiments.flash_memory import saved_tensors
 from analysis.theory import flash_counts as fc
 from analysis.verify import Claim
 
@@ -114,14 +115,14 @@ class _Stack(nn.Module):
         return x
 
 
-def _peer_gau(cfg: Config, matched: bool) -> nn.Module:
+def _peer_gau(d: int, s: int, matched: bool) -> nn.Module:
     """FLASH-pytorch's GAU; matched: its input norm, residual and T5 relative-position bias taken out, so that it
     computes what this book's bare GAU layer computes (the peer divides by n where ours divides by t s)."""
     from flash_pytorch import GAU as PeerGAU
 
     if not matched:
-        return PeerGAU(dim=cfg.d, query_key_dim=cfg.s, expansion_factor=2.0, causal=True)
-    layer = PeerGAU(dim=cfg.d, query_key_dim=cfg.s, expansion_factor=2.0, causal=True, norm_klass=nn.Identity,
+        return PeerGAU(dim=d, query_key_dim=s, expansion_factor=2.0, causal=True)
+    layer = PeerGAU(dim=d, query_key_dim=s, expansion_factor=2.0, causal=True, norm_klass=nn.Identity,
                     add_residual=False)
     layer.rel_pos_bias = None  # the peer builds it whatever its flag says, and skips it when None
     return layer
@@ -140,7 +141,7 @@ def build(name: str, cfg: Config) -> nn.Module:
     module: nn.Module
     if name in LAYERS:
         if name.startswith("FLASH-pytorch"):
-            module = _peer_gau(cfg, matched=name == MATCHED_PEER)
+            module = _peer_gau(cfg.d, cfg.s, matched=name == MATCHED_PEER)
         else:
             module = GAU(GAUConfig(d=d, e=2 * d, s=s, causal=True, backend=gau_backend(name),
                                    query_block=cfg.query_block))
@@ -164,16 +165,7 @@ def build(name: str, cfg: Config) -> nn.Module:
 
 def saved_bytes(module: nn.Module, x: torch.Tensor) -> int:
     """Bytes of the tensors autograd saves for backward in one forward of ``module`` on ``x``."""
-    total = 0
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        nonlocal total
-        total += t.numel() * t.element_size()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        module(x).pow(2).mean()
-    return total
+    return sum(size for _, size in saved_tensors(lambda: module(x).pow(2).mean()))
 
 
 def step_time(module: nn.Module, x: torch.Tensor, repeats: int, warmup: int) -> list[float]:

@@ -53,17 +53,22 @@ CONFIGS: dict[str, Config] = {
 }
 
 
-def saved_shapes(fn: Any) -> list[tuple[int, ...]]:
-    """The shape of every tensor autograd saves for backward while ``fn()`` runs (one entry per saved tensor)."""
-    shapes: list[tuple[int, ...]] = []
+def saved_tensors(fn: Any) -> list[tuple[tuple[int, ...], int]]:
+    """(shape, bytes) of every tensor autograd saves for backward while ``fn()`` runs (one entry per saved tensor)."""
+    saved: list[tuple[tuple[int, ...], int]] = []
 
     def pack(t: torch.Tensor) -> torch.Tensor:
-        shapes.append(tuple(t.shape))
+        saved.append((tuple(t.shape), t.numel() * t.element_size()))
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         fn()
-    return shapes
+    return saved
+
+
+def saved_shapes(fn: Any) -> list[tuple[int, ...]]:
+    """The shape of every tensor autograd saves for backward while ``fn()`` runs (one entry per saved tensor)."""
+    return [shape for shape, _ in saved_tensors(fn)]
 
 
 def prefix_linear_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

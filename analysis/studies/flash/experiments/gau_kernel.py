@@ -172,7 +172,6 @@ def _componentwise(got: torch.Tensor, want: torch.Tensor, magnitude: torch.Tenso
 
 def build(name: str, cfg: Config, n: int) -> nn.Module:
     """One of :data:`LAYERS` at the config's sizes, causal (the compiled one wrapped in ``torch.compile``)."""
-    from analysis.studies.flash.experiments.flash_bench import Config as BenchConfig
     from analysis.studies.flash.experiments.flash_bench import _peer_gau, _Stack
 
     if name not in LAYERS:
@@ -181,9 +180,7 @@ def build(name: str, cfg: Config, n: int) -> nn.Module:
         return _Stack(LanguageModel(ModelConfig(d=cfg.d, layers=1, block="transformer", residual="pre", ffn="swiglu",
                                                 heads=max(1, cfg.d // 64), ctx=n)))
     if name.startswith("FLASH-pytorch"):
-        peer = BenchConfig(d=cfg.d, layers=1, s=cfg.s, chunk=cfg.s, tokens=cfg.tokens, lengths=(n,), layer_lengths=(n,),
-                           repeats=1, warmup=0, threads=1, memory_budget_gb=1.0, time_budget_s=1.0)
-        return _peer_gau(peer, matched=True)
+        return _peer_gau(cfg.d, cfg.s, matched=True)
     gcfg = GAUConfig(d=cfg.d, e=cfg.e, s=cfg.s, causal=True, backend="dense" if "dense" in name else "lean")
     if name == KERNEL:
         return tr.kernel_gau(gcfg)
