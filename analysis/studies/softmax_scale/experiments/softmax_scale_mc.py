@@ -26,7 +26,7 @@ from analysis.stats import from_se
 from analysis.verify import Claim, estimate_fields
 
 NAME = "softmax-scale-mc"
-DATA_VERSION = 1  # raised when the layout of the record's data changes
+DATA_VERSION = 2  # raised when the layout of the record's data changes
 KINDS = ("normal", "cosine")
 
 
@@ -132,16 +132,17 @@ def trials(cfg: Config) -> list[Trial]:
 
 @dataclass(frozen=True)
 class Rows:
-    """The key width d and a row per (kind, n): the sampled optimum and its rivals."""
+    """The key width d, a row per (kind, n) (the sampled optimum and its rivals) and the rows each one averaged."""
 
     d: int
     rows: list[dict[str, Any]]
+    reps: int
 
 
 def run_trial(cfg: Config, trial: Trial, device: torch.device) -> Rows:
     """Every (kind, n) of the config."""
     rng = np.random.default_rng(trial.seed)
-    return Rows(cfg.d, [measure(kind, n, cfg, device, rng) for kind in KINDS for n in cfg.ns])
+    return Rows(cfg.d, [measure(kind, n, cfg, device, rng) for kind in KINDS for n in cfg.ns], cfg.reps)
 
 
 def assemble(cfg: Config, results: list[Rows], device_type: str) -> dict[str, Any]:
@@ -159,22 +160,11 @@ def finite_sample_alpha(kind: str, n: int, d: int | None = None, reps: int = 256
     return {"alpha": row["alpha_finite_sample"], "se": row["alpha_finite_sample_se"]}
 
 
-def rows_per_point(data: dict[str, Any], label: str) -> int:
-    """The rows each (kind, n) averaged: the reps of the config the run's label names ('recorded-cpu', 'smoke'),
-    else the fewest reps of any config with the run's lengths (the conservative choice for the degrees of freedom)."""
-    scale = label.removeprefix("recorded-")
-    if scale in CONFIGS:
-        return CONFIGS[scale].reps
-    ns = tuple(sorted({int(r["n"]) for r in data["rows"]}))
-    matching = [c.reps for c in CONFIGS.values() if tuple(sorted(c.ns)) == ns]
-    return min(matching or [c.reps for c in CONFIGS.values()])
-
-
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
     """Per kind, at the largest n: mean-field alpha* as the finite-sample maximiser, and the plateau h(b_n); both
     Student-t intervals over the independent rows (the maximiser's SE a bootstrap over rows)."""
     out = []
-    reps = rows_per_point(data, label)
+    reps = int(data["reps"])
     for kind in KINDS:
         rows = [r for r in data["rows"] if r["kind"] == kind]
         r = max(rows, key=lambda x: x["n"])
