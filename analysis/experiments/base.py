@@ -6,8 +6,10 @@ A module of :mod:`analysis.experiments` (found by discovery) defines
 * ``Config``: a frozen dataclass with a ``seed: int`` field (and ``corpus_file`` where it trains on text);
 * ``CONFIGS``: one ``Config`` per scale (smoke, cpu, gpu);
 * ``DATA_VERSION``: an integer raised whenever the layout of its assembled data changes;
-* its work, as independent trials (:mod:`analysis.core.trials`): ``trials(cfg)``, ``run_trial(cfg, trial, device)``,
-  ``assemble(cfg, results, device_type)`` and ``trial_plan(cfg, trial)``; or, where the work is one sequential
+* its work, as independent trials (:mod:`analysis.core.trials`): ``trials(cfg)``, ``run_trial(cfg, trial, device)``
+  annotated to return a dataclass of its own (or a union of them, one per kind of trial: :mod:`analysis.core.typed`),
+  ``assemble(cfg, results, device_type)``, which receives those typed results and returns plain data, and
+  ``trial_plan(cfg, trial)``; or, where the work is one sequential
   measurement on the CPU (a benchmark whose points share one process and its drift, sampling from one stream),
   ``run(cfg)`` (plain data, every random draw derived from ``cfg.seed``) and ``plan(cfg)``, which the protocol
   treats as one trial;
