@@ -49,7 +49,7 @@ class StepTiming:
     fastest: float
     slowest: float
     steps: int  # timed steps (after the warm-up ones)
-    compile_mode: str = "auto"  # train_lm's compile_mode ("auto": compiled with CUDA graphs on a GPU, eager on a CPU)
+    compile_mode: str = "auto"  # "auto": as the experiments' run trains (CUDA graphs on a GPU for long runs), or another
 
     @property
     def tokens_per_s(self) -> float:
@@ -68,16 +68,16 @@ class StepTiming:
         return MeasuredStep(self.label, ModelConfig(**self.model), self.batch, self.ctx, self.seconds, source)
 
 
-def training_models(scale: str, only: list[str] | None = None) -> list[tuple[str, Any, int, int]]:
-    """(label, model config, batch, ctx) of every distinct model the experiments of ``scale`` train, in experiment
-    order, the largest number of training steps first within each."""
+def training_models(scale: str, only: list[str] | None = None) -> list[tuple[str, Any, int, int, int]]:
+    """(label, model config, batch, ctx, steps of its longest run) of every distinct model the experiments of
+    ``scale`` train, in experiment order, the largest number of training steps first within each."""
     from analysis.core.trials import Experiment
     from analysis.experiments import EXPERIMENTS, config_for, get_experiment
 
     scale = validate_scale(scale)
     names = list(only) if only else sorted(EXPERIMENTS)
     seen: set[tuple[Any, int, int]] = set()
-    out: list[tuple[str, Any, int, int]] = []
+    out: list[tuple[str, Any, int, int, int]] = []
     for name in names:
         exp = Experiment(get_experiment(name))
         cfg = config_for(exp.module, scale)
@@ -86,7 +86,7 @@ def training_models(scale: str, only: list[str] | None = None) -> list[tuple[str
             key = (w.model, w.batch, w.ctx)
             if key not in seen:
                 seen.add(key)
-                out.append((f"{name}: {w.label}", w.model, w.batch, w.ctx))
+                out.append((f"{name}: {w.label}", w.model, w.batch, w.ctx, w.steps))
     return out
 
 
@@ -94,16 +94,19 @@ COMPILE_MODES = ("auto", "eager", "default", "reduce-overhead", "max-autotune-no
 
 
 def time_steps(label: str, model_cfg: Any, batch: int, ctx: int, device: torch.device, repeats: int = 5,
-               warmup: int = 3, compile_mode: str = "auto") -> StepTiming:
+               warmup: int = 3, compile_mode: str = "auto", run_steps: int | None = None) -> StepTiming:
     """Median seconds of ``repeats`` training steps of ``model_cfg`` after ``warmup`` untimed ones (train_lm on
-    random bytes, learning rate 1e-4)."""
+    random bytes, learning rate 1e-4), compiled as ``compile_mode`` says: "auto" as a run of ``run_steps`` steps
+    (default: the steps timed here) trains on ``device``, "eager" not at all."""
     from analysis.models.lm import LanguageModel
-    from analysis.train import TrainConfig, train_lm
+    from analysis.train import TrainConfig, resolve_compile_mode, train_lm
 
     if repeats < 1 or warmup < 0:
         raise ValueError(f"repeats must be >= 1 and warmup >= 0; got {repeats}, {warmup}")
     if compile_mode not in COMPILE_MODES:
         raise ValueError(f"compile_mode must be one of {', '.join(COMPILE_MODES)}; got {compile_mode!r}")
+    mode = (resolve_compile_mode("auto", device.type, run_steps or warmup + repeats) if compile_mode == "auto"
+            else None if compile_mode == "eager" else compile_mode)
     gen = np.random.default_rng(0)
     tokens = gen.integers(0, model_cfg.vocab, size=max(4 * batch * (ctx + 1), 4 * ctx + 8), dtype=np.uint8)
     torch.manual_seed(0)
@@ -117,8 +120,7 @@ def time_steps(label: str, model_cfg: Any, batch: int, ctx: int, device: torch.d
         stamps.append(time.perf_counter())
 
     train_lm(model, tokens, TrainConfig(steps=warmup + repeats, batch=batch, lr=1e-4, seed=0), ctx, device,
-             on_step=on_step, progress=False, explode_factor=math.inf,
-             compile_mode=None if compile_mode == "eager" else compile_mode)
+             on_step=on_step, progress=False, explode_factor=math.inf, compile_mode=mode)
     durations = np.diff(stamps)[warmup:]
     if durations.size < 1:
         raise RuntimeError(f"{label}: training stopped after {len(stamps) - 1} of {warmup + repeats} steps")
@@ -134,10 +136,10 @@ def measure(scale: str, device: torch.device, budget_s: float = math.inf, only: 
     spent (a model started is finished)."""
     start = time.perf_counter()
     out = []
-    for label, model_cfg, batch, ctx in training_models(scale, only):
+    for label, model_cfg, batch, ctx, steps in training_models(scale, only):
         if time.perf_counter() - start >= budget_s:
             break
-        timing = time_steps(label, model_cfg, batch, ctx, device, repeats, warmup, compile_mode)
+        timing = time_steps(label, model_cfg, batch, ctx, device, repeats, warmup, compile_mode, steps)
         out.append(timing)
         if device.type == "cuda":
             torch.cuda.empty_cache()

@@ -21,6 +21,9 @@ from torch import nn
 from tqdm import tqdm
 
 IGNORE_INDEX = -100  # a target that is not scored (F.cross_entropy's ignore_index)
+# compiling costs tens of seconds once per process (less from inductor's on-disk cache): on CUDA, compile_mode "auto"
+# compiles runs of at least this many steps and trains shorter ones eagerly
+COMPILE_MIN_STEPS = 300
 BatchSource = Callable[[int, torch.Generator], tuple[torch.Tensor, torch.Tensor]]  # (batch, generator) -> (x, y)
 
 
@@ -171,6 +174,17 @@ def _save_checkpoint(path: Path, state: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def resolve_compile_mode(mode: str | None, device_type: str, steps: int) -> str | None:
+    """torch.compile's mode for a run of ``steps`` steps on ``device_type`` (None: eager). "auto" is
+    "reduce-overhead" (CUDA graphs) on CUDA for runs of at least :data:`COMPILE_MIN_STEPS` steps, else eager."""
+    if mode == "auto":
+        return "reduce-overhead" if device_type == "cuda" and steps >= COMPILE_MIN_STEPS else None
+    if mode not in (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"):
+        raise ValueError("compile_mode must be 'auto', None, 'default', 'reduce-overhead', 'max-autotune' or "
+                         f"'max-autotune-no-cudagraphs'; got {mode!r}")
+    return mode
+
+
 def train_lm(
     model: nn.Module,
     tokens: npt.NDArray[np.uint8] | BatchSource,
@@ -201,8 +215,8 @@ def train_lm(
     steps, and a run started with an existing checkpoint resumes from it.
 
     On CUDA the step is made for the accelerator: bf16 autocast, fused AdamW, the model compiled with
-    ``torch.compile`` (``compile_mode`` "auto" is "reduce-overhead", CUDA graphs; None trains eagerly; a compilation
-    that fails falls back to eager with a warning) and the losses read back every ``check_every`` steps (default 16)
+    ``torch.compile`` (``compile_mode`` "auto" is "reduce-overhead", CUDA graphs, for a run of at least
+    :data:`COMPILE_MIN_STEPS` steps; None trains eagerly; a compilation that fails falls back to eager with a warning) and the losses read back every ``check_every`` steps (default 16)
     instead of every step, so that the host never waits for the device in between. A divergence is then found at the
     next read-back: ``diverged_at`` still names the first bad step, but up to ``check_every - 1`` further steps have
     run. On the CPU (default ``check_every`` 1, no compilation, unless asked) every step is checked before its update.
@@ -211,11 +225,7 @@ def train_lm(
     check_every = (16 if cuda else 1) if check_every is None else check_every
     if not isinstance(check_every, int) or check_every < 1:
         raise ValueError(f"check_every must be a positive integer; got {check_every!r}")
-    if compile_mode == "auto":
-        compile_mode = "reduce-overhead" if cuda else None
-    if compile_mode not in (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"):
-        raise ValueError("compile_mode must be 'auto', None, 'default', 'reduce-overhead', 'max-autotune' or "
-                         f"'max-autotune-no-cudagraphs'; got {compile_mode!r}")
+    compile_mode = resolve_compile_mode(compile_mode, device.type, cfg.steps)
     gen = torch.Generator().manual_seed(cfg.seed)
     model.to(device).train()
     decay = [p for p in model.parameters() if p.dim() >= 2]
@@ -229,7 +239,7 @@ def train_lm(
     autocast = cuda
     forward: Callable[[torch.Tensor], torch.Tensor] = model
     if compile_mode is not None:
-        forward = torch.compile(model, mode=None if compile_mode == "default" else compile_mode)
+        forward = torch.compile(model, mode=None if compile_mode == "default" else compile_mode, dynamic=False)
     if callable(tokens):
         draw: BatchSource = tokens
     else:

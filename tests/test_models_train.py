@@ -217,11 +217,21 @@ def test_a_failing_compiler_falls_back_to_eager_training(monkeypatch):
         def __call__(self, x):
             raise RuntimeError("backend compiler failed")
 
-    monkeypatch.setattr(torch, "compile", lambda model, mode=None: Broken(model))
+    monkeypatch.setattr(torch, "compile", lambda model, mode=None, dynamic=None: Broken(model))
     eager = _run(1)
     with pytest.warns(UserWarning, match="torch.compile failed .*training eagerly"):
         fallen = _run(1, compile_mode="reduce-overhead")
     assert fallen[1] == eager[1]
+
+
+def test_auto_compiles_long_runs_on_cuda_only():
+    """compile_mode "auto": CUDA graphs on CUDA for runs of COMPILE_MIN_STEPS or more, eager otherwise."""
+    from analysis.train import COMPILE_MIN_STEPS, resolve_compile_mode
+
+    assert resolve_compile_mode("auto", "cuda", COMPILE_MIN_STEPS) == "reduce-overhead"
+    assert resolve_compile_mode("auto", "cuda", COMPILE_MIN_STEPS - 1) is None
+    assert resolve_compile_mode("auto", "cpu", 10**6) is None
+    assert resolve_compile_mode("default", "cpu", 1) == "default" and resolve_compile_mode(None, "cuda", 10**6) is None
 
 
 def test_train_lm_options_are_validated():

@@ -15,13 +15,13 @@ def test_training_models_are_distinct_and_cover_the_plan():
     from analysis.experiments import EXPERIMENTS
 
     models = training_models("smoke", ["deep-gau", "gau-quality"])
-    keys = [(m, b, n) for _, m, b, n in models]
+    keys = [(m, b, n) for _, m, b, n, _ in models]
     assert len(keys) == len(set(keys)) and all(label.split(":")[0] in ("deep-gau", "gau-quality")
                                                for label, *_ in models)
     exp = Experiment(EXPERIMENTS["deep-gau"])
     cfg = EXPERIMENTS["deep-gau"].CONFIGS["smoke"]
     trained = {(w.model, w.batch, w.ctx) for w in exp.plan(cfg) if w.model is not None and w.steps > 0}
-    assert trained <= set(keys)
+    assert trained <= set(keys) and all(steps > 0 for *_, steps in models)
 
 
 def test_a_timed_step_is_the_trainers_and_round_trips(tmp_path):
