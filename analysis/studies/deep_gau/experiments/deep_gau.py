@@ -174,10 +174,12 @@ def run_trial(cfg: Config, trial: Trial, device: torch.device) -> Run:
                        log_every=1, on_step=on_step)
     finally:
         meter.close()
+    # on a GPU the trainer finds a divergence up to 15 steps late: keep the norms of the steps before it, as on a CPU
+    norms = meter.norms if log.diverged_at is None else meter.norms[: log.diverged_at]
     full = window_losses(model) if log.diverged_at is None else []
     val, val_se = mean_se(full) if full else (math.nan, math.nan)
     return Run(depth, block, residual, warmup, lr, seed, model.num_parameters(), update_sizes(hidden), log.steps,
-               _sig(log.train_loss), _sig(meter.norms), log.diverged_at, val, val_se, half_step(cfg), full, half,
+               _sig(log.train_loss), _sig(norms), log.diverged_at, val, val_se, half_step(cfg), full, half,
                float(np.mean(half)) if half else math.nan)
 
 
