@@ -70,7 +70,7 @@ def test_corrupted_record_is_reported_not_replaced(tmp_path, monkeypatch, capsys
 def test_a_bug_exits_1_with_its_traceback(monkeypatch, capsys):
     from analysis.studies.entropy.experiments import entropy_lm
 
-    def broken(cfg, trial, device):
+    def broken(cfg, trial, device) -> entropy_lm.CorpusRun:
         raise ValueError("a bug deep inside run")
 
     monkeypatch.setattr(entropy_lm, "run_trial", broken)
