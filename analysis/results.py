@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from analysis.core.typed import fields_of
 from analysis.scale import validate_scale
 
 SCHEMA = "analysis.results/1"
@@ -39,12 +40,10 @@ def results_dir() -> Path:
 
 
 def to_jsonable(value: Any) -> Any:
-    """Plain JSON data from numpy/torch scalars and arrays, tuples, dataclasses (a dict of their fields, in order,
-    each under its metadata's ``key`` if it has one, leaving out a None field marked ``omit_none``) and nested
-    containers."""
+    """Plain JSON data from numpy/torch scalars and arrays, tuples, dataclasses (their fields as
+    :func:`analysis.core.typed.fields_of` gives them) and nested containers."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.metadata.get("key", f.name): to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)
-                if not (f.metadata.get("omit_none") and getattr(value, f.name) is None)}
+        return to_jsonable(fields_of(value))
     if isinstance(value, dict):
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -49,8 +49,8 @@ def _key(f: dataclasses.Field[Any]) -> str:
 
 def fields_of(value: Any) -> dict[str, Any]:
     """The fields of a dataclass instance as a dict, in order, their values as they are (not copied or converted);
-    each under its stored key (:func:`stored_as`), and a None field marked :data:`OMIT_NONE` left out, as
-    :func:`analysis.results.to_jsonable` stores them."""
+    each under its stored key (:func:`stored_as`), and a None field marked :data:`OMIT_NONE` left out: the layout in
+    which :func:`analysis.results.to_jsonable` stores them."""
     if not dataclasses.is_dataclass(value) or isinstance(value, type):
         raise ValueError(f"value must be a dataclass instance; got {type(value).__name__}")
     return {_key(f): getattr(value, f.name) for f in dataclasses.fields(value)
