@@ -60,17 +60,35 @@ def test_mean_curve_averages_the_seeds_ignoring_nan():
     assert y.tolist() == [2.0, 2.0, 1.5]
 
 
-def test_the_stationary_sentences_follow_the_gap_against_the_tolerance_set_in_advance():
+def test_the_stationary_sentences_follow_the_gap_against_the_floor_the_float32_check_predicts():
     from analysis.studies.widening.figures import stationary_sentences
 
-    within = stationary_sentences(6.3e-13)
-    assert "within the 1e-12 rounding tolerance" in within["stationary_detail"]
+    floor = 4.06e-4 * 2.0**-29  # 7.56e-13
+    assert wx.rounding_floor(4.06e-4) == pytest.approx(floor, rel=1e-12)
+    within = stationary_sentences(6.3e-13, 4.06e-4)
+    assert "The float64 gap is 0.8 times that floor, within the allowance of 10" in within["stationary_detail"]
     assert within["stationary_summary"] == "They also keep a stationary point stationary."
-    beyond = stationary_sentences(1.6e-12)
-    assert beyond["stationary_detail"].startswith("1.6 times the 1e-12 rounding tolerance")
-    assert "still open" in beyond["stationary_summary"] and "stays open" in beyond["stationary_detail"]
+    edge = stationary_sentences(10 * floor, 4.06e-4)  # the allowance is inclusive
+    assert edge["stationary_summary"] == within["stationary_summary"]
+    beyond = stationary_sentences(1.6e-11, 4.06e-4)
+    assert "21.2 times that floor, beyond the allowance of 10" in beyond["stationary_detail"]
+    assert beyond["stationary_summary"].startswith("They do not keep a stationary point exactly stationary")
     with pytest.raises(ValueError, match="gap must be a finite"):
-        stationary_sentences(float("nan"))
+        stationary_sentences(float("nan"), 4.06e-4)
+    with pytest.raises(ValueError, match="gap32 must be a finite"):
+        stationary_sentences(6.3e-13, -1.0)
+
+
+def test_the_stationary_claim_bounds_the_float64_gap_by_the_floor_the_float32_gap_predicts():
+    def claim(gap64: float, gap32: float):
+        return wx.stationary_claim({"gradient_identity_rel": gap64, "gradient_identity_rel32": gap32}, "cpu")
+
+    avx2, avx512 = claim(1.6216e-12, 4.922e-4), claim(6.349e-13, 4.056e-4)  # both kernels, measured
+    assert avx2.tolerance == pytest.approx(10 * 4.922e-4 * 2.0**-29)
+    assert avx2.verdict == avx512.verdict == "holds"
+    assert "(0.00049 x 2^-29 = 9.2e-13)" in avx2.tolerance_basis
+    assert claim(1.6216e-12, 1e-5).verdict == "fails"  # a gap that did not shrink with precision
+    assert claim(1e-4, 1e-4).verdict == "fails"
 
 
 def test_seeds_needed_is_the_first_n_whose_detectable_difference_is_below_the_effect():
