@@ -107,9 +107,6 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
     "rope-recovers": "continued training recovers most of what pairwise RoPE repetition loses but not all: the "
                      "pairwise arm still trails the placed arm by the paired gap the chapter states, a fraction of what "
                      "it loses at once; whether the rest closes with more steps is a question for a longer run",
-    "stationary": "the identity is exact in exact arithmetic: the float64 gap is rounding when it is within the "
-                  "allowance of the floor that the same check in float32 predicts (its gap times $2^{-29}$); a larger "
-                  "gap, one that did not shrink with precision, would be a real discrepancy of that size",
 }
 
 
