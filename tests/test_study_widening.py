@@ -86,7 +86,7 @@ def test_the_stationary_claim_bounds_the_float64_gap_by_the_floor_the_float32_ga
     avx2, avx512 = claim(1.6216e-12, 4.922e-4), claim(6.349e-13, 4.056e-4)  # both kernels, measured
     assert avx2.tolerance == pytest.approx(10 * 4.922e-4 * 2.0**-29)
     assert avx2.verdict == avx512.verdict == "holds"
-    assert "(0.00049 x 2^-29 = 9.2e-13)" in avx2.tolerance_basis
+    assert "(0.00049 × 2⁻²⁹ = 9.2e-13)" in avx2.tolerance_basis
     assert claim(1.6216e-12, 1e-5).verdict == "fails"  # a gap that did not shrink with precision
     assert claim(1e-4, 1e-4).verdict == "fails"
 

@@ -248,7 +248,7 @@ def stationary_sentences(gap: float, gap32: float, allowance: float = wx.ROUNDIN
         raise ValueError(f"gap must be a finite relative difference >= 0; got {gap!r}")
     floor = wx.rounding_floor(gap32)
     scaled = (f"The same check in float32 misses by {gap32:.1e}; rounding error shrinks with the unit roundoff, "
-              f"by 2^-29 from float32 to float64, which predicts a float64 floor of {floor:.1e}. The float64 gap is "
+              f"by 2⁻²⁹ from float32 to float64, which predicts a float64 floor of {floor:.1e}. The float64 gap is "
               f"{gap / floor:.1f} times that floor")
     if gap <= allowance * floor:
         return {"stationary_detail": f"{scaled}, within the allowance of {allowance:g} set in advance for the two "

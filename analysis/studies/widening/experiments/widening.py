@@ -703,7 +703,7 @@ def stationary_claim(st: dict[str, Any], label: str) -> Claim:
                  f"stationary point stays stationary (relative difference from the lifted gradient, every linear "
                  f"weight, float64; {label})", COMMENTS, 0.0, st["gradient_identity_rel"], 0.0,
                  ROUNDING_ALLOWANCE * floor, f"{ROUNDING_ALLOWANCE:g}x the float64 rounding floor that the same check "
-                 f"in float32 predicts ({st['gradient_identity_rel32']:.2g} x 2^-29 = {floor:.2g}): rounding shrinks "
+                 f"in float32 predicts ({st['gradient_identity_rel32']:.2g} × 2⁻²⁹ = {floor:.2g}): rounding shrinks "
                  f"with the unit roundoff, a discrepancy in exact arithmetic does not", kind="upper_bound",
                  unit="relative", approx_rel=0.0)
 
