@@ -42,8 +42,9 @@ EPS32 = float(np.finfo(np.float32).eps)
 BROKEN_SYMMETRY = 1e4 * EPS32  # a stream residual above 10x the symmetric model's 1000 float32 ulps: copies broken
 EXACT_TOL = 1e-12  # relative, float64: the issue's rounding level (about 4500 ulps)
 ROUNDING_ALLOWANCE = 10.0  # how far a float64 gap may exceed the floor the float32 gap predicts: the precisions'
-# kernels differ in blocking and vector width, so their rounding is not the same draw (a decade, set in advance; a real
-# discrepancy does not shrink with the unit roundoff at all, so it shows as a gap of 2^29 times the floor)
+# kernels differ in blocking and vector width, so their rounding is not the same draw (a decade, set in advance). A real
+# discrepancy does not shrink with the unit roundoff: it holds the float64 gap at its own size, so one above the
+# allowance times the floor is caught and one below it is not (the claim's detection limit)
 BROKEN_TOL = 1e-9  # a deviation above this is not rounding, in float64
 BERT2BERT_SAVING = 0.45  # bert2BERT (Chen et al. 2022): about 45% of BERT-base pre-training compute saved
 PRINTED = {  # the source's summary table for k = 2, as printed: (row, tensor, factor)
