@@ -240,17 +240,19 @@ def dropout_summary(stream: dict[str, float], threshold: float = wx.BROKEN_SYMME
     return text[0].upper() + text[1:] + "."
 
 
-def stationary_sentences(gap: float, gap32: float, allowance: float = wx.ROUNDING_ALLOWANCE) -> dict[str, str]:
+def stationary_sentences(gap: float, gap32: float) -> dict[str, str]:
     """What the chapter says of the stationary-point identity: the wide gradient equals the lifted small one to
     ``gap`` (relative, float64) against the rounding floor gap32 * 2^-29 that the float32 check predicts, within or
-    beyond ``allowance`` times that floor."""
+    beyond the allowance, as :func:`analysis.studies.widening.experiments.widening.stationary_claim` decides."""
     if not math.isfinite(gap) or gap < 0:
         raise ValueError(f"gap must be a finite relative difference >= 0; got {gap!r}")
     floor = wx.rounding_floor(gap32)
+    claim = wx.stationary_claim({"gradient_identity_rel": gap, "gradient_identity_rel32": gap32}, "")
+    allowance = wx.ROUNDING_ALLOWANCE
     scaled = (f"The same check in float32 misses by {gap32:.1e}; rounding error shrinks with the unit roundoff, "
               f"by 2⁻²⁹ from float32 to float64, which predicts a float64 floor of {floor:.1e}. The float64 gap is "
               f"{gap / floor:.1f} times that floor")
-    if gap <= allowance * floor:
+    if claim.verdict == "holds":
         return {"stationary_detail": f"{scaled}, within the allowance of {allowance:g} set in advance for the two "
                                      "precisions' kernels: the gap is rounding, and the wide gradient vanishes exactly "
                                      "where the small one does.",
