@@ -217,9 +217,10 @@ def train_lm(
     On CUDA the step is made for the accelerator: bf16 autocast, fused AdamW, the model compiled with
     ``torch.compile`` (``compile_mode`` "auto" is "reduce-overhead", CUDA graphs, for a run of at least
     :data:`COMPILE_MIN_STEPS` steps; None trains eagerly; a compilation that fails falls back to eager with a
-    warning) and the losses read back every ``check_every`` steps (default 16) instead of every step, so that the host never waits for the device in between. A divergence is then found at the
-    next read-back: ``diverged_at`` still names the first bad step, but up to ``check_every - 1`` further steps have
-    run. On the CPU (default ``check_every`` 1, no compilation, unless asked) every step is checked before its update.
+    warning) and the losses read back every ``check_every`` steps (default 16) instead of every step, so that the
+    host never waits for the device in between. A divergence is then found at the next read-back: ``diverged_at``
+    still names the first bad step, but up to ``check_every - 1`` further steps have run. On the CPU (default
+    ``check_every`` 1, no compilation, unless asked) every step is checked before its update.
     """
     cuda = device.type == "cuda"
     check_every = (16 if cuda else 1) if check_every is None else check_every
