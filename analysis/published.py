@@ -21,6 +21,12 @@ SCALE_FIELDS: dict[str, tuple[str, ...]] = {
     "deep-gau": ("d", "depths", "steps", "seeds"),
     "norms-depth": ("d", "layers", "steps", "seeds"),
     "softmax-scale-recall": ("d", "pairs", "steps", "seeds"),
+    "attention-basics": ("qk_pairs", "keys", "d", "steps"),
+    "ffn-basics": ("d", "d_ff", "hidden"),
+    "gau-init": ("ns", "ss", "widths", "seeds"),
+    "coord-check": ("widths", "depths", "ctx"),
+    "entropy-bound": ("sample_classes", "samples_per_cell"),
+    "entropy-lm": ("model.d", "model.layers", "model.ctx", "train.steps"),  # a dotted name reads a nested field
 }
 
 
@@ -75,9 +81,12 @@ PUBLISHED: tuple[Published, ...] = (
         "scaled by log n ('softmax_plus') rather than relu², no biases, RoPE, and weights drawn from a truncated "
         "normal of standard deviation L^(-1/3)/sqrt(fan-in) (0.35/sqrt(fan-in) at L = 24), not a fixed 0.02.",
         "The released base model (24 GAU layers, hidden size 768).",
-        ("deep_gau",), (("deep-gau", "gau-lr-no-warmup"), ("deep-gau", "gau-vs-postnorm-transformer")),
-        "Its authors trained their deep GAU with a depth-scaled init, which the source's no-warmup argument does not "
-        "need at init; this book trains the source's setting, with Xavier init.",
+        ("deep_gau", "gau_init"),
+        (("deep-gau", "gau-lr-no-warmup"), ("deep-gau", "gau-vs-postnorm-transformer"), ("gau-init", "rms-source"),
+         ("gau-init", "lambda7")),
+        "The released model shrinks its init with depth instead of relying on the small size of a GAU layer at "
+        "initialisation, on which the source rests its case against warm-up; this book measures that size under "
+        "LeCun and 0.02 inits, and trains the source's setting with Xavier init.",
     ),
     Published(
         "Su, Pan, Wen and Liu 2022, *GAU-α* (ZhuiyiAI; its released models.py)",
@@ -99,6 +108,18 @@ PUBLISHED: tuple[Published, ...] = (
         ("widening",), (("widening", "saving"),),
         "bert2BERT adds depth growth, advanced-knowledge initialisation and a two-stage schedule to the widening "
         "this book tests, and measures at base size over a full pre-training budget.",
+    ),
+    Published(
+        "Wang et al. 2023, *Learning to Grow Pretrained Models for Efficient Transformer Training* (LiGO, ICLR)",
+        "https://arxiv.org/abs/2303.00980",
+        "A learned linear growth operator (width and depth, Kronecker-factorised) maps a smaller pretrained model's "
+        "weights to a larger model's initialisation and saves up to 50% of the compute of training from scratch "
+        "(about 45% of the FLOPs for BERT-Base), ahead of bert2BERT and other growth baselines.",
+        "BERT and RoBERTa on English Wikipedia, GPT-2 on C4, vision Transformers (DeiT, CaiT) on ImageNet; base-size "
+        "targets grown from smaller pretrained models.",
+        ("widening",), (("widening", "saving"),),
+        "LiGO learns its growth operator from data and grows depth too; this book tests the fixed, "
+        "function-preserving widening of the source, on small byte-level models.",
     ),
     Published(
         "Wang et al. 2022, *DeepNet: Scaling Transformers to 1,000 Layers*", "https://arxiv.org/abs/2203.00555",
@@ -123,6 +144,108 @@ PUBLISHED: tuple[Published, ...] = (
         "QK-norm learns its scale; the source derives one in closed form, and this book measures which fixed cosine "
         "scale trains best on a recall task.",
     ),
+    # the chapters on foundations: what the papers that introduced each construction report, beside the notes' claims
+    Published(
+        "Vaswani et al. 2017, *Attention Is All You Need* (NeurIPS)", "https://arxiv.org/abs/1706.03762",
+        "Dot products are scaled by 1/sqrt(d_k) because for large d_k they grow large and push the softmax into "
+        "regions of extremely small gradients: if the components of q and k are independent with mean 0 and "
+        "variance 1, q.k has mean 0 and variance d_k.",
+        "Stated as the reason for the scale; the base model has 8 heads of d_k = 64 (WMT 2014 translation).",
+        ("attention_basics",),
+        (("attention-basics", "qk-variance"), ("attention-basics", "qk-normal"),
+         ("attention-basics", "unscaled-saturates")),
+        "The paper states the variance only. The notes add that q.k is normal, which fails at small d_k (its excess "
+        "kurtosis is 6/d_k for normal q and k); the saturation is measured here up to d = 2,048.",
+    ),
+    Published(
+        "Vaswani et al. 2017, *Attention Is All You Need* (NeurIPS)", "https://arxiv.org/abs/1706.03762",
+        "Sinusoidal positions were chosen because for any fixed offset k, PE(pos + k) is a linear function of "
+        "PE(pos), which the authors hypothesised would let the model attend by relative position; learned position "
+        "embeddings gave nearly identical results (their Table 3, row E).",
+        "The base Transformer (65 M parameters) on WMT 2014 English-German.",
+        ("attention_basics",), (("attention-basics", "pe-shift"), ("attention-basics", "pe-projected")),
+        "The linear map holds for PE itself. Once queries and keys are projected by learned W_q and W_k, the "
+        "positional score depends on the absolute position too, which RoPE (next row) removes.",
+    ),
+    Published(
+        "Su, Lu, Pan, Murtadha, Wen and Liu 2021, *RoFormer: Enhanced Transformer with Rotary Position Embedding*",
+        "https://arxiv.org/abs/2104.09864",
+        "RoPE encodes the absolute position with a rotation matrix and so makes self-attention depend on the "
+        "relative position explicitly; RoFormer consistently overcomes its alternatives on long-text "
+        "classification benchmarks.",
+        "Translation (WMT 2014), BERT-style pre-training with GLUE fine-tuning, Chinese long-text classification.",
+        ("attention_basics",), (("attention-basics", "rope-relative"),),
+        "The relative dependence is an identity of the rotation and holds here to rounding; the quality gains are "
+        "measured at the paper's scale, not here.",
+    ),
+    Published(
+        "Vaswani et al. 2017, *Attention Is All You Need* (NeurIPS)", "https://arxiv.org/abs/1706.03762",
+        "Residual dropout (P_drop = 0.1 in the base model) on the output of each sub-layer, before the residual sum "
+        "and normalisation, and on the sums of embeddings and positional encodings; the FFN is two linear maps with "
+        "a ReLU between, d_model = 512 and d_ff = 2,048.",
+        "The base model (65 M parameters) on WMT 2014 English-German and English-French.",
+        ("ffn_basics",), (("ffn-basics", "dropout-sites"), ("ffn-basics", "ffn-8h2")),
+        "torch.nn.Transformer also drops the attention weights and the FFN's hidden activations, so it has more "
+        "dropout sites than the paper's text; the paper's FFN size counts weights, torch's layer adds 5H biases.",
+    ),
+    Published(
+        "Shazeer 2020, *GLU Variants Improve Transformer*", "https://arxiv.org/abs/2002.05202",
+        "GLU variants in the FFN (GEGLU, SwiGLU, ReGLU, bilinear) improve quality over the ReLU and GELU FFNs at "
+        "equal parameters and operations: with three weight matrices instead of two, the hidden width is cut by 2/3, "
+        "from d_ff = 3,072 to 2,048.",
+        "T5-base (12 + 12 layers, d_model = 768) pre-trained on C4, fine-tuned on GLUE, SuperGLUE and SQuAD.",
+        ("ffn_basics",), (("ffn-basics", "swiglu-width"), ("ffn-basics", "glu-family")),
+        "The paper's 2/3 is of the hidden width d_ff = 4d, which gives 8d/3, the width the counted weights give "
+        "here; the notes apply 2/3 to d.",
+    ),
+    Published(
+        "Hendrycks and Gimpel 2016, *Gaussian Error Linear Units (GELUs)*", "https://arxiv.org/abs/1606.08415",
+        "GELU(x) = x Phi(x), Phi the standard normal CDF, approximated by 0.5x(1 + tanh[sqrt(2/pi)(x + "
+        "0.044715x^3)]) or x sigmoid(1.702x); it improves on ReLU and ELU across the vision, language and speech "
+        "tasks tried.",
+        "Small networks on MNIST, CIFAR-10/100, TIMIT and Twitter part-of-speech tagging.",
+        ("ffn_basics",), (("ffn-basics", "gelu-torch"), ("ffn-basics", "gelu-notes")),
+        "The paper's Phi is built on the standard erf (integrated from 0), as torch's is; the notes' erf "
+        "integrates from 1, which gives another function.",
+    ),
+    Published(
+        "Wang et al. 2022, *DeepNet: Scaling Transformers to 1,000 Layers*", "https://arxiv.org/abs/2203.00555",
+        "DeepNorm bounds the model update of a post-norm Transformer by up-weighting the residual, x <- LN(alpha x "
+        "+ f(x)), and down-scaling the branch init by beta: alpha = (2N)^(1/4), beta = (8N)^(-1/4) for an N-layer "
+        "encoder, which trains stacks of up to 1,000 layers.",
+        "Machine translation, 200 to 1,000 layers, billions of parameters.",
+        ("gau_init",), (("coord-check", "gau-branch-size"),),
+        "The source equates a GAU branch of about 1% of its input at initialisation with DeepNorm at alpha = 100, "
+        "far above DeepNet's alpha at 1,000 layers; this book measures the branch in causal language-model stacks "
+        "at initialisation.",
+    ),
+    Published(
+        "Cover and Thomas 2006, *Elements of Information Theory* (2nd edition, section 2.10)",
+        "https://doi.org/10.1002/047174882X",
+        "Fano's inequality in its stronger form: the entropy of X given Y is at most H(P_e) + P_e log(K - 1) for "
+        "an estimate of X with error probability P_e, K the number of values of X, with equality when the error "
+        "mass is spread evenly over the other K - 1 values.",
+        "A theorem: every distribution over a finite alphabet.",
+        ("entropy",),
+        (("entropy-bound", "closed-form-vs-direct"), ("entropy-bound", "bound-sampled"), ("entropy-lm", "lm-bound")),
+        "None expected: the notes' curve is Fano's bound with P_e = 1 - p, so sampling and trained models can only "
+        "confirm it.",
+    ),
+    Published(
+        "Braverman, Chen, Kakade, Narasimhan, Zhang and Zhang 2020, *Calibration, Entropy Rates, and Memory in "
+        "Language Models* (ICML)", "https://arxiv.org/abs/1906.05664",
+        "Language models are miscalibrated in generation: the entropy rate of their own samples drifts upward, "
+        "exp(entropy rate) against test perplexity: AWD-LSTM on PTB 93.1 against 58.3, a Transformer on the "
+        "Billion Word benchmark 34.7 against 28.1, GPT-2 on WebText 61.2 against 23.7.",
+        "Word-level LSTM and Transformer language models up to GPT-2, on PTB, the Billion Word benchmark and "
+        "WebText.",
+        ("entropy",),
+        (("entropy-lm", "lm-calibration"), ("entropy-lm", "lm-calibration-gau"),
+         ("entropy-lm", "lm-calibration-flash")),
+        "The paper measures entropy on the model's own generations over long horizons; this book compares "
+        "entropy and loss on held-out text, one step ahead, where a model fitted by cross-entropy is pushed "
+        "towards calibration.",
+    ),
 )
 
 
@@ -131,14 +254,32 @@ def rows_for(chapter: str) -> list[Published]:
     return [p for p in PUBLISHED if chapter in p.chapters]
 
 
+def distinct_digits(a: float, b: float, least: int = 3, most: int = 12) -> tuple[str, str]:
+    """``a`` and ``b`` to ``least`` significant digits, or to the fewest (up to ``most``) at which two different
+    numbers print differently (2,099,712 against 2,097,152 is 2.100e+06 against 2.097e+06, not 2.1e+06 twice)."""
+    if least < 1 or most < least:
+        raise ValueError(f"least must be in [1, most]; got least={least}, most={most}")
+    for digits in range(least, most + 1):
+        flag = "#" if digits > least else ""  # past the least digits, trailing zeros are digits shown on purpose
+        pair = (f"{a:{flag}.{digits}g}", f"{b:{flag}.{digits}g}")
+        if a == b or pair[0] != pair[1]:
+            return pair
+    return f"{a:.{least}g}", f"{b:.{least}g}"  # alike to the most digits: shown as alike as they print
+
+
 def _scale_text(ch: Any, experiment: str) -> str:
     """The run behind an experiment's claims in ``ch`` and the config fields that say its scale."""
     from analysis.experiments import EXPERIMENTS, config_for
 
     run = ch.best(experiment)
     cfg = config_for(EXPERIMENTS[experiment], run.scale)
-    fields = ", ".join(f"{f} = {getattr(cfg, f)}" for f in SCALE_FIELDS.get(experiment, ()) if hasattr(cfg, f))
-    return f"{run.key}{': ' + fields if fields else ''}"
+    shown = []
+    for name in SCALE_FIELDS.get(experiment, ()):
+        value: Any = cfg
+        for part in name.split("."):
+            value = getattr(value, part)
+        shown.append(f"{name.rsplit('.', 1)[-1]} = {value}")
+    return f"{run.key}{': ' + ', '.join(shown) if shown else ''}"
 
 
 def _ours(ch: Any, row: Published) -> str:
@@ -153,7 +294,8 @@ def _ours(ch: Any, row: Published) -> str:
             parts.append(f"`{key}`: not measured by this build's runs")
             continue
         unit = f" {c.unit}" if c.unit else ""
-        parts.append(f"`{key}`: **{c.verdict}** ({c.measured:.3g}{unit} measured, {c.predicted:.3g}{unit} predicted)")
+        measured, predicted = distinct_digits(c.measured, c.predicted)
+        parts.append(f"`{key}`: **{c.verdict}** ({measured}{unit} measured, {predicted}{unit} predicted)")
         scales[experiment] = _scale_text(ch, experiment)
     return "; ".join(parts + [f"({s})" for s in scales.values()]) or "-"
 

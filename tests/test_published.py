@@ -17,8 +17,10 @@ def test_every_row_names_a_chapter_that_shows_its_experiments_and_recorded_claim
         for experiment, key in row.claims:
             assert (experiment, key) in keys, (experiment, key)
             assert experiment in SCALE_FIELDS
-        assert any(e in shown for e, _ in row.claims), row.source  # each chapter it is shown in has a claim of it
+        assert any(e in shown for e, _ in row.claims), row.source
         assert row.address.startswith("https://") and row.reports and row.scale and row.why
+        for text in (row.source, row.reports, row.scale, row.why):
+            assert "|" not in text, text  # a pipe would split the Markdown table's cell
 
 
 def test_the_table_renders_claims_with_their_verdict_and_scale():
@@ -31,4 +33,46 @@ def test_the_table_renders_claims_with_their_verdict_and_scale():
     assert len(lines) == 2 + len(rows_for("widening"))
     assert "bert2BERT" in table and "`saving`: **" in table and "wide_steps = " in table
     with pytest.raises(ValueError, match="shows no published results"):
-        published_table("entropy", ch)
+        published_table("no-such-chapter", ch)
+
+
+def test_every_chapter_shows_published_work_beside_its_claims():
+    """Each chapter has rows, and each row shown in a chapter has claims of that chapter's experiments; the
+    chapter's notebook places the table."""
+    from pathlib import Path
+
+    for chapter in STUDIES:
+        rows = rows_for(chapter)
+        assert rows, chapter
+        experiments = set(get_study(chapter).EXPERIMENTS)
+        for row in rows:
+            assert any(e in experiments for e, _ in row.claims), (chapter, row.source)
+        notebook = Path(__file__).resolve().parents[1] / "book" / f"{chapter}.ipynb"
+        assert "{glue:md} published_table" in notebook.read_text(), chapter
+
+
+def test_scale_fields_name_fields_of_every_scale_config():
+    """A misspelt or moved field fails here rather than vanishing from the table (dotted names read nested
+    fields)."""
+    from analysis.experiments import EXPERIMENTS, config_for
+
+    for experiment, names in SCALE_FIELDS.items():
+        for scale in ("smoke", "cpu", "gpu"):
+            cfg = config_for(EXPERIMENTS[experiment], scale)
+            for name in names:
+                value = cfg
+                for part in name.split("."):
+                    assert hasattr(value, part), (experiment, scale, name)
+                    value = getattr(value, part)
+
+
+def test_distinct_digits_prints_different_numbers_differently():
+    from analysis.published import distinct_digits
+
+    assert distinct_digits(2_099_712, 2_097_152) == ("2.100e+06", "2.097e+06")
+    assert distinct_digits(0.0568, 0.0113) == ("0.0568", "0.0113")
+    assert distinct_digits(7.0, 7.0) == ("7", "7")
+    assert distinct_digits(1.0, 1.0 + 1e-15) == ("1", "1")  # beyond the most digits: printed alike
+    assert distinct_digits(float("nan"), 1.0) == ("nan", "1")
+    with pytest.raises(ValueError, match="least must be"):
+        distinct_digits(1.0, 2.0, least=0)
