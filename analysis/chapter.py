@@ -12,6 +12,7 @@ available (a gpu record, else a cpu record, else the live run).
 from __future__ import annotations
 
 import json
+import math
 import os
 import textwrap
 from dataclasses import dataclass, field
@@ -191,7 +192,7 @@ class Chapter:
         est = plan_experiment(name, "gpu", execute=False)
         return Markdown(
             f"**No GPU-scale run of `{name}` has been recorded yet.**{partial} One H100 would take an estimated "
-            f"{est.h100_minutes:.2g} minutes at the step times measured there ({est.flops:.2g} FLOPs, "
+            f"{minutes_text(est.h100_minutes)} minutes at the step times measured there ({est.flops:.2g} FLOPs, "
             f"peak memory about {est.peak_memory_gb:.2g} GB): `python -m analysis campaign --scale gpu --only {name}`"
             f" runs its {status.total} trials, resumable, in runs as short as nine minutes "
             "(`--budget 9m`). "
@@ -267,6 +268,13 @@ def typeset(expr: Any) -> Any:
 
     # glued Markdown is parsed as CommonMark without maths: MathJax's inline form in a span of class "math"
     return Markdown(math_markdown("$" + sp.latex(sp.sympify(expr)) + "$"))
+
+
+def minutes_text(minutes: float) -> str:
+    """Minutes as prose prints them: whole minutes from 10 on (102, not 1e+02), two significant digits below."""
+    if not (math.isfinite(minutes) and minutes >= 0):
+        raise ValueError(f"minutes must be finite and >= 0; got {minutes!r}")
+    return f"{minutes:,.0f}" if minutes >= 10 else f"{minutes:.2g}"
 
 
 def recorded(name: str, directory: str | None = None) -> RunSet:

@@ -75,3 +75,17 @@ def test_the_smoke_run_is_one_check_line():
                            "runs shown here and of this build")
     assert Provenance(lines).summary() == "Provenance of the 3 runs shown here: this build and the recorded runs"
     assert '<details class="provenance"><summary>The code still runs' in p._repr_html_()
+
+
+def test_minutes_text_prints_whole_minutes_from_ten_on():
+    import math
+
+    import pytest
+
+    from analysis.chapter import minutes_text
+
+    assert [minutes_text(m) for m in (102.5, 10.0, 9.96, 2.56, 0.0333, 0.0, 1234.4)] == [
+        "102", "10", "10", "2.6", "0.033", "0", "1,234"]
+    for bad in (-1.0, math.nan, math.inf):
+        with pytest.raises(ValueError, match="minutes must be finite"):
+            minutes_text(bad)
