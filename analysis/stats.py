@@ -91,6 +91,15 @@ def detectable_multiple(dof: float, confidence: float = CONFIDENCE, power: float
     return float(_brentq(rejects, 0.0, hi, xtol=1e-10))
 
 
+def planned_detectable_multiple(n: int, confidence: float = CONFIDENCE, power: float = POWER,
+                                sided: Sided = "two") -> float:
+    """lambda(n - 1) / sqrt(n): the smallest true mean difference that a t test over n units detects, in standard
+    deviations of one unit (SD, not SE), stated before a run from its number of units alone."""
+    if int(n) != n or n < 2:
+        raise ValueError(f"n must be a whole number >= 2 (one unit has no error estimate); got {n!r}")
+    return detectable_multiple(n - 1, confidence, power, sided) / math.sqrt(n)
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A mean over ``n`` independent ``units`` with its standard error and degrees of freedom (nu = n - 1 for a mean;

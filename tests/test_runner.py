@@ -155,6 +155,20 @@ def test_status_lists_each_missing_trial_with_its_expected_time(tmp_path):
     assert [line.split(":")[0].strip() for line in lines[2:-1]] == [t.key for t in missing]
 
 
+def test_gpu_status_totals_the_first_tier_in_lent_sessions(tmp_path):
+    from analysis.core.campaign import FIRST_TIER_PRIORITY, GPU_SESSION_S, campaign_plans, status_lines
+
+    plans = campaign_plans("gpu", ["deep-gau", "ffn-basics"], tmp_path, estimate_on="cuda")
+    assert [p.first_tier for p in plans] == [True, False]  # deep-gau has PRIORITY 30, ffn-basics the default 50
+    lines = status_lines(plans, "gpu", "cuda")
+    first = plans[0].missing_s
+    total = first + plans[1].missing_s
+    assert lines[-1] == (f"  first tier (priority below {FIRST_TIER_PRIORITY}): {len(plans[0].status.missing)} trials, "
+                         f"about {first / 60:.1f} min, {first / GPU_SESSION_S:.1f} lent sessions of 25 minutes; "
+                         f"everything: {total / GPU_SESSION_S:.1f}")
+    assert not any("first tier" in line for line in status_lines(plans[1:], "gpu", "cuda"))
+
+
 def test_a_live_run_reads_back_the_trials_todays_code_made_in_its_cache(tmp_path, monkeypatch):
     """The live-run cache: the first run stores every trial, the second reads them all back (running none) with the
     same data and seconds; a trial stored by other code is run again and overwritten."""

@@ -10,6 +10,7 @@ from analysis.stats import (
     from_se,
     mean_estimate,
     paired_estimate,
+    planned_detectable_multiple,
     t_quantile,
 )
 
@@ -129,3 +130,16 @@ def test_direction_reads_a_difference_by_its_interval():
     assert direction(from_se(1.0, 0.1, 3, "paired seeds")) == "larger than"
     assert direction(from_se(0.4, 0.1, 3, "paired seeds")) == "indistinguishable from"  # 4.30 SE = 0.43
     assert direction(from_se(1.0, 0.0, 1, "seeds")) is None
+
+
+def test_planned_detectable_multiple_is_the_se_multiple_over_root_n():
+    # one-sided, 95% and 80% power: 1 df needs 8.19 SE, i.e. 5.79 SD over 2 seeds; 2 df 3.98 SE, 2.30 SD over 3
+    assert planned_detectable_multiple(2, sided="one") == pytest.approx(5.7928, abs=1e-3)
+    assert planned_detectable_multiple(3, sided="one") == pytest.approx(2.2973, abs=1e-3)
+    for n in (2, 3, 5, 30):
+        assert planned_detectable_multiple(n) == pytest.approx(detectable_multiple(n - 1) / math.sqrt(n), rel=1e-12)
+    big = 10**6  # the normal limit: (z_0.975 + z_0.8) / sqrt(n)
+    assert planned_detectable_multiple(big) * math.sqrt(big) == pytest.approx(1.95996 + 0.84162, abs=1e-3)
+    for bad in (1, 0, 2.5):
+        with pytest.raises(ValueError, match="n must be a whole number >= 2"):
+            planned_detectable_multiple(bad)

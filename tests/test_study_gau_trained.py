@@ -194,6 +194,32 @@ def test_quality_gaps_pair_by_seed_at_each_best_learning_rate_and_the_claims_rea
     assert claims["flash-matches-flashquad"].approx_rel == 0.0
 
 
+def test_the_planned_design_reads_the_finished_runs_sd_and_the_planned_seeds():
+    import dataclasses
+    import math
+
+    from analysis.stats import planned_detectable_multiple
+    from analysis.studies.gau_trained.experiments import gau_quality as gq
+
+    data = _quality_data()
+    gap = gq.best_gap(data, "text", "flash-quad-post", "transformer")
+    planned = dataclasses.replace(gq.CONFIGS["gpu"], seeds=(0, 1))
+    d = gq.planned_design(data, planned)
+    assert d.seeds == 2 and d.multiple == pytest.approx(planned_detectable_multiple(2, sided="one"))
+    assert d.sd == pytest.approx(gap.se * math.sqrt(3)) and d.gap == pytest.approx(gap.value)
+    assert d.detects == pytest.approx(d.multiple * d.sd) and d.max_sd == pytest.approx(abs(gap.value) / d.multiple)
+    three = gq.planned_design(data, dataclasses.replace(planned, seeds=(0, 1, 2)))
+    assert three.detects < d.detects / 2.5  # a third seed: 2.5x the resolution
+    one = {**data, "runs": [r for r in data["runs"] if r["seed"] == data["runs"][0]["seed"]]}
+    assert gq.planned_design(one, planned) is None  # one seed: no SD to size from
+    sentence = gt.design_sentence(RunSet("recorded cpu run", data, "note", "cpu", True))
+    cfg = gq.CONFIGS["gpu"]
+    d = gq.planned_design(data, cfg)
+    assert f"trains {len(cfg.seeds)} seeds" in sentence and f"{d.detects:.3g} nats/byte" in sentence
+    assert f"at most {d.max_sd:.3g}" in sentence
+    assert "own degrees of freedom" in gt.design_sentence(RunSet("recorded gpu run", data, "note", "gpu", True))
+
+
 def test_a_comparison_that_changed_over_the_second_half_is_not_a_verdict():
     from analysis.studies.gau_trained.experiments import gau_quality as gq
 

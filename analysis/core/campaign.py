@@ -32,15 +32,22 @@ from analysis.results import device_name
 from analysis.scale import validate_scale
 
 DEFAULT_PRIORITY = 50
+# Experiments below this PRIORITY measure at gpu scale the claims whose cpu verdicts contradict published work or
+# cannot be decided at cpu scale (FLASH's speed and memory, quality at equal parameters, deep GAU, the recall scale,
+# widening, length transfer): the campaign's first tier. The rest re-measure at gpu scale claims that the cpu records
+# already decide, and run after it.
+FIRST_TIER_PRIORITY = 50
 # The throughput assumed on a CPU before a trial of the experiment has been timed there (FLOP/s of training work):
 # 10 GFLOP/s (2 cores measured 15 to 30 GFLOP/s on the recorded cpu trials of this book, so it errs long).
 CPU_ASSUMED_FLOPS = 10e9
 UNKNOWN_TRIAL_S = 60.0
-# What the gpu configs are sized to, at the H100 step times measured so far: each trial within one device command
-# (8 of its 10 minutes), and the whole gpu campaign within nine lent sessions of 25 minutes (eight until the
-# 10,000-layer stacks of deep-gau-init, launch-bound at about 40 s a pass, added 4.5 minutes)
+# What the gpu configs are sized to, at the H100 step times measured so far (eager steps; a lease's compiled steps
+# replace them): each trial within one device command (8 of its 10 minutes), the first tier within eight lent sessions
+# of 25 minutes (gau-quality's third seed took it from 7 to 8), and the whole campaign within eleven
+GPU_SESSION_S = 25 * 60.0
 GPU_TRIAL_MAX_S = 8 * 60.0
-GPU_CAMPAIGN_S = 9 * 25 * 60.0
+GPU_FIRST_TIER_S = 8 * GPU_SESSION_S
+GPU_CAMPAIGN_S = 11 * GPU_SESSION_S
 
 
 def parse_budget(text: str) -> float:
@@ -128,6 +135,11 @@ class ExperimentPlan:
         return int(getattr(self.exp.module, "PRIORITY", DEFAULT_PRIORITY))
 
     @property
+    def first_tier(self) -> bool:
+        """Whether the experiment is in the campaign's first tier (PRIORITY below :data:`FIRST_TIER_PRIORITY`)."""
+        return self.priority < FIRST_TIER_PRIORITY
+
+    @property
     def missing_s(self) -> float:
         """Expected seconds of the missing trials."""
         return sum(self.estimates[t.key] for t in self.status.missing)
@@ -183,6 +195,12 @@ def status_lines(plans: Sequence[ExperimentPlan], scale: str, estimate_on: str |
     total = sum(p.missing_s for p in plans)
     left = sum(len(p.status.missing) for p in plans)
     lines.append(f"left: {left} trials, about {_minutes(total)}")
+    if scale == "gpu" and any(p.first_tier for p in plans):
+        first = [p for p in plans if p.first_tier]
+        first_s = sum(p.missing_s for p in first)
+        lines.append(f"  first tier (priority below {FIRST_TIER_PRIORITY}): {sum(len(p.status.missing) for p in first)}"
+                     f" trials, about {_minutes(first_s)}, {first_s / GPU_SESSION_S:.1f} lent sessions of "
+                     f"{GPU_SESSION_S / 60:.0f} minutes; everything: {total / GPU_SESSION_S:.1f}")
     return lines
 
 

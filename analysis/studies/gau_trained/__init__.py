@@ -314,6 +314,26 @@ def parts_facts(ch: Chapter) -> dict[str, Any]:
             "p_gpu": ch.gpu_status("flash-parts"), "p_verdicts": ch.verdicts("flash-parts")}
 
 
+def design_sentence(best: RunSet) -> str:
+    """Before the gpu run of gau-quality: the gap its seeds detect (in per-seed SDs, and at the best run's SD) and the
+    SD at which it would decide a gap as large as the best run's; what the gpu run itself states once it is the best
+    run."""
+    if best.scale == "gpu":
+        return ("The run shown is the gpu run: each interval above carries its own degrees of freedom and "
+                "detectable gap.")
+    planned = gau_quality.CONFIGS["gpu"]
+    d = gau_quality.planned_design(best.data, planned)
+    if d is None:
+        return f"The {best.label} run has no error estimate of its gap, so it sizes nothing."
+    return (f"**What the gpu run can detect, stated before it runs.** The gpu config trains {d.seeds} seeds per "
+            f"architecture and learning rate, so each paired gap has {d.seeds - 1} df, and a one-sided t test (95%, "
+            f"80% power) detects a gap of {d.multiple:.2g} standard deviations of the per-seed gap. At the SD "
+            f"measured here ({d.sd:.3g} nats/byte) that is {d.detects:.3g} nats/byte, against the "
+            f"{abs(d.gap):.3g} by which FLASH-Quad and Transformer++ differ here. The gpu run decides a gap of that "
+            f"size only if its per-seed SD is at most {d.max_sd:.3g}, {d.sd / d.max_sd:.2g} times smaller than "
+            f"here; how much seeds vary at d = {planned.d} and {planned.ctx:,} tokens is part of what it measures.")
+
+
 def cpu_run(runs: Sequence[RunSet]) -> RunSet | None:
     """The cpu-scale run among ``runs`` when it is not the last (the best) one; None otherwise."""
     cpu = [r for r in runs if r.scale == "cpu"]
@@ -329,6 +349,9 @@ def facts(ch: Chapter) -> dict[str, Any]:
     return {
         "q_label": qbest.label,
         "q_gpu": ch.gpu_status("gau-quality"),
+        "q_design": Markdown(design_sentence(qbest)),
+        "q_budget": f"{qbest.data['steps']:,}",
+        "q_ctx": f"{gau_quality.CONFIGS[qbest.scale].ctx:,}",
         **quality_facts(qbest.data),
         "q_chunk_sentence": chunk_sentence(gau_quality.CONFIGS[qbest.scale].ctx,
                                            gau_quality.CONFIGS[qbest.scale].chunk),

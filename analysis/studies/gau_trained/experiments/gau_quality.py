@@ -32,7 +32,7 @@ from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.recall import LookupTask, recall_metrics
 from analysis.train import TrainConfig, token_stats, train_lm
-from analysis.stats import Estimate, direction, mean_estimate, paired_estimate
+from analysis.stats import Estimate, direction, mean_estimate, paired_estimate, planned_detectable_multiple
 from analysis.verify import Claim, estimate_fields
 
 NAME = "gau-quality"
@@ -92,8 +92,11 @@ CONFIGS: dict[str, Config] = {
                   lrs=(3e-3, 1e-2, 3e-2), evals=24, eval_windows=128, pairs=(4, 16, 64), keys=64, values=16,
                   queries=4, recall_d=64, recall_steps=800, recall_lrs=(3e-3, 1e-2), eval_sequences=512),
     # 10 Transformer layers of d = 512 (31.5 M parameters in the blocks; the GAU stacks 32.8 M), sized from H100 step
-    # times (analysis.plan.h100_seconds): 16 text trials of 1750 steps at 1024 tokens, about 4 minutes each
-    "gpu": Config(d=512, layers=10, heads=8, s=128, chunk=128, seeds=(0, 1), ctx=1024, steps=1750, batch=32,
+    # times (analysis.plan.h100_seconds): 24 text trials of 1500 steps at 1024 tokens, about 3.4 minutes each. Three
+    # seeds, not two: a one-sided paired t test over n seeds detects planned_detectable_multiple(n) per-seed SDs,
+    # 5.8 at 2 seeds (1 df) and 2.3 at 3, so a third seed buys 2.5x the resolution for 1.5x the trials; 1500 steps
+    # rather than 1750 pay for part of it
+    "gpu": Config(d=512, layers=10, heads=8, s=128, chunk=128, seeds=(0, 1, 2), ctx=1024, steps=1500, batch=32,
                   lrs=(1e-3, 3e-3), evals=20, eval_windows=128, pairs=(64, 256), keys=1024, values=16,
                   queries=16, recall_d=256, recall_steps=1000, recall_lrs=(3e-3,), eval_sequences=1024,
                   corpus_file=PINNED_CORPUS_PATH),
@@ -404,6 +407,38 @@ TEXT_GAPS = (("flash-quad-post", "transformer"), ("flash-quad-pre", "transformer
 RECALL_GAPS = (("transformer", "flash-quad-post"), ("flash-quad-post", "flash"), ("flash-quad-post", "flash-quad-pre"))
 SOURCE = "Su 2022, kexue.fm/archives/8934 (after Hua et al. 2022)"
 COMMENTS = "Su 2022, kexue.fm/archives/8934, readers' comments (GAU/FLASH 20k steps where a Transformer takes 8k)"
+
+
+@dataclass(frozen=True)
+class Design:
+    """What a planned run's seeds can detect of the FLASH-Quad minus Transformer++ loss gap, at the per-seed SD that
+    a finished run measured: the statement made before the planned run."""
+
+    seeds: int  # of the planned config: each paired gap has seeds - 1 df
+    multiple: float  # the gap a one-sided paired t test detects, in per-seed SDs (planned_detectable_multiple)
+    sd: float  # the finished run's SD of the per-seed gap (nats/byte)
+    gap: float  # the finished run's mean gap (nats/byte)
+
+    @property
+    def detects(self) -> float:
+        """The detectable gap at the finished run's SD: multiple x sd (nats/byte)."""
+        return self.multiple * self.sd
+
+    @property
+    def max_sd(self) -> float:
+        """The largest per-seed SD at which the planned run detects a gap as large as the finished run's: |gap| /
+        multiple."""
+        return abs(self.gap) / self.multiple
+
+
+def planned_design(data: dict[str, Any], planned: Config) -> Design | None:
+    """:class:`Design` of ``planned`` from the paired FLASH-Quad (post-norm) minus Transformer++ text gap of a
+    finished run (``data``), each at its best learning rate; None when that run has no error estimate."""
+    gap = best_gap(data, "text", "flash-quad-post", "transformer")
+    if gap is None or not gap.resolved:
+        return None
+    n = len(planned.seeds)
+    return Design(n, planned_detectable_multiple(n, sided="one"), gap.se * math.sqrt(gap.n), gap.value)
 
 
 def gap_words(gap: Estimate | None) -> str:
