@@ -101,10 +101,11 @@ CONFIGS: dict[str, Config] = {
                   spans=(16, 32, 64, 128, 256, 512), recall_steps=1200, recall_lr=1e-2, eval_sequences=512, ctx=64,
                   long=512, text_steps=600, text_lr=3e-3, eval_windows=32, batch=32),
     # sized from step times measured on an H100 (a step of these small models is bound by kernel launches, about
-    # 4 ms per GAU layer); relu^2 did not leave its plateau in 1200 steps at length 256, so length 128, 2000 steps
-    "gpu": Config(d=256, layers=2, s=64, seeds=(0, 1), pairs=16, keys=256, values=16, queries=16, span=128,
+    # 4 ms per GAU layer); recall: relu^2 did not leave its plateau in 1200 steps at length 256, so length 128, 2000
+    # steps; text trains at 512 tokens and is evaluated at 8x, 4096; three seeds (a paired t test over two has 1 df)
+    "gpu": Config(d=256, layers=2, s=64, seeds=(0, 1, 2), pairs=16, keys=256, values=16, queries=16, span=128,
                   spans=(32, 64, 128, 256, 512, 1024), recall_steps=2000, recall_lr=1e-2, eval_sequences=128,
-                  ctx=128, long=1024, text_steps=1200, text_lr=3e-3, eval_windows=32, batch=32,
+                  ctx=512, long=4096, text_steps=1200, text_lr=3e-3, eval_windows=32, batch=32,
                   corpus_file=PINNED_CORPUS_PATH),
 }
 

@@ -92,11 +92,11 @@ CONFIGS: dict[str, Config] = {
                   lrs=(3e-3, 1e-2, 3e-2), evals=24, eval_windows=128, pairs=(4, 16, 64), keys=64, values=16,
                   queries=4, recall_d=64, recall_steps=800, recall_lrs=(3e-3, 1e-2), eval_sequences=512),
     # 10 Transformer layers of d = 512 (31.5 M parameters in the blocks; the GAU stacks 32.8 M), sized from H100 step
-    # times (analysis.plan.h100_seconds): 24 text trials of 1500 steps at 1024 tokens, about 3.4 minutes each. Three
+    # times (analysis.plan.h100_seconds): 24 text trials of 1400 steps at 1024 tokens, about 3.1 minutes each. Three
     # seeds, not two: a one-sided paired t test over n seeds detects planned_detectable_multiple(n) per-seed SDs,
-    # 5.8 at 2 seeds (1 df) and 2.3 at 3, so a third seed buys 2.5x the resolution for 1.5x the trials; 1500 steps
+    # 5.8 at 2 seeds (1 df) and 2.3 at 3, so a third seed buys 2.5x the resolution for 1.5x the trials; 1400 steps
     # rather than 1750 pay for part of it
-    "gpu": Config(d=512, layers=10, heads=8, s=128, chunk=128, seeds=(0, 1, 2), ctx=1024, steps=1500, batch=32,
+    "gpu": Config(d=512, layers=10, heads=8, s=128, chunk=128, seeds=(0, 1, 2), ctx=1024, steps=1400, batch=32,
                   lrs=(1e-3, 3e-3), evals=20, eval_windows=128, pairs=(64, 256), keys=1024, values=16,
                   queries=16, recall_d=256, recall_steps=1000, recall_lrs=(3e-3,), eval_sequences=1024,
                   corpus_file=PINNED_CORPUS_PATH),
