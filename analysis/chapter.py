@@ -186,7 +186,8 @@ class Chapter:
         from analysis.plan import plan_experiment
 
         exp = Experiment(get_experiment(name))
-        status = trial_status(exp, "gpu", config_for(exp.module, "gpu"), self.directory)
+        cfg = config_for(exp.module, "gpu")
+        status = trial_status(exp, "gpu", cfg, self.directory)
         partial = (f" Its gpu campaign is partial: {status.describe()} stored, so no record is shown."
                    if status.done else "")
         est = plan_experiment(name, "gpu", execute=False)
@@ -195,7 +196,7 @@ class Chapter:
             f"{minutes_text(est.h100_minutes)} minutes at the step times measured there ({est.flops:.2g} FLOPs, "
             f"peak memory about {est.peak_memory_gb:.2g} GB): `python -m analysis campaign --scale gpu --only {name}`"
             f" runs its {status.total} trials, resumable, in runs as short as nine minutes "
-            "(`--budget 9m`). "
+            f"(`--budget 9m`).{seeds_words(cfg)} "
             "Estimated, not measured: no GPU number appears in this book that was not measured on a GPU."
         )
 
@@ -268,6 +269,25 @@ def typeset(expr: Any) -> Any:
 
     # glued Markdown is parsed as CommonMark without maths: MathJax's inline form in a span of class "math"
     return Markdown(math_markdown("$" + sp.latex(sp.sympify(expr)) + "$"))
+
+
+def seeds_words(cfg: Any) -> str:
+    """' It has 3 seeds: ...', what a planned config's seeds can resolve, stated before it runs: the degrees of freedom
+    of an estimate over them and the mean a one-sided t test detects in their SDs (planned_detectable_multiple);
+    '' for a config without seeds."""
+    from analysis.stats import planned_detectable_multiple
+
+    seeds = getattr(cfg, "seeds", None)
+    if seeds is None:
+        return ""
+    n = seeds if isinstance(seeds, int) else len(seeds)
+    if n < 1:
+        raise ValueError(f"a config's seeds must number at least 1; got {seeds!r}")
+    if n == 1:
+        return " It has one seed: nothing estimated over seeds has an error estimate at that scale."
+    multiple = planned_detectable_multiple(n, sided="one")
+    return (f" It has {n} seeds: an estimate over them has {n - 1} df, and a one-sided t test (95%, 80% power) "
+            f"detects a mean of {multiple:.2g} standard deviations of one seed's value.")
 
 
 def minutes_text(minutes: float) -> str:

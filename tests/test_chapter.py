@@ -89,3 +89,23 @@ def test_minutes_text_prints_whole_minutes_from_ten_on():
     for bad in (-1.0, math.nan, math.inf):
         with pytest.raises(ValueError, match="minutes must be finite"):
             minutes_text(bad)
+
+
+def test_seeds_words_state_what_a_planned_configs_seeds_resolve():
+    import dataclasses
+
+    import pytest
+
+    from analysis.chapter import seeds_words
+
+    @dataclasses.dataclass
+    class Cfg:
+        seeds: object
+
+    assert seeds_words(object()) == ""
+    assert seeds_words(Cfg((0,))) == " It has one seed: nothing estimated over seeds has an error estimate at that scale."
+    three = seeds_words(Cfg((0, 1, 2)))
+    assert "It has 3 seeds: an estimate over them has 2 df" in three and "detects a mean of 2.3 standard" in three
+    assert "It has 2 seeds" in seeds_words(Cfg(2)) and "5.8 standard deviations" in seeds_words(Cfg(2))
+    with pytest.raises(ValueError, match="seeds must number at least 1"):
+        seeds_words(Cfg(()))
