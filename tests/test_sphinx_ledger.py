@@ -4,7 +4,7 @@ import json
 
 from sphinx.cmd.build import build_main
 
-from analysis.sphinx_ledger import Entry, strongest
+from analysis.sphinx_ledger import strongest
 from analysis.verify import ChapterClaims, Claim, ClaimId
 
 

@@ -7,7 +7,6 @@ and together (``flash-parts``)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
