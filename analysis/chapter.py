@@ -48,6 +48,7 @@ class RunSet:
     scale: str
     recorded: bool = False
     stale: tuple[str, ...] = ()
+    config: dict[str, Any] | None = None  # a record's own config, as stored (None: today's config of its scale)
 
     @property
     def key(self) -> str:
@@ -110,7 +111,7 @@ def _recorded_run(name: str, scale: str, directory: str | None) -> RunSet | None
     if record is None:
         return None
     return RunSet(f"recorded, {scale} scale" + (" (stale)" if stale else ""), record.data,
-                  "recorded: " + record.describe(), scale, recorded=True, stale=tuple(stale))
+                  "recorded: " + record.describe(), scale, recorded=True, stale=tuple(stale), config=record.config)
 
 
 def runs_for(name: str, scale: str, live: dict[str, Any], seconds: float = 0.0,
@@ -191,12 +192,13 @@ class Chapter:
         partial = (f" Its gpu campaign is partial: {status.describe()} stored, so no record is shown."
                    if status.done else "")
         est = plan_experiment(name, "gpu", execute=False)
+        chunks = (", in commands of nine minutes or less (`--budget 9m`)" if est.h100_seconds > 9 * 60 else "")
+        trials = f"{status.total} trial{'' if status.total == 1 else 's'}"
         return Markdown(
-            f"**No GPU-scale run of `{name}` has been recorded yet.**{partial} One H100 would take an estimated "
-            f"{minutes_text(est.h100_minutes)} minutes at the step times measured there ({est.flops:.2g} FLOPs, "
-            f"peak memory about {est.peak_memory_gb:.2g} GB): `python -m analysis campaign --scale gpu --only {name}`"
-            f" runs its {status.total} trials, resumable, in runs as short as nine minutes "
-            f"(`--budget 9m`).{seeds_words(cfg)} "
+            f"**No GPU-scale run of `{name}` has been recorded yet.**{partial} On one H100 it would take an estimated "
+            f"{duration_text(est.h100_seconds)} (from training-step times measured on an H100; {est.flops:.2g} "
+            f"FLOPs, peak memory about {est.peak_memory_gb:.2g} GB): `python -m analysis campaign --scale gpu --only "
+            f"{name}` runs its {trials}, resumable{chunks}.{seeds_words(cfg)} "
             "Estimated, not measured: no GPU number appears in this book that was not measured on a GPU."
         )
 
@@ -290,11 +292,17 @@ def seeds_words(cfg: Any) -> str:
             f"detects a mean of {multiple:.2g} standard deviations of one seed's value.")
 
 
-def minutes_text(minutes: float) -> str:
-    """Minutes as prose prints them: whole minutes from 10 on (102, not 1e+02), two significant digits below."""
-    if not (math.isfinite(minutes) and minutes >= 0):
-        raise ValueError(f"minutes must be finite and >= 0; got {minutes!r}")
-    return f"{minutes:,.0f}" if minutes >= 10 else f"{minutes:.2g}"
+def duration_text(seconds: float) -> str:
+    """A duration as prose prints it: 'under a second', whole seconds below a minute, minutes at two significant
+    digits below ten and whole from ten on ('102 minutes', not '1e+02 minutes' or '3.7e-06 minutes')."""
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise ValueError(f"seconds must be finite and >= 0; got {seconds!r}")
+    if seconds < 1:
+        return "under a second"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes = seconds / 60
+    return f"{minutes:,.0f} minutes" if minutes >= 9.95 else f"{minutes:.2g} minute{'' if minutes < 1.05 else 's'}"
 
 
 def recorded(name: str, directory: str | None = None) -> RunSet:

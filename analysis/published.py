@@ -21,8 +21,8 @@ SCALE_FIELDS: dict[str, tuple[str, ...]] = {
     "deep-gau": ("d", "depths", "steps", "seeds"),
     "norms-depth": ("d", "layers", "steps", "seeds"),
     "softmax-scale-recall": ("d", "pairs", "steps", "seeds"),
-    "attention-basics": ("qk_pairs", "keys", "d", "steps"),
-    "ffn-basics": ("d", "d_ff", "hidden"),
+    "attention-basics": (),  # each claim states the sizes it was measured at (d = 1 to 2,048, d = 512, ...)
+    "ffn-basics": (),
     "gau-init": ("ns", "ss", "widths", "seeds"),
     "coord-check": ("widths", "depths", "ctx"),
     "entropy-bound": ("sample_classes", "samples_per_cell"),
@@ -52,7 +52,7 @@ PUBLISHED: tuple[Published, ...] = (
         "Language models of about 110 M parameters and more (the paper's smallest), on TPUs, at 512 to 8K tokens.",
         ("flash",), (("flash-bench", "quad-overtakes-transformer"), ("flash-bench", "flash-linear-time")),
         "The speed-ups are for accelerators at long context, where attention dominates; this book times a 2-core CPU "
-        "at the sizes in the last column. The gpu campaign times FLASH-Quad, FLASH and Transformer++ on an H100.",
+        "at the sizes in the 'this book' column. The gpu campaign times FLASH-Quad, FLASH and Transformer++ on an H100.",
     ),
     Published(
         "Hua, Dai, Liu and Le 2022, *Transformer Quality in Linear Time* (ICML)", "https://arxiv.org/abs/2202.10447",
@@ -60,8 +60,8 @@ PUBLISHED: tuple[Published, ...] = (
         "contexts.",
         "Language models of about 110 M parameters and more on Wiki-40B, PG-19 and C4, at 512 to 8K tokens.",
         ("gau_trained",), (("gau-quality", "flashquad-beats-transformer"), ("gau-quality", "flash-matches-flashquad")),
-        "This book's models are 3 to 4 orders of magnitude smaller and train for hundreds of steps; the ordering can "
-        "change with scale. The gpu campaign trains 33 M-parameter models at 1,024 tokens.",
+        "This book's models are more than two orders of magnitude smaller and train for hundreds of steps; the "
+        "ordering can change with scale. The gpu campaign trains 33 M-parameter models at 1,024 tokens.",
     ),
     Published(
         "Su, Pan, Wen and Liu 2022, *GAU-α* (ZhuiyiAI; CLUE table as tabulated in JunnYu/GAU-alpha-pytorch)",
@@ -71,8 +71,8 @@ PUBLISHED: tuple[Published, ...] = (
         "CHID 87.91 (85.69, 86.71); below RoBERTa on TNEWS, OCNLI and WSC.",
         "Chinese character-level masked-LM pre-training at base size, then fine-tuning on CLUE.",
         ("gau_trained",), (("gau-quality", "flashquad-beats-transformer"),),
-        "GAU-α is not the source's GAU: it uses softmax attention scaled by log n, post-norm and a depth-scaled "
-        "init (next rows), and is compared on fine-tuned accuracy, not pre-training loss.",
+        "GAU-α is not the source's GAU: it uses softmax attention scaled by log n (a row below), post-norm and a "
+        "depth-scaled init, and is compared on fine-tuned accuracy, not pre-training loss.",
     ),
     Published(
         "Su, Pan, Wen and Liu 2022, *GAU-α* (ZhuiyiAI; its released models.py)",
@@ -82,7 +82,8 @@ PUBLISHED: tuple[Published, ...] = (
         "normal of standard deviation L^(-1/3)/sqrt(fan-in) (0.35/sqrt(fan-in) at L = 24), not a fixed 0.02.",
         "The released base model (24 GAU layers, hidden size 768).",
         ("deep_gau", "gau_init"),
-        (("deep-gau", "gau-lr-no-warmup"), ("deep-gau", "gau-vs-postnorm-transformer"), ("gau-init", "rms-source"),
+        (("deep-gau", "gau-lr-depth"), ("deep-gau", "gau-lr-no-warmup"), ("deep-gau", "gau-vs-postnorm-transformer"),
+         ("gau-init", "rms-source"),
          ("gau-init", "lambda7")),
         "The released model shrinks its init with depth instead of relying on the small size of a GAU layer at "
         "initialisation, on which the source rests its case against warm-up; this book measures that size under "
@@ -96,7 +97,7 @@ PUBLISHED: tuple[Published, ...] = (
         "The released base model (24 GAU layers, hidden size 768).",
         ("gau_trained",), (("gau-length", "log-scaling-beats-softmax"), ("gau-length", "relu2-length-text")),
         "A choice made for length transfer at base size; this book measures the length transfer of each "
-        "normalisation at the small sizes in the last column.",
+        "normalisation at the small sizes in the 'this book' column.",
     ),
     Published(
         "Chen et al. 2022, *bert2BERT: Towards Reusable Pretrained Language Models* (ACL)",
@@ -130,7 +131,7 @@ PUBLISHED: tuple[Published, ...] = (
         "Machine translation, 200 to 1,000 layers, billions of parameters.",
         ("norms_depth", "deep_gau"),
         (("norms-depth", "deepnorm-below-post"), ("norms-depth", "deepnorm-bounded"),
-         ("deep-gau", "gau-vs-postnorm-transformer")),
+         ("deep-gau", "gau-vs-postnorm-transformer"), ("deep-gau", "gau-vs-strongest-transformer")),
         "This book's stacks are tens of layers deep and train for hundreds of steps; DeepNorm's advantage is "
         "stability at depths where post-norm diverges.",
     ),
@@ -192,7 +193,7 @@ PUBLISHED: tuple[Published, ...] = (
     Published(
         "Shazeer 2020, *GLU Variants Improve Transformer*", "https://arxiv.org/abs/2002.05202",
         "GLU variants in the FFN (GEGLU, SwiGLU, ReGLU, bilinear) improve quality over the ReLU and GELU FFNs at "
-        "equal parameters and operations: with three weight matrices instead of two, the hidden width is cut by 2/3, "
+        "equal parameters and operations: with three weight matrices instead of two, the hidden width is cut to 2/3, "
         "from d_ff = 3,072 to 2,048.",
         "T5-base (12 + 12 layers, d_model = 768) pre-trained on C4, fine-tuned on GLUE, SuperGLUE and SQuAD.",
         ("ffn_basics",), (("ffn-basics", "swiglu-width"), ("ffn-basics", "glu-family")),
@@ -268,23 +269,35 @@ def distinct_digits(a: float, b: float, least: int = 3, most: int = 12) -> tuple
     return f"{a:.{least}g}", f"{b:.{least}g}"  # alike to the most digits: shown as alike as they print
 
 
+def _shown(value: Any) -> Any:
+    """A config value as the table prints it: stored lists as the tuples the configs hold."""
+    return tuple(_shown(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
 def _scale_text(ch: Any, experiment: str) -> str:
-    """The run behind an experiment's claims in ``ch`` and the config fields that say its scale."""
+    """The run behind an experiment's claims in ``ch``, marked stale when it is, and the config fields that say its
+    scale: a record's own stored config, not today's (a record made before a config changed keeps its sizes)."""
     from analysis.experiments import EXPERIMENTS, config_for
 
     run = ch.best(experiment)
-    cfg = config_for(EXPERIMENTS[experiment], run.scale)
+    cfg: Any = run.config if run.config is not None else config_for(EXPERIMENTS[experiment], run.scale)
     shown = []
     for name in SCALE_FIELDS.get(experiment, ()):
         value: Any = cfg
         for part in name.split("."):
-            value = getattr(value, part)
-        shown.append(f"{name.rsplit('.', 1)[-1]} = {value}")
-    return f"{run.key}{': ' + ', '.join(shown) if shown else ''}"
+            value = value[part] if isinstance(value, dict) else getattr(value, part)
+        shown.append(f"{name.rsplit('.', 1)[-1]} = {_shown(value)}")
+    key = f"{run.key}, stale" if run.stale else run.key
+    return f"{key}{': ' + ', '.join(shown) if shown else ''}"
 
 
 def _ours(ch: Any, row: Published) -> str:
-    """This book's claims on the row's question: key, verdict, measured against predicted, and the run's scale."""
+    """This book's claims on the row's question: the claim's number in the chapter (linked to the ledger) and key,
+    verdict, measured against predicted with the claim's relation (< 0, not a bare 0, for 'below 0'), and the run's
+    scale."""
+    from analysis.verify import SIGNS, claim_numbers, claim_ref, ledger_id
+
+    numbers = claim_numbers(ch.claims.claims)
     parts, scales = [], {}
     for experiment, key in row.claims:
         if experiment not in ch.runs:
@@ -296,7 +309,12 @@ def _ours(ch: Any, row: Published) -> str:
             continue
         unit = f" {c.unit}" if c.unit else ""
         measured, predicted = distinct_digits(c.measured, c.predicted)
-        parts.append(f"`{key}`: **{c.verdict}** ({measured}{unit} measured, {predicted}{unit} predicted)")
+        number = numbers.get(claim_ref(c))
+        name = f"`{key}`" if number is None else (
+            f'<a href="ledger.html#{ledger_id(ch.doc, c)}" title="this claim in the ledger">{ch.doc}.{number}</a> '
+            f"`{key}`")
+        parts.append(f"{name}: **{c.verdict}** ({measured}{unit} measured, {SIGNS[c.kind]} {predicted}{unit} "
+                     f"predicted)")
         scales[experiment] = _scale_text(ch, experiment)
     return "; ".join(parts + [f"({s})" for s in scales.values()]) or "-"
 

@@ -77,18 +77,20 @@ def test_the_smoke_run_is_one_check_line():
     assert '<details class="provenance"><summary>The code still runs' in p._repr_html_()
 
 
-def test_minutes_text_prints_whole_minutes_from_ten_on():
+def test_duration_text_reads_as_prose_at_every_size():
     import math
 
     import pytest
 
-    from analysis.chapter import minutes_text
+    from analysis.chapter import duration_text
 
-    assert [minutes_text(m) for m in (102.5, 10.0, 9.96, 2.56, 0.0333, 0.0, 1234.4)] == [
-        "102", "10", "10", "2.6", "0.033", "0", "1,234"]
+    cases = {0.0: "under a second", 2.2e-4: "under a second", 1.0: "1 s", 24.4: "24 s", 59.4: "59 s",
+             60.0: "1 minute", 153.6: "2.6 minutes", 596.0: "9.9 minutes", 597.0: "10 minutes",
+             6150.0: "102 minutes", 74064.0: "1,234 minutes"}
+    assert {s: duration_text(s) for s in cases} == cases
     for bad in (-1.0, math.nan, math.inf):
-        with pytest.raises(ValueError, match="minutes must be finite"):
-            minutes_text(bad)
+        with pytest.raises(ValueError, match="seconds must be finite"):
+            duration_text(bad)
 
 
 def test_seeds_words_state_what_a_planned_configs_seeds_resolve():

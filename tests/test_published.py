@@ -76,3 +76,42 @@ def test_distinct_digits_prints_different_numbers_differently():
     assert distinct_digits(float("nan"), 1.0) == ("nan", "1")
     with pytest.raises(ValueError, match="least must be"):
         distinct_digits(1.0, 2.0, least=0)
+
+
+def test_a_stale_record_shows_its_own_stored_sizes_and_is_marked_stale():
+    from analysis.chapter import RunSet
+    from analysis.published import _scale_text
+
+    stored = {"d": 256, "layers": 2, "ctx": 128, "text_steps": 1200, "seeds": [0, 1]}
+    run = RunSet("recorded, gpu scale (stale)", {}, "note", "gpu", recorded=True, stale=("config differs",),
+                 config=stored)
+
+    class Stub:
+        def best(self, name):
+            return run
+
+    text = _scale_text(Stub(), "gau-length")
+    assert text == "recorded-gpu, stale: d = 256, layers = 2, ctx = 128, text_steps = 1200, seeds = (0, 1)"
+    nested = RunSet("recorded, cpu scale", {}, "note", "cpu", recorded=True,
+                    config={"model": {"d": 96, "layers": 2, "ctx": 64}, "train": {"steps": 600}})
+    run = nested
+    assert _scale_text(Stub(), "entropy-lm") == "recorded-cpu: d = 96, layers = 2, ctx = 64, steps = 600"
+
+
+def test_a_row_gives_each_claim_its_number_link_and_relation():
+    from analysis.chapter import open_chapter
+    from analysis.verify import SIGNS
+
+    from pathlib import Path
+
+    from analysis.verify import claim_numbers, claim_ref
+
+    study = get_study("attention_basics")
+    results = str(Path(__file__).resolve().parents[1] / "results")  # the committed records: measured claims
+    ch = open_chapter("attention_basics", study.TITLE, *study.EXPERIMENTS, directory=results)
+    table = published_table("attention_basics", ch)
+    c = ch.claim("attention-basics", "unscaled-saturates")
+    assert c.kind == "below" and c.id.recorded and f"({c.measured:.3g} measured, {SIGNS['below']} 0 predicted)" in table
+    number = claim_numbers(ch.claims.claims)[claim_ref(c)]
+    assert (f'<a href="ledger.html#attention_basics-unscaled-saturates" title="this claim in the ledger">'
+            f"attention_basics.{number}</a> `unscaled-saturates`: **{c.verdict}**") in table

@@ -28,8 +28,8 @@ def _summary(gau_deep_warm: float = 3e-3) -> dict:
 
 def test_bound_text_words_an_empty_boundary():
     assert st.bound_text(0.0) == st.NO_BOUNDARY
-    assert st.bound_text(0.0031623) == "0.0032"
-    assert st.bound_text(1e-2) == "0.01"
+    assert st.bound_text(0.0031623) == "up to 0.0032"
+    assert st.bound_text(1e-2) == "up to 0.01"
 
 
 def test_warmup_label():
@@ -39,8 +39,9 @@ def test_warmup_label():
 
 def test_boundary_facts_pick_depth_and_warmup_and_only_the_cited_ones():
     f = st.boundary_facts(_summary())
-    assert f == {"deep_bg0": "0.003", "deep_bgw": "0.003", "deep_bgs": "0.03", "deep_bt0": st.NO_BOUNDARY,
-                 "deep_btw": st.NO_BOUNDARY, "deep_bts": "0.01", "deep_bp0": "0.0032", "deep_bn0": "0.003"}
+    assert f == {"deep_bg0": "up to 0.003", "deep_bgw": "up to 0.003", "deep_bgs": "up to 0.03",
+                 "deep_bt0": st.NO_BOUNDARY, "deep_btw": st.NO_BOUNDARY, "deep_bts": "up to 0.01",
+                 "deep_bp0": "up to 0.0032", "deep_bn0": "up to 0.003"}
     assert st.boundary_facts(_summary(gau_deep_warm=0.0))["deep_bgw"] == st.NO_BOUNDARY
 
 

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 TITLE = "Deep GAU without warmup"
 EXPERIMENTS = ("deep-gau", "deep-gau-init")
-# a boundary of 0, as it reads after "trains up to": no learning rate of the grid trains every seed
-NO_BOUNDARY = "0 (no learning rate of the grid trains every seed)"
+# a boundary of 0, as it reads after "trains": no learning rate of the grid trains every seed
+NO_BOUNDARY = "at no learning rate of the grid (none trains every seed)"
 # the boundaries the prose cites: glue key -> architecture and where ("0": largest depth without warmup, "w": largest
 # depth with warmup, "s": smallest depth without warmup)
 CITED_BOUNDARIES = {"g": ("post-norm GAU", "0ws"), "t": ("post-norm Transformer", "0ws"),
@@ -107,8 +107,9 @@ def warmup_label(warmup: int) -> str:
 
 
 def bound_text(bound: float) -> str:
-    """A boundary at two significant digits, or :data:`NO_BOUNDARY` when no learning rate trains (a boundary of 0)."""
-    return f"{bound:.2g}" if bound > 0 else NO_BOUNDARY
+    """A boundary as it reads after 'trains': 'up to' it at two significant digits, or :data:`NO_BOUNDARY` when no
+    learning rate trains (a boundary of 0)."""
+    return f"up to {bound:.2g}" if bound > 0 else NO_BOUNDARY
 
 
 def boundary_table(s: dict[str, Any]) -> str:

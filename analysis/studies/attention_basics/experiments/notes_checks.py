@@ -273,8 +273,8 @@ def tied_claims(tied: dict[str, Any], label: str) -> list[Claim]:
               f"d = {top['d']:,}; d = {widths} in the chapter's table; {label})", PAPER, predicted=1.0,
               **estimate_fields(tied_estimate(top, "token"), "the token embeddings' mean square"),
               unit="mean square"),
-        Claim("tie-logit-scale", f"... and the same matrix, unscaled at the output, gives a hidden state of RMS 1 "
-              f"logits of variance 1, so one matrix serves both ends only with the factor (sampled at "
+        Claim("tie-logit-scale", f"... and the same matrix, unscaled at the output, gives logits of variance 1 "
+              f"from a hidden state of RMS 1, so one matrix serves both ends only with the factor (sampled at "
               f"d = {top['d']:,}; {label})", BOOK, predicted=1.0,
               **estimate_fields(tied_estimate(top, "logit"), "the logits' mean square"), unit="mean square"),
     ]
