@@ -52,7 +52,8 @@ PUBLISHED: tuple[Published, ...] = (
         "Language models of about 110 M parameters and more (the paper's smallest), on TPUs, at 512 to 8K tokens.",
         ("flash",), (("flash-bench", "quad-overtakes-transformer"), ("flash-bench", "flash-linear-time")),
         "The speed-ups are for accelerators at long context, where attention dominates; this book times a 2-core CPU "
-        "at the sizes in the 'this book' column. The gpu campaign times FLASH-Quad, FLASH and Transformer++ on an H100.",
+        "at the sizes in the 'this book' column. The gpu campaign times FLASH-Quad, FLASH and Transformer++ on an "
+        "H100.",
     ),
     Published(
         "Hua, Dai, Liu and Le 2022, *Transformer Quality in Linear Time* (ICML)", "https://arxiv.org/abs/2202.10447",
@@ -79,7 +80,8 @@ PUBLISHED: tuple[Published, ...] = (
         "https://github.com/ZhuiyiTechnology/GAU-alpha",
         "GAU-α's own choices: post-norm (GAU, add, then a norm without centring, scale or offset), softmax attention "
         "scaled by log n ('softmax_plus') rather than relu², no biases, RoPE, and weights drawn from a truncated "
-        "normal of standard deviation L^(-1/3)/sqrt(fan-in) (0.35/sqrt(fan-in) at L = 24), not a fixed 0.02.",
+        "normal of standard deviation $L^{-1/3}/\\sqrt{\\text{fan-in}}$ ($0.35/\\sqrt{\\text{fan-in}}$ at $L = 24$), "
+        "not a fixed 0.02.",
         "The released base model (24 GAU layers, hidden size 768).",
         ("deep_gau", "gau_init"),
         (("deep-gau", "gau-lr-depth"), ("deep-gau", "gau-lr-no-warmup"), ("deep-gau", "gau-vs-postnorm-transformer"),
@@ -125,7 +127,8 @@ PUBLISHED: tuple[Published, ...] = (
     ),
     Published(
         "Wang et al. 2022, *DeepNet: Scaling Transformers to 1,000 Layers*", "https://arxiv.org/abs/2203.00555",
-        "DeepNorm (x <- LN(alpha x + f(x)) with a beta-scaled init) trains Transformers of up to 1,000 layers "
+        "DeepNorm ($x \\leftarrow \\mathrm{LN}(\\alpha x + f(x))$ with a $\\beta$-scaled init) trains Transformers "
+        "of up to 1,000 layers "
         "(2,500 sublayers); a 200-layer, 3.2 B-parameter model beats a 48-layer, 12 B-parameter one by 5 BLEU on a "
         "7,482-direction translation benchmark.",
         "Machine translation, 200 to 1,000 layers, billions of parameters.",
@@ -139,7 +142,7 @@ PUBLISHED: tuple[Published, ...] = (
         "Henry, Dachapally, Pawar and Chen 2020, *Query-Key Normalization for Transformers* (Findings of EMNLP)",
         "https://arxiv.org/abs/2010.04245",
         "L2-normalising queries and keys along the head dimension and scaling them by a learnable parameter (instead "
-        "of 1/sqrt(d)) improves BLEU by 0.928 on average over 5 low-resource translation pairs.",
+        "of $1/\\sqrt{d}$) improves BLEU by 0.928 on average over 5 low-resource translation pairs.",
         "Low-resource machine translation (TED Talks, IWSLT'15).",
         ("softmax_scale",), (("softmax-scale-recall", "recall-best-scale-16"),
                              ("softmax-scale-recall", "recall-best-scale-64")),
@@ -149,20 +152,20 @@ PUBLISHED: tuple[Published, ...] = (
     # the chapters on foundations: what the papers that introduced each construction report, beside the notes' claims
     Published(
         "Vaswani et al. 2017, *Attention Is All You Need* (NeurIPS)", "https://arxiv.org/abs/1706.03762",
-        "Dot products are scaled by 1/sqrt(d_k) because for large d_k they grow large and push the softmax into "
-        "regions of extremely small gradients: if the components of q and k are independent with mean 0 and "
-        "variance 1, q.k has mean 0 and variance d_k.",
-        "Stated as the reason for the scale; the base model has 8 heads of d_k = 64 (WMT 2014 translation).",
+        "Dot products are scaled by $1/\\sqrt{d_k}$ because for large $d_k$ they grow large and push the softmax into "
+        "regions of extremely small gradients: if the components of $q$ and $k$ are independent with mean 0 and "
+        "variance 1, $q\\cdot k$ has mean 0 and variance $d_k$.",
+        "Stated as the reason for the scale; the base model has 8 heads of $d_k = 64$ (WMT 2014 translation).",
         ("attention_basics",),
         (("attention-basics", "qk-variance"), ("attention-basics", "qk-normal"),
          ("attention-basics", "unscaled-saturates")),
-        "The paper states the variance only. The notes add that q.k is normal, which fails at small d_k (its excess "
-        "kurtosis is 6/d_k for normal q and k); the saturation is measured here up to d = 2,048.",
+        "The paper states the variance only. The notes add that $q\\cdot k$ is normal, which fails at small $d_k$ (its "
+        "excess kurtosis is $6/d_k$ for normal $q$ and $k$); the saturation is measured here up to $d = 2048$.",
     ),
     Published(
         "Vaswani et al. 2017, *Attention Is All You Need* (NeurIPS)", "https://arxiv.org/abs/1706.03762",
-        "Sinusoidal positions were chosen because for any fixed offset k, PE(pos + k) is a linear function of "
-        "PE(pos), which the authors hypothesised would let the model attend by relative position; learned position "
+        "Sinusoidal positions were chosen because for any fixed offset $k$, $PE_{pos+k}$ is a linear function of "
+        "$PE_{pos}$, which the authors hypothesised would let the model attend by relative position; learned position "
         "embeddings gave nearly identical results (their Table 3, row E).",
         "The base Transformer (65 M parameters) on WMT 2014 English-German.",
         ("attention_basics",), (("attention-basics", "pe-shift"), ("attention-basics", "pe-projected")),
@@ -182,55 +185,59 @@ PUBLISHED: tuple[Published, ...] = (
     ),
     Published(
         "Vaswani et al. 2017, *Attention Is All You Need* (NeurIPS)", "https://arxiv.org/abs/1706.03762",
-        "Residual dropout (P_drop = 0.1 in the base model) on the output of each sub-layer, before the residual sum "
+        "Residual dropout ($P_{drop} = 0.1$ in the base model) on the output of each sub-layer, before the residual "
+        "sum "
         "and normalisation, and on the sums of embeddings and positional encodings; the FFN is two linear maps with "
-        "a ReLU between, d_model = 512 and d_ff = 2,048.",
+        "a ReLU between, $d_{model} = 512$ and $d_{ff} = 2048$.",
         "The base model (65 M parameters) on WMT 2014 English-German and English-French.",
         ("ffn_basics",), (("ffn-basics", "dropout-sites"), ("ffn-basics", "ffn-8h2")),
         "torch.nn.Transformer also drops the attention weights and the FFN's hidden activations, so it has more "
-        "dropout sites than the paper's text; the paper's FFN size counts weights, torch's layer adds 5H biases.",
+        "dropout sites than the paper's text; the paper's FFN size counts weights, torch's layer adds $5H$ biases.",
     ),
     Published(
         "Shazeer 2020, *GLU Variants Improve Transformer*", "https://arxiv.org/abs/2002.05202",
         "GLU variants in the FFN (GEGLU, SwiGLU, ReGLU, bilinear) improve quality over the ReLU and GELU FFNs at "
         "equal parameters and operations: with three weight matrices instead of two, the hidden width is cut to 2/3, "
-        "from d_ff = 3,072 to 2,048.",
-        "T5-base (12 + 12 layers, d_model = 768) pre-trained on C4, fine-tuned on GLUE, SuperGLUE and SQuAD.",
+        "from $d_{ff} = 3072$ to 2048.",
+        "T5-base (12 + 12 layers, width 768) pre-trained on C4, fine-tuned on GLUE, SuperGLUE and SQuAD.",
         ("ffn_basics",), (("ffn-basics", "swiglu-width"), ("ffn-basics", "glu-family")),
-        "The paper's 2/3 is of the hidden width d_ff = 4d, which gives 8d/3, the width the counted weights give "
-        "here; the notes apply 2/3 to d.",
+        "The paper's 2/3 is of the hidden width $d_{ff} = 4d$, which gives $8d/3$, the width the counted weights give "
+        "here; the notes apply 2/3 to $d$.",
     ),
     Published(
         "Hendrycks and Gimpel 2016, *Gaussian Error Linear Units (GELUs)*", "https://arxiv.org/abs/1606.08415",
-        "GELU(x) = x Phi(x), Phi the standard normal CDF, approximated by 0.5x(1 + tanh[sqrt(2/pi)(x + "
-        "0.044715x^3)]) or x sigmoid(1.702x); it improves on ReLU and ELU across the vision, language and speech "
+        "$\\mathrm{GELU}(x) = x\\Phi(x)$, $\\Phi$ the standard normal CDF, approximated by "
+        "$0.5x(1 + \\tanh[\\sqrt{2/\\pi}(x + 0.044715x^3)])$ or $x\\sigma(1.702x)$; it improves on ReLU and ELU "
+        "across the vision, language and speech "
         "tasks tried.",
         "Small networks on MNIST, CIFAR-10/100, TIMIT and Twitter part-of-speech tagging.",
         ("ffn_basics",), (("ffn-basics", "gelu-torch"), ("ffn-basics", "gelu-notes")),
-        "The paper's Phi is built on the standard erf (integrated from 0), as torch's is; the notes' erf "
+        "The paper's $\\Phi$ is built on the standard erf (integrated from 0), as torch's is; the notes' erf "
         "integrates from 1, which gives another function.",
     ),
     Published(
         "Wang et al. 2022, *DeepNet: Scaling Transformers to 1,000 Layers*", "https://arxiv.org/abs/2203.00555",
-        "DeepNorm bounds the model update of a post-norm Transformer by up-weighting the residual, x <- LN(alpha x "
-        "+ f(x)), and down-scaling the branch init by beta: alpha = (2N)^(1/4), beta = (8N)^(-1/4) for an N-layer "
+        "DeepNorm bounds the model update of a post-norm Transformer by up-weighting the residual, "
+        "$x \\leftarrow \\mathrm{LN}(\\alpha x + f(x))$, and down-scaling the branch init by $\\beta$: "
+        "$\\alpha = (2N)^{1/4}$, $\\beta = (8N)^{-1/4}$ for an $N$-layer "
         "encoder, which trains stacks of up to 1,000 layers.",
         "Machine translation, 200 to 1,000 layers, billions of parameters.",
         ("gau_init",), (("coord-check", "gau-branch-size"),),
-        "The source equates a GAU branch of about 1% of its input at initialisation with DeepNorm at alpha = 100, "
-        "far above DeepNet's alpha at 1,000 layers; this book measures the branch in causal language-model stacks "
+        "The source equates a GAU branch of about 1% of its input at initialisation with DeepNorm at $\\alpha = 100$, "
+        "far above DeepNet's $\\alpha$ at 1,000 layers; this book measures the branch in causal language-model stacks "
         "at initialisation.",
     ),
     Published(
         "Cover and Thomas 2006, *Elements of Information Theory* (2nd edition, section 2.10)",
         "https://doi.org/10.1002/047174882X",
-        "Fano's inequality in its stronger form: the entropy of X given Y is at most H(P_e) + P_e log(K - 1) for "
-        "an estimate of X with error probability P_e, K the number of values of X, with equality when the error "
-        "mass is spread evenly over the other K - 1 values.",
+        "Fano's inequality in its stronger form: the entropy of $X$ given $Y$ is at most $H(P_e) + P_e\\log(K - 1)$ "
+        "for "
+        "an estimate of $X$ with error probability $P_e$, $K$ the number of values of $X$, with equality when the "
+        "error mass is spread evenly over the other $K - 1$ values.",
         "A theorem: every distribution over a finite alphabet.",
         ("entropy",),
         (("entropy-bound", "closed-form-vs-direct"), ("entropy-bound", "bound-sampled"), ("entropy-lm", "lm-bound")),
-        "None expected: the notes' curve is Fano's bound with P_e = 1 - p, so sampling and trained models can only "
+        "None expected: the notes' curve is Fano's bound with $P_e = 1 - p$, so sampling and trained models can only "
         "confirm it.",
     ),
     Published(
