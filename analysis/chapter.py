@@ -27,7 +27,7 @@ from analysis.verify import (
     Claim,
     claim_numbers,
     claim_ref,
-    ledger_id,
+    ledger_link,
     plural,
     run_name,
     short_statement,
@@ -253,8 +253,7 @@ def verdict_line(claim: Claim, doc: str | None = None, number: int | None = None
     """A Markdown bullet: the claim, its verdict in bold, the alternative when inconclusive, the corrected verdict;
     with ``doc`` and ``number``, a link to the claim in the ledger (``ledger.html#<doc>-<key>``, or
     ``#<doc>-<key>-<run>`` for a run weaker than the claim's ``strongest``)."""
-    link = "" if doc is None or number is None else (
-        f'<a href="ledger.html#{ledger_id(doc, claim, strongest)}" title="this claim in the ledger">{doc}.{number}</a> ')
+    link = "" if doc is None or number is None else ledger_link(doc, claim, number, strongest) + " "
     line = f"- {link}{math_markdown(claim.statement)}: **{claim.verdict_text()}**"
     if claim.verdict == "inconclusive" and claim.alternative is not None:
         line += f" (the alternative, {math_markdown(claim.alternative_note)}, fits as well)"

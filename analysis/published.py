@@ -281,6 +281,14 @@ def _shown(value: Any) -> Any:
     return tuple(_shown(v) for v in value) if isinstance(value, (list, tuple)) else value
 
 
+def config_field(cfg: Any, name: str) -> Any:
+    """The field ``name`` of a config (a dataclass, or a record's stored dict); a dotted name reads a nested field."""
+    value = cfg
+    for part in name.split("."):
+        value = value[part] if isinstance(value, dict) else getattr(value, part)
+    return value
+
+
 def _scale_text(ch: Any, experiment: str) -> str:
     """The run behind an experiment's claims in ``ch``, marked stale when it is, and the config fields that say its
     scale: a record's own stored config, not today's (a record made before a config changed keeps its sizes)."""
@@ -290,10 +298,7 @@ def _scale_text(ch: Any, experiment: str) -> str:
     cfg: Any = run.config if run.config is not None else config_for(EXPERIMENTS[experiment], run.scale)
     shown = []
     for name in SCALE_FIELDS.get(experiment, ()):
-        value: Any = cfg
-        for part in name.split("."):
-            value = value[part] if isinstance(value, dict) else getattr(value, part)
-        shown.append(f"{name.rsplit('.', 1)[-1]} = {_shown(value)}")
+        shown.append(f"{name.rsplit('.', 1)[-1]} = {_shown(config_field(cfg, name))}")
     key = f"{run.key}, stale" if run.stale else run.key
     return f"{key}{': ' + ', '.join(shown) if shown else ''}"
 
@@ -302,7 +307,7 @@ def _ours(ch: Any, row: Published) -> str:
     """This book's claims on the row's question: the claim's number in the chapter (linked to the ledger) and key,
     verdict, measured against predicted with the claim's relation (< 0, not a bare 0, for 'below 0'), and the run's
     scale."""
-    from analysis.verify import SIGNS, claim_numbers, claim_ref, ledger_id
+    from analysis.verify import SIGNS, claim_numbers, claim_ref, ledger_link
 
     numbers = claim_numbers(ch.claims.claims)
     parts, scales = [], {}
@@ -317,12 +322,11 @@ def _ours(ch: Any, row: Published) -> str:
         unit = f" {c.unit}" if c.unit else ""
         measured, predicted = distinct_digits(c.measured, c.predicted)
         number = numbers.get(claim_ref(c))
-        name = f"`{key}`" if number is None else (
-            f'<a href="ledger.html#{ledger_id(ch.doc, c)}" title="this claim in the ledger">{ch.doc}.{number}</a> '
-            f"`{key}`")
+        name = f"`{key}`" if number is None else f"{ledger_link(ch.doc, c, number)} `{key}`"
         parts.append(f"{name}: **{c.verdict}** ({measured}{unit} measured, {SIGNS[c.kind]} {predicted}{unit} "
                      f"predicted)")
-        scales[experiment] = _scale_text(ch, experiment)
+        if experiment not in scales:
+            scales[experiment] = _scale_text(ch, experiment)
     return "; ".join(parts + [f"({s})" for s in scales.values()]) or "-"
 
 

@@ -290,6 +290,12 @@ def ledger_id(doc: str, claim: Claim, strongest: bool = True) -> str:
     return f"{doc}-{claim.key}" if strongest else f"{doc}-{claim.slug}"
 
 
+def ledger_link(doc: str, claim: Claim, number: int, strongest: bool = True) -> str:
+    """'<a href="ledger.html#<ledger_id>" ...><doc>.<number></a>': the claim's number, linked to it in the ledger."""
+    return (f'<a href="ledger.html#{html.escape(ledger_id(doc, claim, strongest))}" title="this claim in the ledger">'
+            f"{html.escape(doc)}.{number}</a>")
+
+
 def plural(n: int, one: str, many: str | None = None) -> str:
     """'1 chapter', '10 chapters': a count with its noun."""
     return f"{n} {one if n == 1 else (many or one + 's')}"
@@ -452,10 +458,7 @@ def detects_html(c: Claim) -> str:
 
 def _number_cell(claim: Claim, number: int | None, doc: str | None) -> str:
     """'chapter.n' (a link to the claim in the ledger when ``doc`` is given) over the claim's scale of evidence."""
-    label = f"{doc}.{number}" if doc and number else (str(number) if number else "")
-    if doc and number:
-        label = (f'<a href="ledger.html#{html.escape(ledger_id(doc, claim))}" title="this claim in the ledger">'
-                 f"{label}</a>")
+    label = ledger_link(doc, claim, number) if doc and number else (str(number) if number else "")
     return f"<td>{label}<br><small>{html.escape(evidence_words(claim.evidence))}</small></td>"
 
 

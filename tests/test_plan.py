@@ -37,18 +37,18 @@ def test_every_gpu_trial_fits_a_command_and_the_campaign_fits_its_leases():
     """Sized from the measured H100 step times (the plans' step costs are cached by the test above): the first tier
     within eight sessions, everything within eleven."""
     from analysis.core.campaign import (
-        DEFAULT_PRIORITY,
         FIRST_TIER_PRIORITY,
         GPU_CAMPAIGN_S,
         GPU_FIRST_TIER_S,
         GPU_TRIAL_MAX_S,
+        priority_of,
     )
 
     total, first, longest = 0.0, 0.0, ("", 0.0)
     for name in sorted(EXPERIMENTS):
         exp = Experiment(EXPERIMENTS[name])
         cfg = EXPERIMENTS[name].CONFIGS["gpu"]
-        tier = getattr(EXPERIMENTS[name], "PRIORITY", DEFAULT_PRIORITY) < FIRST_TIER_PRIORITY
+        tier = priority_of(EXPERIMENTS[name]) < FIRST_TIER_PRIORITY
         for t in exp.trials(cfg):
             seconds = h100_seconds(exp.trial_plan(cfg, t))
             total += seconds

@@ -55,15 +55,17 @@ def test_scale_fields_name_fields_of_every_scale_config():
     """A misspelt or moved field fails here rather than vanishing from the table (dotted names read nested
     fields)."""
     from analysis.experiments import EXPERIMENTS, config_for
+    from analysis.published import config_field
 
     for experiment, names in SCALE_FIELDS.items():
         for scale in ("smoke", "cpu", "gpu"):
             cfg = config_for(EXPERIMENTS[experiment], scale)
             for name in names:
-                value = cfg
-                for part in name.split("."):
-                    assert hasattr(value, part), (experiment, scale, name)
-                    value = getattr(value, part)
+                try:
+                    config_field(cfg, name)
+                except (AttributeError, KeyError):
+                    pytest.fail(f"{experiment} at {scale} has no field {name}")
+    assert config_field({"model": {"d": 96}}, "model.d") == 96  # a record's stored config reads the same way
 
 
 def test_distinct_digits_prints_different_numbers_differently():

@@ -50,6 +50,11 @@ GPU_FIRST_TIER_S = 8 * GPU_SESSION_S
 GPU_CAMPAIGN_S = 11 * GPU_SESSION_S
 
 
+def priority_of(module: Any) -> int:
+    """An experiment module's PRIORITY in the campaign's order (lower first; :data:`DEFAULT_PRIORITY` without one)."""
+    return int(getattr(module, "PRIORITY", DEFAULT_PRIORITY))
+
+
 def parse_budget(text: str) -> float:
     """Seconds of a budget written as 90, 90s, 9m or 1.5h."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", str(text))
@@ -132,7 +137,7 @@ class ExperimentPlan:
     @property
     def priority(self) -> int:
         """The module's PRIORITY (lower first)."""
-        return int(getattr(self.exp.module, "PRIORITY", DEFAULT_PRIORITY))
+        return priority_of(self.exp.module)
 
     @property
     def first_tier(self) -> bool:
