@@ -265,11 +265,12 @@ def cmd_list(args: argparse.Namespace) -> None:
 
 
 def cmd_steptimes(args: argparse.Namespace) -> None:
-    """Time a few training steps of every model a scale trains; record them (on a GPU) and fit the step model."""
+    """Time a few training steps of every model a scale trains, each saved as it is timed (on a GPU), and fit the step
+    model; or, with --targets, time the models the fast step is held to and say whether each target is met."""
     from analysis.core.campaign import parse_budget
     from analysis.core.runner import pick_device
     from analysis.plan import fit_step_model
-    from analysis.steptimes import measure, save
+    from analysis.steptimes import measure, save, save_targets, time_targets
 
     for name in args.only or []:
         _experiment_or_usage(name)
@@ -278,11 +279,25 @@ def cmd_steptimes(args: argparse.Namespace) -> None:
     except ValueError as err:
         raise UsageError(str(err)) from None
     device = pick_device()
+    keep = device.type == "cuda" or args.out
+    if args.targets:
+        if args.only or args.budget is not None or args.compile_mode != "auto":
+            raise UsageError("--targets takes none of --only, --budget, --compile-mode (it times its own models, "
+                             "compiled and eager)")
+        if args.scale != "smoke" and device.type != "cuda":
+            raise UsageError(f"--targets at {args.scale} scale needs a CUDA GPU; --scale smoke runs their code path "
+                             "on this CPU")
+        results = time_targets(args.scale, device, args.repeats, progress=not args.quiet,
+                               on_result=(lambda r: save_targets(r, args.scale, args.out)) if keep else None)
+        if keep:
+            print(f"recorded {save_targets(results, args.scale, args.out)}")
+        return
     timings = measure(args.scale, device, budget, args.only, args.repeats, progress=not args.quiet,
-                      compile_mode=args.compile_mode)
+                      compile_mode=args.compile_mode,
+                      on_timing=(lambda t: save(t, args.scale, args.out)) if keep else None)
     if not timings:
         raise UsageError("no model of that scale and selection trains")
-    if device.type == "cuda" or args.out:
+    if keep:
         print(f"recorded {save(timings, args.scale, args.out)}")
     if len(timings) >= 2:
         fit = fit_step_model(tuple(t.measured_step("here") for t in timings))
@@ -565,6 +580,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compile-mode", choices=STEP_COMPILE_MODES, default="auto",
                    help="the trainer's compilation: auto (the experiments' own: CUDA graphs on a GPU) or another, "
                         "recorded beside it for comparison")
+    p.add_argument("--targets", action="store_true",
+                   help="time the models the fast step is held to (100 M parameters at 1,024 tokens: 35%% of the bf16 "
+                        "peak; the d = 256 GAU: 10x its eager tokens/s), compiled and eager, and say if each is met")
     p.add_argument("--quiet", action="store_true", help="no line per model")
     p.set_defaults(func=cmd_steptimes)
 

@@ -56,7 +56,7 @@ def h100_steps() -> tuple[MeasuredStep, ...]:
     """The training steps measured on an H100 that size the gpu campaign: four measured by hand
     (:data:`H100_STEPS_NOTE` says how) and every step in ``results/benchmarks/steptimes.*.h100.json``
     (``python -m analysis steptimes`` on an H100)."""
-    return _hand_measured_h100_steps() + benchmarked_steps("h100")
+    return hand_measured_h100_steps() + benchmarked_steps("h100")
 
 
 def benchmarked_steps(tag: str, directory: Any = None) -> tuple[MeasuredStep, ...]:
@@ -72,7 +72,9 @@ def benchmarked_steps(tag: str, directory: Any = None) -> tuple[MeasuredStep, ..
     return tuple(out)
 
 
-def _hand_measured_h100_steps() -> tuple[MeasuredStep, ...]:
+def hand_measured_h100_steps() -> tuple[MeasuredStep, ...]:
+    """The four steps timed by hand on an H100 before the trainer's fast path (:data:`H100_STEPS_NOTE`): an 8-layer
+    GAU of d = 256 at 512 tokens, and gau-quality's Transformer++, FLASH-Quad and FLASH at d = 512, 1,024 tokens."""
     from analysis.models.lm import ModelConfig
 
     quality = "gau-quality's gpu size, measured on an H100 before its 4-hour run was cut (README, commit d030333)"

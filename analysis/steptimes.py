@@ -21,6 +21,7 @@ import math
 import re
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -70,24 +71,29 @@ class StepTiming:
 
 def training_models(scale: str, only: list[str] | None = None) -> list[tuple[str, Any, int, int, int]]:
     """(label, model config, batch, ctx, steps of its longest run) of every distinct model the experiments of
-    ``scale`` train, in experiment order, the largest number of training steps first within each."""
+    ``scale`` train, those that cost the campaign most first: the expected H100 seconds of every workload that trains
+    the model (:func:`analysis.plan.h100_seconds`), summed, descending, so that a budget that stops early has timed
+    the models that size the campaign most."""
     from analysis.core.trials import Experiment
     from analysis.experiments import EXPERIMENTS, config_for, get_experiment
+    from analysis.plan import h100_seconds
 
     scale = validate_scale(scale)
     names = list(only) if only else sorted(EXPERIMENTS)
-    seen: set[tuple[Any, int, int]] = set()
-    out: list[tuple[str, Any, int, int, int]] = []
+    first: dict[tuple[Any, int, int], tuple[str, int]] = {}  # key -> (label of its first workload, longest run)
+    cost: dict[tuple[Any, int, int], float] = {}
     for name in names:
         exp = Experiment(get_experiment(name))
         cfg = config_for(exp.module, scale)
-        work = [w for w in exp.plan(cfg) if w.model is not None and w.steps > 0]
-        for w in sorted(work, key=lambda w: -w.steps * w.count):
+        for w in exp.plan(cfg):
+            if w.model is None or w.steps <= 0:
+                continue
             key = (w.model, w.batch, w.ctx)
-            if key not in seen:
-                seen.add(key)
-                out.append((f"{name}: {w.label}", w.model, w.batch, w.ctx, w.steps))
-    return out
+            label, steps = first.get(key, (f"{name}: {w.label}", 0))
+            first[key] = (label, max(steps, w.steps))
+            cost[key] = cost.get(key, 0.0) + h100_seconds([w])
+    order = sorted(first, key=lambda k: -cost[k])  # stable: ties keep the experiments' order
+    return [(first[k][0], k[0], k[1], k[2], first[k][1]) for k in order]
 
 
 COMPILE_MODES = ("auto", "eager", "default", "reduce-overhead", "max-autotune-no-cudagraphs")
@@ -131,11 +137,13 @@ def time_steps(label: str, model_cfg: Any, batch: int, ctx: int, device: torch.d
 
 
 def measure(scale: str, device: torch.device, budget_s: float = math.inf, only: list[str] | None = None,
-            repeats: int = 5, warmup: int = 3, progress: bool = True, compile_mode: str = "auto") -> list[StepTiming]:
+            repeats: int = 5, warmup: int = 3, progress: bool = True, compile_mode: str = "auto",
+            on_timing: Callable[[list[StepTiming]], None] | None = None) -> list[StepTiming]:
     """:func:`time_steps` for each model of :func:`training_models`, in order, until ``budget_s`` seconds are
-    spent (a model started is finished)."""
+    spent (a model started is finished); ``on_timing`` is given the timings so far after each model (to save them
+    as they come, so that a command cut short keeps what it measured)."""
     start = time.perf_counter()
-    out = []
+    out: list[StepTiming] = []
     for label, model_cfg, batch, ctx, steps in training_models(scale, only):
         if time.perf_counter() - start >= budget_s:
             break
@@ -143,6 +151,8 @@ def measure(scale: str, device: torch.device, budget_s: float = math.inf, only: 
         out.append(timing)
         if device.type == "cuda":
             torch.cuda.empty_cache()
+        if on_timing is not None:
+            on_timing(out)
         if progress:
             print(f"{timing.label}: {1e3 * timing.seconds:.1f} ms a step ({timing.layers} layers, "
                   f"{timing.flops_per_s / 1e12:.3g} TFLOP/s)", flush=True)
@@ -160,7 +170,7 @@ def device_tag(name: str) -> str:
 def save(timings: list[StepTiming], scale: str, directory: str | Path | None = None) -> Path:
     """Write the timings with their provenance to ``<directory>/steptimes.<scale>.<device tag>.json``; timings in
     another compile mode than the experiments' ("auto") go to ``...<device tag>.<mode>.json``, outside the fit."""
-    from analysis.results import device_name, provenance
+    from analysis.results import device_name, provenance, write_json_atomic
 
     if not timings:
         raise ValueError("timings must hold at least one measured model")
@@ -175,7 +185,7 @@ def save(timings: list[StepTiming], scale: str, directory: str | Path | None = N
     rows = [{**asdict(t), "tokens_per_s": t.tokens_per_s, "flops_per_s": t.flops_per_s,
              "bf16_peak_fraction": t.flops_per_s / H100_BF16_DENSE_FLOPS} for t in timings]
     payload = {"scale": scale, "provenance": provenance(sum(t.seconds * t.steps for t in timings)), "rows": rows}
-    path.write_text(json.dumps(payload, indent=1, default=float) + "\n")
+    write_json_atomic(path, payload)
     return path
 
 
@@ -190,3 +200,159 @@ def load(path: str | Path) -> list[StepTiming]:
         ModelConfig(**r["model"])  # a model this code can build
         out.append(StepTiming(**{k: r[k] for k in fields if k in r}))  # files before compile_mode: "auto"
     return out
+
+
+# What the fast training step is held to on an H100 (dense bf16 peak :data:`analysis.plan.H100_BF16_DENSE_FLOPS`):
+# models of at least TARGET_MIN_PARAMS parameters at 1,024 tokens reach PEAK_FRACTION_TARGET of the peak in counted
+# FLOPs, and the 8-layer GAU of d = 256 SPEEDUP_TARGET times the tokens/s of its step timed by hand on the eager path
+PEAK_FRACTION_TARGET = 0.35
+SPEEDUP_TARGET = 10.0
+TARGET_MIN_PARAMS = 100_000_000
+TARGET_RUN_STEPS = 1000  # the targets are timed as a run this long trains: compiled, with CUDA graphs, on a GPU
+
+
+@dataclass(frozen=True)
+class Target:
+    """A model whose training step is held to a target on an H100: a fraction of the bf16 peak in counted FLOPs
+    (``min_peak_fraction``), or a multiple of a reference step's tokens/s (``reference``, ``min_speedup``)."""
+
+    name: str
+    label: str
+    model: Any  # a ModelConfig
+    batch: int
+    ctx: int
+    min_peak_fraction: float | None = None
+    reference: MeasuredStep | None = None
+    min_speedup: float | None = None
+
+
+def efficiency_targets(scale: str = "gpu") -> tuple[Target, ...]:
+    """The targets at ``scale``. At gpu scale: Transformer++, FLASH-Quad (post-norm) and FLASH at about 101 M
+    parameters (gau-quality's architectures at d = 1,024, 8 Transformer or 16 GAU layers) at 1,024 tokens, batch 32,
+    each to reach :data:`PEAK_FRACTION_TARGET` of the peak; and the 8-layer GAU of d = 256 at 512 tokens, at the
+    batch it was timed with (32) and at 256, each to reach :data:`SPEEDUP_TARGET` times that timing's tokens/s. At
+    smoke scale the same architectures, tiny, so that every code path runs on a CPU (not a measurement)."""
+    import dataclasses
+
+    from analysis.plan import hand_measured_h100_steps
+    from analysis.studies.gau_trained.experiments.gau_quality import ARCH_LABELS, CONFIGS, model_config
+
+    scale = validate_scale(scale)
+    if scale == "cpu":
+        raise ValueError("scale must be gpu (the targets) or smoke (their code path on a CPU); got 'cpu'")
+    reference = hand_measured_h100_steps()[0]  # the 8-layer GAU of d = 256, 36 ms a step on the eager path
+    small = dataclasses.replace(reference.model, gau_backend="auto")  # the backend the experiments now train on
+    if scale == "gpu":
+        base, ctx, batch, big_batch = dataclasses.replace(CONFIGS["gpu"], d=1024, layers=8, heads=16), 1024, 32, 256
+        small_ctx, small_batch = reference.ctx, reference.batch
+    else:
+        base, ctx, batch, big_batch = CONFIGS["smoke"], 32, 2, 4
+        small, small_ctx, small_batch = dataclasses.replace(small, d=32, s=16, layers=2, ctx=32), 32, 2
+    out = []
+    for arch in ("transformer", "flash-quad-post", "flash"):
+        model = model_config(base, arch, ctx=ctx)
+        params = cached_step_cost(model, batch, ctx)[0]
+        size = f"{params / 1e6:.0f} M" if params >= 1e6 else f"{params:,}"
+        out.append(Target(f"{arch}-100m", f"{ARCH_LABELS[arch]}, {size} parameters, n = {ctx:,}, batch {batch}",
+                          model, batch, ctx, min_peak_fraction=PEAK_FRACTION_TARGET))
+    for name, b in (("gau-d256", small_batch), ("gau-d256-big-batch", big_batch)):  # names as at gpu scale
+        out.append(Target(name, f"GAU, {small.layers} layers, d = {small.d}, n = {small_ctx}, batch {b}", small, b,
+                          small_ctx, reference=reference, min_speedup=SPEEDUP_TARGET))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class TargetResult:
+    """A target's timed step (compiled as the experiments train), the eager step of the same model timed in the same
+    process, and whether the target is met (None: not a measurement, off a GPU or at smoke scale)."""
+
+    target: Target
+    timing: StepTiming
+    eager: StepTiming
+    measured: bool  # timed on a CUDA device at gpu scale
+
+    @property
+    def peak_fraction(self) -> float:
+        """Counted FLOPs per second / the H100's dense bf16 peak."""
+        return self.timing.flops_per_s / H100_BF16_DENSE_FLOPS
+
+    @property
+    def speedup(self) -> float | None:
+        """tokens/s / the reference step's tokens/s (None without a reference)."""
+        ref = self.target.reference
+        return None if ref is None else self.timing.tokens_per_s / (ref.batch * ref.ctx / ref.seconds)
+
+    @property
+    def eager_speedup(self) -> float:
+        """Eager seconds per token / compiled seconds per token, both timed here."""
+        return self.eager.seconds / self.timing.seconds
+
+    @property
+    def met(self) -> bool | None:
+        """peak_fraction >= min_peak_fraction, or speedup >= min_speedup; None when not measured."""
+        if not self.measured:
+            return None
+        t = self.target
+        if t.min_peak_fraction is not None:
+            return self.peak_fraction >= t.min_peak_fraction
+        speedup = self.speedup
+        return speedup is not None and t.min_speedup is not None and speedup >= t.min_speedup
+
+    def row(self) -> dict[str, Any]:
+        """The result as one JSON row."""
+        t = self.target
+        return {"name": t.name, "label": t.label, "model": asdict(t.model), "batch": t.batch, "ctx": t.ctx,
+                "parameters": self.timing.parameters, "flops": self.timing.flops, "seconds": self.timing.seconds,
+                "tokens_per_s": self.timing.tokens_per_s, "bf16_peak_fraction": self.peak_fraction,
+                "min_peak_fraction": t.min_peak_fraction, "reference": None if t.reference is None else {
+                    "label": t.reference.label, "batch": t.reference.batch, "ctx": t.reference.ctx,
+                    "seconds": t.reference.seconds, "source": t.reference.source},
+                "speedup": self.speedup, "min_speedup": t.min_speedup, "eager_seconds": self.eager.seconds,
+                "eager_speedup": self.eager_speedup, "met": self.met,
+                "timing": asdict(self.timing), "eager": asdict(self.eager)}
+
+    def line(self) -> str:
+        """One printed line: the step, its throughput, and the target with its outcome."""
+        t = self.target
+        if t.min_peak_fraction is not None:
+            goal = f"{100 * self.peak_fraction:.1f}% of the bf16 peak (target {100 * t.min_peak_fraction:.0f}%)"
+        else:
+            goal = f"{self.speedup:.1f}x the eager reference's tokens/s (target {t.min_speedup:g}x)"
+        outcome = {True: "met", False: "NOT met", None: "not a measurement"}[self.met]
+        return (f"{t.label}: {1e3 * self.timing.seconds:.1f} ms a step, {self.timing.tokens_per_s:,.0f} tokens/s, "
+                f"{goal}: {outcome}; {self.eager_speedup:.2f}x the eager step timed here")
+
+
+def time_targets(scale: str, device: torch.device, repeats: int = 5, warmup: int = 3, progress: bool = True,
+                 on_result: Callable[[list[TargetResult]], None] | None = None) -> list[TargetResult]:
+    """Each target of :func:`efficiency_targets` timed twice by :func:`time_steps`: as a run of
+    :data:`TARGET_RUN_STEPS` steps trains (compiled, CUDA graphs, on a GPU) and eagerly; ``on_result`` is given the
+    results so far after each target."""
+    out: list[TargetResult] = []
+    measured = device.type == "cuda" and validate_scale(scale) == "gpu"
+    for t in efficiency_targets(scale):
+        timing = time_steps(t.label, t.model, t.batch, t.ctx, device, repeats, warmup, "auto", TARGET_RUN_STEPS)
+        eager = time_steps(t.label, t.model, t.batch, t.ctx, device, repeats, warmup, "eager")
+        out.append(TargetResult(t, timing, eager, measured))
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+        if on_result is not None:
+            on_result(out)
+        if progress:
+            print(out[-1].line(), flush=True)
+    return out
+
+
+def save_targets(results: list[TargetResult], scale: str, directory: str | Path | None = None) -> Path:
+    """Write the results with their provenance to ``<directory>/efficiency.<scale>.<device tag>.json``."""
+    from analysis.results import device_name, provenance, write_json_atomic
+
+    if not results:
+        raise ValueError("results must hold at least one timed target")
+    folder = Path(directory) if directory is not None else BENCH_DIR
+    path = folder / f"efficiency.{validate_scale(scale)}.{device_tag(device_name())}.json"
+    wall = sum(r.timing.seconds * r.timing.steps + r.eager.seconds * r.eager.steps for r in results)
+    payload = {"scale": scale, "peak_flops": H100_BF16_DENSE_FLOPS, "provenance": provenance(wall),
+               "rows": [r.row() for r in results]}
+    write_json_atomic(path, payload)
+    return path

@@ -88,3 +88,80 @@ def test_cli_times_records_and_refuses_with_one_line(tmp_path, capsys):
     assert "recorded" in out and "fitted:" in out and (tmp_path / "steptimes.smoke.cpu.json").exists()
     assert main(["steptimes", "--scale", "smoke", "--budget", "soon"]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_efficiency_targets_are_the_issue_sizes():
+    """At gpu scale: three architectures of at least 100 M parameters at 1,024 tokens held to 35% of the bf16 peak,
+    and the d = 256 GAU timed by hand on the eager path held to 10x its tokens/s, at its own batch and at 256."""
+    import dataclasses
+
+    from analysis.plan import hand_measured_h100_steps
+    from analysis.steptimes import (PEAK_FRACTION_TARGET, SPEEDUP_TARGET, TARGET_MIN_PARAMS, efficiency_targets)
+
+    targets = efficiency_targets("gpu")
+    big = [t for t in targets if t.min_peak_fraction is not None]
+    assert {t.model.block for t in big} == {"transformer", "gau", "flash"}
+    for t in big:
+        assert t.ctx == t.model.ctx == 1024 and t.min_peak_fraction == PEAK_FRACTION_TARGET == 0.35
+        assert cached_step_cost(t.model, t.batch, t.ctx)[0] >= TARGET_MIN_PARAMS and t.reference is None
+    ref = hand_measured_h100_steps()[0]
+    small = [t for t in targets if t.reference is not None]
+    assert [t.batch for t in small] == [ref.batch, 256] and all(t.min_speedup == SPEEDUP_TARGET == 10 for t in small)
+    assert all(t.model == dataclasses.replace(ref.model, gau_backend="auto") and t.ctx == ref.ctx for t in small)
+    assert len({t.name for t in targets}) == len(targets)
+    assert [t.name for t in efficiency_targets("smoke")] == [t.name for t in targets]
+    with pytest.raises(ValueError, match="scale must be gpu"):
+        efficiency_targets("cpu")
+
+
+def test_a_target_is_met_only_when_measured_and_at_its_threshold():
+    from analysis.plan import H100_BF16_DENSE_FLOPS, hand_measured_h100_steps
+    from analysis.steptimes import StepTiming, Target, TargetResult
+
+    cfg = ModelConfig(d=32, layers=1, block="transformer", ctx=16)
+
+    ref = hand_measured_h100_steps()[0]
+
+    def timing(seconds, flops=1e12):
+        return StepTiming("t", {}, ref.batch, ref.ctx, 1, 10, flops, seconds, seconds, seconds, 3)
+
+    at = 1e12 / (0.35 * H100_BF16_DENSE_FLOPS)  # the seconds at which 1 TFLOP a step is 35% of the peak
+    peak = Target("p", "p", cfg, 4, 16, min_peak_fraction=0.35)
+    assert TargetResult(peak, timing(0.99 * at), timing(at), True).met is True
+    assert TargetResult(peak, timing(1.01 * at), timing(at), True).met is False
+    assert TargetResult(peak, timing(0.5 * at), timing(at), False).met is None
+    fast = Target("s", "s", cfg, ref.batch, ref.ctx, reference=ref, min_speedup=10.0)
+    r = TargetResult(fast, timing(ref.seconds / 10.5), timing(ref.seconds / 2), True)
+    assert r.speedup == pytest.approx(10.5) and r.eager_speedup == pytest.approx(5.25) and r.met is True
+    assert TargetResult(fast, timing(ref.seconds / 9.5), timing(ref.seconds), True).met is False
+    assert "NOT met" in TargetResult(fast, timing(ref.seconds / 9.5), timing(ref.seconds), True).line()
+
+
+def test_cli_times_the_targets_on_a_cpu_at_smoke_scale_only(tmp_path, capsys):
+    from analysis.__main__ import main
+
+    assert main(["steptimes", "--targets", "--scale", "smoke", "--repeats", "1", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("not a measurement") == 5 and "recorded" in out
+    rows = json.loads((tmp_path / "efficiency.smoke.cpu.json").read_text())["rows"]
+    assert len(rows) == 5 and all(r["met"] is None and r["seconds"] > 0 and r["eager_seconds"] > 0 for r in rows)
+    for argv in (["--targets"], ["--targets", "--scale", "smoke", "--only", "gau-length"]):
+        assert main(["steptimes", *argv]) == 2
+        assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_models_that_cost_the_campaign_most_are_timed_first():
+    from analysis.core.trials import Experiment
+    from analysis.experiments import EXPERIMENTS
+    from analysis.plan import h100_seconds
+
+    names = ["deep-gau", "gau-quality"]
+    models = training_models("gpu", names)
+    cost = {}
+    for name in names:
+        exp = Experiment(EXPERIMENTS[name])
+        for w in exp.plan(EXPERIMENTS[name].CONFIGS["gpu"]):
+            if w.model is not None and w.steps > 0:
+                cost[(w.model, w.batch, w.ctx)] = cost.get((w.model, w.batch, w.ctx), 0.0) + h100_seconds([w])
+    seconds = [cost[(m, b, n)] for _, m, b, n, _ in models]
+    assert len(seconds) == len(cost) and seconds == sorted(seconds, reverse=True) and seconds[0] > seconds[-1]
