@@ -150,3 +150,31 @@ def test_scale_json_keys_and_values(capsys):
 def test_scale_bad_input_exits_2(args, message):
     out = run_cli(*args)
     assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
+
+
+# The packages only the book needs: a GPU machine with torch and the scientific stack but none of these must still
+# run the campaign and the step-time benchmark (the experiments import their chapter's package)
+BOOK_ONLY = ("IPython", "docutils", "sphinx", "myst_nb", "myst_parser", "nbformat", "jupyter_book", "bs4",
+             "nbclient", "jupyter_cache", "pybtex", "ray")
+_BLOCKED_MAIN = """
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in {blocked!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}} (blocked)")
+sys.meta_path.insert(0, Block())
+from analysis.__main__ import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_campaign_and_steptimes_run_without_the_books_packages(tmp_path):
+    """With IPython, Sphinx, docutils, Jupyter and Ray unimportable, every experiment is discovered, the campaign
+    lists its trials and runs one, and the step targets are timed (smoke scale)."""
+    code = _BLOCKED_MAIN.format(blocked=set(BOOK_ONLY))
+    for argv in (["campaign", "--scale", "smoke", "--status"],
+                 ["campaign", "--scale", "smoke", "--only", "gau-heads", "--out", str(tmp_path), "--quiet"],
+                 ["steptimes", "--targets", "--scale", "smoke", "--repeats", "1", "--out", str(tmp_path), "--quiet"]):
+        proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, (argv, proc.stderr[-2000:])
+    assert (tmp_path / "gau-heads.smoke.json").exists() and (tmp_path / "efficiency.smoke.cpu.json").exists()

@@ -10,11 +10,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from IPython.display import Markdown
 from matplotlib.figure import Figure
 
 from analysis.studies.attention_basics.experiments import attention_basics as ab
 from analysis.studies.attention_basics.figures import head_symmetry, positions_figure, qk_saturation
+from analysis.studies.display import Markdown
 from analysis.studies.text import text_block
 from analysis.theory import transformer_basics as tb
 

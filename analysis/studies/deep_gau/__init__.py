@@ -9,12 +9,12 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from IPython.display import Markdown
 from matplotlib.figure import Figure
 
 from analysis.studies.deep_gau.experiments import deep_gau as dg
 from analysis.studies.deep_gau.figures import deep_dynamics, deep_gau
 from analysis.studies.deep_gau.init_depth import depth_facts
+from analysis.studies.display import Markdown
 from analysis.studies.text import text_block
 
 if TYPE_CHECKING:

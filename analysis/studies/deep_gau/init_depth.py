@@ -5,9 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from IPython.display import Markdown
-
 from analysis.studies.deep_gau.experiments import deep_gau_init as dgi
+from analysis.studies.display import Markdown
 
 
 def depth_table(data: dict[str, Any]) -> Markdown:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from IPython.display import Markdown
 from matplotlib.figure import Figure
 
+from analysis.studies.display import Markdown
 from analysis.studies.flash.checks import (check_facts, peer_deviations, peer_facts, run_checks,
                                           unit_gate_is_attention)
 from analysis.studies.flash.kernel import kernel_facts

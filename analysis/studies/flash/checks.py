@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from IPython.display import Markdown
 from torch import nn
 
 from analysis.check import CheckReport, check_module
 from analysis.models.gau import GAU, GAUConfig
+from analysis.studies.display import Markdown
 from analysis.studies.flash.experiments.flash_counts import flash_printed, gau_total_length
 
 D, S, CHUNK = 16, 8, 8

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from IPython.display import Markdown
-
+from analysis.studies.display import Markdown
 from analysis.studies.flash.experiments import gau_kernel as gk
 
 

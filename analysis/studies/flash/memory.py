@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from IPython.display import Markdown
+from analysis.studies.display import Markdown
 
 
 def memory_table(data: dict[str, Any]) -> Markdown:

@@ -10,10 +10,10 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from IPython.display import Markdown
 from matplotlib.figure import Figure
 
 from analysis.stats import Estimate
+from analysis.studies.display import Markdown
 from analysis.studies.gau_init.experiments import coord_check as cc
 from analysis.studies.gau_init.experiments import gau_init as gi
 from analysis.studies.gau_init.figures import coord_check, gau_lambda, gau_rms_grid

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from IPython.display import Markdown
 from matplotlib.figure import Figure
 
 from analysis.stats import Estimate, t_quantile
+from analysis.studies.display import Markdown
 from analysis.studies.gau_trained.experiments import flash_parts, gau_ablations, gau_heads, gau_length, gau_quality
 from analysis.studies.gau_trained.figures import length, no_run, quality
 from analysis.studies.text import text_block

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from IPython.display import Markdown
 from matplotlib.figure import Figure
 
 from analysis.stats import Estimate
+from analysis.studies.display import Markdown
 from analysis.studies.norms_depth.experiments import norms_depth as nd
 from analysis.studies.norms_depth.figures import depth_updates, residual_streams
 from analysis.verify import verdict_phrase

@@ -8,9 +8,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from IPython.display import Markdown
 from matplotlib.figure import Figure
 
+from analysis.studies.display import Markdown
 from analysis.studies.softmax_scale import figures as fg
 from analysis.studies.softmax_scale import prose as pr
 

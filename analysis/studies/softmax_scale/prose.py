@@ -9,7 +9,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from analysis.studies.softmax_scale.experiments.softmax_scale_train import best_setting, indistinguishable_range
-from analysis.studies.text import text_block
 
 # the rival growths of the best recall scale from the fewest to the most pairs (key of the summary's growth, or a
 # fixed ratio): QK-norm practice keeps s = sqrt(k) at every n, so it predicts no growth

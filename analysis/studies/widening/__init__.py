@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import sympy as sp
-from IPython.display import Markdown
 from matplotlib.figure import Figure
 
+from analysis.studies.display import Markdown
 from analysis.studies.widening.figures import (
     exactness_figure,
     prose,

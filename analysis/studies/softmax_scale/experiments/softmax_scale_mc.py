@@ -183,7 +183,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
             statement=f"For $\\alpha \\gg b_n$ the mean objective tends to the Poisson-Dirichlet level $h(b_n) = n\\,p(b_n)$, {where} ({label})",
             source="this book (extreme-value correction of the mean-field step)",
             predicted=r["plateau_predicted"],
-            **estimate_fields(plateau, f"the Monte Carlo mean at $\\alpha = 4 h(b_n)$"),
+            **estimate_fields(plateau, "the Monte Carlo mean at $\\alpha = 4 h(b_n)$"),
         ))
     return out
 
