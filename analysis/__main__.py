@@ -387,7 +387,8 @@ def cmd_campaign(args: argparse.Namespace) -> None:
         except ImportError:
             raise UsageError("--executor ray needs Ray: pip install -e .[ray]") from None
     report, _ = run_campaign(args.scale, budget, args.only, args.executor, args.workers, args.threads, args.address,
-                             args.out, args.refresh_stale, progress=not args.quiet, per_gpu=args.per_gpu)
+                             args.out, args.refresh_stale, progress=not args.quiet, per_gpu=args.per_gpu,
+                             keep_going=not args.stop_on_failure)
     print("\n".join(report_lines(report, args.scale, args.only, args.out)))
     if report.failed:
         raise RuntimeError(f"{len(report.failed)} trial(s) failed; the finished ones are stored")
@@ -540,6 +541,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="torch threads per trial (default: the cores shared out among the workers)")
     p.add_argument("--address", help="an existing Ray cluster's address (with --executor ray)")
     p.add_argument("--refresh-stale", action="store_true", help="also re-run trials stored by older code")
+    p.add_argument("--stop-on-failure", action="store_true",
+                   help="stop at a failed trial (default: skip the rest of its experiment and run the others)")
     p.add_argument("--status", action="store_true", help="print what is done and left, with expected times; run nothing")
     p.add_argument("--trials", action="store_true", help="with --status: a line per missing trial, with its expected time")
     p.add_argument("--estimate-on", choices=("cpu", "cuda"),

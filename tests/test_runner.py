@@ -108,6 +108,55 @@ def test_run_queue_skips_what_does_not_fit_and_keeps_order(tmp_path):
     assert len(list(tmp_path.glob("trials/*/*.json"))) == 2
 
 
+class _FailingExecutor:
+    """The inline executor, but the trial with key ``bad`` raises, as a broken experiment would on a GPU."""
+
+    name = "inline"
+    workers = 1
+
+    def __init__(self, bad):
+        self.bad, self.inner = bad, make_executor("inline")
+
+    def submit(self, task):
+        if task.trial.key == self.bad:
+            from concurrent.futures import Future
+
+            future = Future()
+            future.set_exception(RuntimeError("CUDA error: an illegal memory access was encountered"))
+            return future
+        return self.inner.submit(task)
+
+    def close(self):
+        self.inner.close()
+
+
+@pytest.mark.parametrize("keep_going", [False, True])
+def test_a_failed_trial_stops_the_queue_or_only_its_experiment(tmp_path, keep_going):
+    """Without keep_going a failure stops the queue; with it, the failed experiment's other trials are skipped in
+    this run and the next experiment's trials run (a broken experiment must not idle the rest of a GPU budget)."""
+    items = []
+    for name in ("gau-length", "deep-gau"):
+        exp = Experiment(EXPERIMENTS[name])
+        cfg = config_for(exp.module, "smoke")
+        items += [QueueItem(exp, "smoke", cfg, t, exp.trial_id(cfg, t), 1.0) for t in exp.trials(cfg)[:2]]
+    bad = items[0].trial.key
+    report = run_queue(items, _FailingExecutor(bad), 1, tmp_path, keep_going=keep_going)
+    assert [(i.exp.name, i.trial.key) for i, _ in report.failed] == [("gau-length", bad)]
+    if keep_going:
+        assert [i.trial.key for i in report.skipped] == [items[1].trial.key] and report.left == []
+        assert [(i.exp.name, i.trial.key) for i, _ in report.finished] == [("deep-gau", i.trial.key)
+                                                                          for i in items[2:]]
+        assert report.stopped == ""
+        from analysis.core.campaign import report_lines
+
+        lines = report_lines(report, "smoke", ["gau-length"], tmp_path)
+        assert f"FAILED: gau-length {bad}: RuntimeError: CUDA error" in lines[1]
+        assert lines[2] == "skipped after that failure: 1 more trial(s) of gau-length (the other experiments went on)"
+    else:
+        assert report.finished == [] and report.skipped == [] and report.left == items[1:]
+        assert report.stopped == "failure"
+
+
 def test_inputs_are_checked():
     with pytest.raises(ValueError, match="budget must be"):
         parse_budget("soon")

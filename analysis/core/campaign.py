@@ -212,9 +212,10 @@ def status_lines(plans: Sequence[ExperimentPlan], scale: str, estimate_on: str |
 def run_campaign(scale: str, budget_s: float | None = None, only: Sequence[str] | None = None,
                  executor: str = "inline", workers: int | None = None, threads: int | None = None,
                  address: str | None = None, directory: str | os.PathLike[str] | None = None,
-                 refresh_stale: bool = False, progress: bool = True, per_gpu: int = 1
+                 refresh_stale: bool = False, progress: bool = True, per_gpu: int = 1, keep_going: bool = False
                  ) -> tuple[QueueReport, list[ExperimentPlan]]:
-    """Run the missing trials of ``scale`` within ``budget_s``; assemble every record that became complete."""
+    """Run the missing trials of ``scale`` within ``budget_s``; assemble every record that became complete. With
+    ``keep_going``, a failed trial skips the rest of its experiment in this run, not the other experiments."""
     plans = campaign_plans(scale, only, directory, refresh_stale)
     items = [QueueItem(p.exp, scale, p.cfg, t, p.exp.trial_id(p.cfg, t), p.estimates[t.key])
              for p in plans for t in p.status.missing]
@@ -224,7 +225,8 @@ def run_campaign(scale: str, budget_s: float | None = None, only: Sequence[str] 
             print(f"[{k}/{n}] {item.exp.name} {item.trial.key}: {tf.wall_time_s:.1f} s "
                   f"(expected {item.estimate_s:.1f} s)", flush=True)
 
-    report = run_trials(items, executor, workers, threads, address, directory, budget_s, on_finish, per_gpu)
+    report = run_trials(items, executor, workers, threads, address, directory, budget_s, on_finish, per_gpu,
+                        keep_going)
     ran = {item.exp.name for item, _ in report.finished}
     for p in plans:
         if p.exp.name in ran or (p.status.complete and not _record_exists(p, directory)):
@@ -246,6 +248,9 @@ def report_lines(report: QueueReport, scale: str, only: Sequence[str] | None,
     lines = [f"ran {len(report.finished)} trials in {_minutes(report.wall_time_s)}"]
     for item, err in report.failed:
         lines.append(f"FAILED: {item.exp.name} {item.trial.key}: {type(err).__name__}: {err}")
+    for name in dict.fromkeys(i.exp.name for i in report.skipped):
+        n = sum(i.exp.name == name for i in report.skipped)
+        lines.append(f"skipped after that failure: {n} more trial(s) of {name} (the other experiments went on)")
     if report.stopped == "budget":
         lines.append(f"stopped: the next trials are expected to outrun the budget ({len(report.left)} left)")
     elif report.stopped == "signal":

@@ -308,6 +308,7 @@ class QueueReport:
     finished: list[tuple[QueueItem, TrialFile]] = field(default_factory=list)
     left: list[QueueItem] = field(default_factory=list)
     failed: list[tuple[QueueItem, BaseException]] = field(default_factory=list)
+    skipped: list[QueueItem] = field(default_factory=list)  # with keep_going: the failed experiments' other trials
     stopped: str = ""  # why it stopped early: "budget", "signal", "failure"; "" when it ran everything
     wall_time_s: float = 0.0
 
@@ -343,23 +344,27 @@ def run_trials(items: Sequence[QueueItem], executor: str = "inline", workers: in
                threads: int | None = None, address: str | None = None,
                directory: str | os.PathLike[str] | None = None, budget_s: float | None = None,
                on_finish: Callable[[QueueItem, TrialFile, int, int], None] | None = None,
-               per_gpu: int = 1) -> QueueReport:
+               per_gpu: int = 1, keep_going: bool = False) -> QueueReport:
     """:func:`run_queue` on an executor made by name here and closed when the queue ends; ``threads`` per trial
     defaults to the cores shared out among the executor's workers."""
     pool = make_executor(executor, workers, address, threads or default_threads(workers or 1), per_gpu)
     try:
-        return run_queue(items, pool, threads or default_threads(pool.workers), directory, budget_s, on_finish)
+        return run_queue(items, pool, threads or default_threads(pool.workers), directory, budget_s, on_finish,
+                         keep_going)
     finally:
         pool.close()
 
 
 def run_queue(items: Sequence[QueueItem], executor: Executor, threads: int,
               directory: str | os.PathLike[str] | None = None, budget_s: float | None = None,
-              on_finish: Callable[[QueueItem, TrialFile, int, int], None] | None = None) -> QueueReport:
+              on_finish: Callable[[QueueItem, TrialFile, int, int], None] | None = None,
+              keep_going: bool = False) -> QueueReport:
     """Run ``items`` in order on ``executor``, saving each finished trial's file at once.
 
     With ``budget_s``, a trial is started only if ``elapsed + estimate_s <= budget_s``; the rest are left.
-    A failed trial stops the queue after the trials in flight (their files are saved) and is reported.
+    A failed trial is reported. Without ``keep_going`` it stops the queue after the trials in flight (their files are
+    saved); with it, the failed trial's experiment starts no more trials in this run (they are ``skipped``) and the
+    other experiments' trials go on, so that one broken experiment does not idle the rest of a budget.
     """
     if budget_s is not None and not (budget_s > 0 and math.isfinite(budget_s)):
         raise ValueError(f"budget_s must be positive and finite; got {budget_s!r}")
@@ -371,7 +376,8 @@ def run_queue(items: Sequence[QueueItem], executor: Executor, threads: int,
     total = len(pending)
     with stop.installed():
         while pending or inflight:
-            while pending and len(inflight) < executor.workers and not stop.reason and not report.failed:
+            while pending and len(inflight) < executor.workers and not stop.reason and (keep_going
+                                                                                         or not report.failed):
                 elapsed = time.perf_counter() - start
                 fits = [i for i in pending if budget_s is None or elapsed + i.estimate_s <= budget_s]
                 if not fits:
@@ -389,14 +395,18 @@ def run_queue(items: Sequence[QueueItem], executor: Executor, threads: int,
                 item = inflight.pop(future)
                 try:
                     tf = future.result()
-                except Exception as err:  # noqa: BLE001 - reported, and the queue stops
+                except Exception as err:  # noqa: BLE001 - reported; the queue stops, or skips the experiment
                     report.failed.append((item, err))
+                    if keep_going:
+                        same = [i for i in pending if i.exp.name == item.exp.name]
+                        report.skipped.extend(same)
+                        pending = [i for i in pending if i.exp.name != item.exp.name]
                     continue
                 save_trial(tf, directory)
                 report.finished.append((item, tf))
                 if on_finish is not None:
                     on_finish(item, tf, len(report.finished), total)
     report.left = pending
-    report.stopped = "failure" if report.failed else stop.reason if pending else ""
+    report.stopped = "failure" if report.failed and not keep_going else stop.reason if pending else ""
     report.wall_time_s = time.perf_counter() - start
     return report
