@@ -23,8 +23,10 @@ from analysis.mathtext import math_markdown, math_spans
 from analysis.scale import Scale, current_scale
 from analysis.verify import (
     CLAIMS_DIR_ENV,
+    EVIDENCE_RANK,
     ChapterClaims,
     Claim,
+    ClaimId,
     claim_numbers,
     claim_ref,
     ledger_link,
@@ -35,7 +37,7 @@ from analysis.verify import (
     verdict_box_html,
 )
 
-RECORDED_ORDER: tuple[Scale, ...] = ("cpu", "gpu")  # ascending: the last one present is the strongest evidence
+RECORDED_ORDER: tuple[Scale, ...] = ("cpu", "gpu")  # ascending: of two current records, the gpu one is the stronger
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,11 @@ class RunSet:
     def key(self) -> str:
         """The run's short name ('smoke', 'recorded-cpu'), which claims' statements name (:func:`run_name`)."""
         return run_name(self.scale, self.recorded)
+
+    @property
+    def evidence(self) -> str:
+        """Its evidence as a claim it measured states it: 'cpu (recorded)', 'gpu (recorded, stale)', 'smoke (live)'."""
+        return ClaimId("", "", self.scale, self.recorded, bool(self.stale)).evidence
 
     @property
     def phrase(self) -> str:
@@ -133,8 +140,9 @@ class Chapter:
     directory: str | None = None  # the results folder (None: the repository's results/)
 
     def best(self, name: str) -> RunSet:
-        """The strongest evidence for experiment ``name``: the last of its runs (gpu record, cpu record, live)."""
-        return self.runs[name][-1]
+        """The strongest evidence for experiment ``name`` (:data:`analysis.verify.EVIDENCE_RANK`: a gpu record over a
+        cpu record over this build's run; a stale record below every current run but a smoke check)."""
+        return max(reversed(self.runs[name]), key=lambda r: EVIDENCE_RANK[r.evidence])
 
     def shown(self, name: str) -> list[RunSet]:
         """The runs of ``name`` that are measurements, weakest first: its records, and this build's run when it is at
@@ -305,12 +313,11 @@ def duration_text(seconds: float) -> str:
 
 
 def recorded(name: str, directory: str | None = None) -> RunSet:
-    """The strongest recorded run of ``name`` (gpu, else cpu), cited from another chapter without re-running it;
-    a live smoke run when nothing is recorded."""
-    for scale in reversed(RECORDED_ORDER):
-        run = _recorded_run(name, scale, directory)
-        if run is not None:
-            return run
+    """The strongest recorded run of ``name`` (gpu, else cpu; a current record over a stale one), cited from another
+    chapter without re-running it; a live smoke run when nothing is recorded."""
+    runs = [r for r in (_recorded_run(name, scale, directory) for scale in RECORDED_ORDER) if r is not None]
+    if runs:
+        return max(reversed(runs), key=lambda r: EVIDENCE_RANK[r.evidence])
     return _live_run("smoke", *_run_live(name, "smoke"), _seed(name, "smoke"))
 
 
@@ -333,7 +340,7 @@ def open_chapter(doc: str, title: str, *experiments: str, directory: str | None 
         for run in runs:
             notes.append(f"{name}: {run.note}")
             for claim in module.claims(run.data, run.key):
-                chapter.claims.record(claim.identified(name, run.scale, run.recorded))
+                chapter.claims.record(claim.identified(name, run.scale, run.recorded, bool(run.stale)))
     save_timings(doc, scale, timings)
     check = f"The code still runs: this build's smoke run took {sum(timings.values()):.1f} s" if scale == "smoke" else ""
     display(Provenance(tuple(notes), check))

@@ -126,10 +126,13 @@ class ClaimId:
     key: str
     scale: str | None = None
     recorded: bool = False
+    stale: bool = False  # a record made by other code or another config than today's
 
     def __post_init__(self) -> None:
         if self.scale is None and self.recorded:
             raise ValueError("a computed claim (scale None) has no record")
+        if self.stale and not self.recorded:
+            raise ValueError("only a record can be stale")
 
     @property
     def run(self) -> str:
@@ -138,10 +141,10 @@ class ClaimId:
 
     @property
     def evidence(self) -> str:
-        """'cpu (recorded)', 'smoke (live)', or 'computed'."""
+        """'cpu (recorded)', 'gpu (recorded, stale)', 'smoke (live)', or 'computed'."""
         if self.scale is None:
             return "computed"
-        return f"{self.scale} ({'recorded' if self.recorded else 'live'})"
+        return f"{self.scale} ({'recorded' if self.recorded else 'live'}{', stale' if self.stale else ''})"
 
     @property
     def slug(self) -> str:
@@ -204,10 +207,11 @@ class Claim:
         if not self.tolerance_basis.strip():
             raise ValueError("tolerance_basis must say how the tolerance was chosen")
 
-    def identified(self, experiment: str, scale: str, recorded: bool) -> Claim:
-        """This claim as made by ``experiment`` on a run at ``scale`` (live or recorded)."""
-        return replace(self, id=ClaimId(experiment, self.key, None if self.computed else scale,
-                                        recorded and not self.computed))
+    def identified(self, experiment: str, scale: str, recorded: bool, stale: bool = False) -> Claim:
+        """This claim as made by ``experiment`` on a run at ``scale`` (live or recorded, a record stale or not)."""
+        kept = recorded and not self.computed
+        return replace(self, id=ClaimId(experiment, self.key, None if self.computed else scale, kept,
+                                        stale and kept))
 
     @property
     def slug(self) -> str:
@@ -273,9 +277,11 @@ class Claim:
 
 
 # evidence, weakest first: a live smoke run only exercises the code (it is never a measurement); records and live cpu
-# or gpu runs measure; a computed claim needs no run
-EVIDENCE_RANK: dict[str, int] = {"smoke (live)": 0, "cpu (live)": 1, "cpu (recorded)": 2, "gpu (live)": 3,
-                                 "gpu (recorded)": 4, "computed": 5}
+# or gpu runs measure; a computed claim needs no run. A stale record (made by other code or another config than
+# today's) measured another setup: it ranks below every current measurement, whatever its scale
+EVIDENCE_RANK: dict[str, int] = {"smoke (live)": 0, "cpu (recorded, stale)": 1, "gpu (recorded, stale)": 2,
+                                 "cpu (live)": 3, "cpu (recorded)": 4, "gpu (live)": 5, "gpu (recorded)": 6,
+                                 "computed": 7}
 CHECK_ONLY = "smoke (live)"
 
 
@@ -508,9 +514,11 @@ BOX_OPEN_MAX = 15  # a chapter's verdict box starts open up to this many claims,
 
 
 def evidence_words(evidence: str) -> str:
-    """'cpu (recorded)' as 'cpu record', 'gpu (live)' as 'gpu, this build': a scale of evidence in a narrow cell."""
+    """'cpu (recorded)' as 'cpu record', 'gpu (recorded, stale)' as 'gpu record (stale)', 'gpu (live)' as 'gpu, this
+    build': a scale of evidence in a narrow cell."""
     scale, _, how = evidence.partition(" (")
-    return {"recorded)": f"{scale} record", "live)": f"{scale}, this build"}.get(how, evidence)
+    return {"recorded)": f"{scale} record", "recorded, stale)": f"{scale} record (stale)",
+            "live)": f"{scale}, this build"}.get(how, evidence)
 
 
 def verdict_box_html(claims: list[Claim], doc: str) -> str:

@@ -111,3 +111,16 @@ def test_seeds_words_state_what_a_planned_configs_seeds_resolve():
     assert "It has 2 seeds" in seeds_words(Cfg(2)) and "5.8 standard deviations" in seeds_words(Cfg(2))
     with pytest.raises(ValueError, match="seeds must number at least 1"):
         seeds_words(Cfg(()))
+
+
+def test_the_best_run_is_a_current_record_before_a_stale_one():
+    from analysis.chapter import Chapter, RenderedClaims, RunSet
+
+    live = RunSet("this build", {}, "p", "smoke")
+    cpu = RunSet("recorded, cpu scale", {}, "p", "cpu", recorded=True)
+    gpu = RunSet("recorded, gpu scale", {}, "p", "gpu", recorded=True)
+    stale_gpu = dataclasses.replace(gpu, stale=("the experiment's code has changed since",))
+    ch = Chapter("doc", "t", "smoke", RenderedClaims("doc", "t"))
+    ch.runs = {"x": [live, cpu, stale_gpu], "y": [live, cpu, gpu], "z": [live, stale_gpu]}
+    assert ch.best("x") is cpu and ch.best("y") is gpu and ch.best("z") is stale_gpu
+    assert stale_gpu.evidence == "gpu (recorded, stale)" and live.evidence == "smoke (live)"

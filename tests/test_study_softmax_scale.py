@@ -42,7 +42,9 @@ def _train_data():
 
 
 def test_text_block_fences_plain_text():
-    assert pr.text_block("a\nb") == "```text\na\nb\n```"
+    from analysis.studies.text import text_block
+
+    assert text_block("a\nb") == "```text\na\nb\n```"
 
 
 def test_jacobian_checks_states_both_checks():

@@ -227,6 +227,24 @@ def test_strongest_evidence_is_one_definition_and_smoke_is_never_a_measurement()
     assert "1 claim made only by this build" in html
 
 
+def test_a_stale_record_ranks_below_every_current_measurement():
+    """A gpu record made by other code or another config measured another setup: a current cpu record (or a live cpu
+    run) is the stronger evidence, and the table says the record is stale."""
+    from analysis.verify import evidence_words, strongest_claims
+
+    _, a_cpu, _ = _runs("a")
+    a_stale = make(key="a").identified("e", "gpu", recorded=True, stale=True)
+    a_live_cpu = make(key="a").identified("e", "cpu", recorded=False)
+    assert a_stale.evidence == "gpu (recorded, stale)" and evidence_words(a_stale.evidence) == "gpu record (stale)"
+    assert strongest_claims([a_cpu, a_stale]) == [a_cpu] and strongest_claims([a_live_cpu, a_stale]) == [a_live_cpu]
+    assert strongest_claims([make(key="a").identified("e", "smoke", recorded=False), a_stale]) == [a_stale]
+    assert "gpu record (stale)" in claims_html([a_stale], "chap")
+    with pytest.raises(ValueError, match="only a record can be stale"):
+        from analysis.verify import ClaimId
+
+        ClaimId("e", "a", "cpu", recorded=False, stale=True)
+
+
 def test_short_statement_drops_the_details_and_never_cuts_maths():
     from analysis.verify import short_statement
 

@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 from analysis.studies.display import Markdown
 from analysis.studies.softmax_scale import figures as fg
 from analysis.studies.softmax_scale import prose as pr
+from analysis.studies.text import text_block
 
 if TYPE_CHECKING:
     from analysis.chapter import Chapter
@@ -37,7 +38,7 @@ def checks_facts(ch: Chapter) -> dict[str, Any]:
     lo, hi = fits["cosine_own_range_alpha"]
     law, direction = large_d_limits(checks["large_d"]["dims"], checks["large_d"]["ratios"]["1024"])
     return {
-        "jacobian_checks": Markdown(pr.text_block(pr.jacobian_checks(sc.symbolic_jacobian_identity(3),
+        "jacobian_checks": Markdown(text_block(pr.jacobian_checks(sc.symbolic_jacobian_identity(3),
                                                                      checks["jacobian"]))),
         # normal scores: where alpha* lies in [2, 3], the source's fit 0.84 sqrt(ln n) on and off its range
         "n_alpha_2": f"{fits['n_alpha_2']:,.0f}",
@@ -78,7 +79,7 @@ def mc_facts(ch: Chapter) -> dict[str, Any]:
         "mc_share": f"{100 * pr.plateau_share(row):.0f}%",
         "mc_plateau": f"{row['plateau_predicted']:.2f}",
         "mc_plateau_meas": f"{row['plateau_measured']:.2f} ± {row['plateau_measured_se']:.2f}",
-        "mc_table": Markdown(pr.text_block(pr.mc_table([(r.label, r.data) for r in ch.shown("softmax-scale-mc")]))),
+        "mc_table": Markdown(text_block(pr.mc_table([(r.label, r.data) for r in ch.shown("softmax-scale-mc")]))),
     }
 
 
@@ -87,7 +88,7 @@ def train_facts(ch: Chapter) -> dict[str, Any]:
     leave undecided (:func:`prose.undecided`)."""
     best = ch.best("softmax-scale-train")
     return {
-        "train_table": Markdown(pr.text_block(pr.train_table(best.data))),
+        "train_table": Markdown(text_block(pr.train_table(best.data))),
         "train_gpu_status": ch.gpu_status("softmax-scale-train"),
         "train_summary": pr.train_summary(best.data, best.label),
         "train_verdicts": ch.verdicts("softmax-scale-train"),
@@ -106,7 +107,7 @@ def recall_facts(ch: Chapter) -> dict[str, Any]:
     rs = softmax_scale_recall.summary(rec.data)
     rows, pairs, g = rs["rows"], rs["pairs"], rs["growth"]
     return {
-        "recall_table": Markdown(pr.text_block(pr.recall_table(rs))),
+        "recall_table": Markdown(text_block(pr.recall_table(rs))),
         "recall_label": rec.label,
         "recall_k": f"{rec.data['head_dim']}",
         "recall_steps": f"{cfg.steps}",
