@@ -263,8 +263,8 @@ def verdict_line(claim: Claim, doc: str | None = None, number: int | None = None
     ``#<doc>-<key>-<run>`` for a run weaker than the claim's ``strongest``)."""
     link = "" if doc is None or number is None else ledger_link(doc, claim, number, strongest) + " "
     line = f"- {link}{math_markdown(claim.statement)}: **{claim.verdict_text()}**"
-    if claim.verdict == "inconclusive" and claim.alternative is not None:
-        line += f" (the alternative, {math_markdown(claim.alternative_note)}, fits as well)"
+    if claim.verdict == "inconclusive":
+        line += f" ({math_markdown(claim.inconclusive_reason)})"
     if claim.corrected is not None:
         line += f"; corrected: **{claim.corrected_verdict}** ({math_markdown(claim.corrected_note)})"
     return line

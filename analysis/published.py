@@ -307,7 +307,7 @@ def _ours(ch: Any, row: Published) -> str:
     """This book's claims on the row's question: the claim's number in the chapter (linked to the ledger) and key,
     verdict, measured against predicted with the claim's relation (< 0, not a bare 0, for 'below 0'), and the run's
     scale."""
-    from analysis.verify import SIGNS, claim_numbers, claim_ref, ledger_link
+    from analysis.verify import SIGNS, bounded, claim_numbers, claim_ref, ledger_link
 
     numbers = claim_numbers(ch.claims.claims)
     parts, scales = [], {}
@@ -323,7 +323,7 @@ def _ours(ch: Any, row: Published) -> str:
         measured, predicted = distinct_digits(c.measured, c.predicted)
         number = numbers.get(claim_ref(c))
         name = f"`{key}`" if number is None else f"{ledger_link(ch.doc, c, number)} `{key}`"
-        parts.append(f"{name}: **{c.verdict}** ({measured}{unit} measured, {SIGNS[c.kind]} {predicted}{unit} "
+        parts.append(f"{name}: **{c.verdict}** ({bounded(c, measured)}{unit} measured, {SIGNS[c.kind]} {predicted}{unit} "
                      f"predicted)")
         if experiment not in scales:
             scales[experiment] = _scale_text(ch, experiment)

@@ -43,6 +43,7 @@ from analysis.verify import (
     VERDICT_COLOURS,
     ChapterClaims,
     address_breaks,
+    bounded,
     evidence_words,
     Claim,
     claim_numbers,
@@ -178,7 +179,7 @@ def _row_html(e: Entry, chapter_uri: str) -> str:
             f'<td data-sort="{e.number:05d}{EVIDENCE_RANK.get(e.scale, 0)}"><a href="#{e.anchor}">{e.chapter}.{e.number}</a>'
             f"<br><small>{html.escape(evidence_words(e.scale))}</small>{back}</td>"
             f"<td>{math_html(c.statement)}<br><small>{address_breaks(math_html(c.source))}</small></td>"
-            f"<td>{SIGNS[c.kind]} {fmt(c.predicted)} {math_html(c.unit)}<br>{fmt(c.measured)} ± "
+            f"<td>{SIGNS[c.kind]} {fmt(c.predicted)} {math_html(c.unit)}<br>{bounded(c, fmt(c.measured))} ± "
             f"{fmt(c.uncertainty, 2)}{detects_html(c)}</td>"
             f"<td>{fmt(c.tolerance, 2)}<br><small>{math_html(c.tolerance_basis)}</small>{alternative}</td>"
             f'<td data-sort="{VERDICT_ORDER[c.verdict]}"><span style="color:{colour};font-weight:bold">'
@@ -345,7 +346,10 @@ def miss_words(c: Claim) -> str:
     if fold < 2:
         return f"{100 * abs(m - p) / abs(p):.0f}% off"
     rounded = float(f"{fold:.2g}")  # two significant figures, written out: 'a factor 61,000', not '6.1e+04'
-    return f"off by a factor {rounded:,.0f}" if rounded >= 10 else f"off by a factor {rounded:g}"
+    factor = f"a factor {rounded:,.0f}" if rounded >= 10 else f"a factor {rounded:g}"
+    # a bound that points away from the prediction only says how far off it is at least
+    away = (c.measured_bound == "≥" and m > p) or (c.measured_bound == "≤" and m < p)
+    return f"off by at least {factor}" if away else f"off by {factor}"
 
 
 def largest_miss(items: list[Entry]) -> Entry | None:
@@ -374,7 +378,7 @@ def headline(items: list[Entry], ledger_uri: str) -> str:
     off = miss_words(c)
     count = f"{len(fails)} of {len(items)} fail" + (f" ({len(formal)} formal)" if formal else "")
     text = (f"{count}; the largest substantive miss ({link}): {math_html(c.statement)}: predicted "
-            f"{fmt(c.predicted)}, measured {fmt(c.measured)}" + (f" ({off})" if off else ""))
+            f"{fmt(c.predicted)}, measured {bounded(c, fmt(c.measured))}" + (f" ({off})" if off else ""))
     if c.corrected is not None:
         text += f"; corrected {fmt(c.corrected)} {html.escape(str(c.corrected_verdict))}"
     elif reason(c.key):

@@ -176,6 +176,7 @@ class Claim:
     detectable: float | None = None  # smallest true deviation found with 80% power (analysis.stats); inf: none
     effect: float | None = None  # the size of difference the claim is about; a larger detectable one is inconclusive
     undecided: str = ""  # why the run cannot decide the claim (e.g. an optimum still moving): always inconclusive
+    measured_bound: str = ""  # "≥" or "≤": the measurement only bounds the quantity (no crossover up to the longest n)
     computed: bool = False
     id: ClaimId | None = None
 
@@ -206,6 +207,8 @@ class Claim:
                 raise ValueError("alternative_note must say what the alternative is")
         if not self.tolerance_basis.strip():
             raise ValueError("tolerance_basis must say how the tolerance was chosen")
+        if self.measured_bound not in ("", "≥", "≤"):
+            raise ValueError(f"measured_bound must be '', '≥' or '≤'; got {self.measured_bound!r}")
 
     def identified(self, experiment: str, scale: str, recorded: bool, stale: bool = False) -> Claim:
         """This claim as made by ``experiment`` on a run at ``scale`` (live or recorded, a record stale or not)."""
@@ -250,6 +253,27 @@ class Claim:
         if self.predicted == 0:
             return 0.0 if diff == 0 else math.inf
         return 100.0 * diff / abs(self.predicted)
+
+    @property
+    def inconclusive_reason(self) -> str:
+        """Why the verdict is inconclusive, in words ('' when it is not), by the first rule of :func:`Claim._verdict`
+        that made it so: the claim's own reason (``undecided``); one run, no error estimate; a directional claim whose
+        interval reaches both sides; the alternative passing as well; a detectable difference larger than the
+        effect the claim is about."""
+        if self.verdict != "inconclusive":
+            return ""
+        if self.undecided.strip():
+            return self.undecided.strip()
+        if self.detectable is not None and math.isinf(self.detectable):
+            return "one run: no error estimate"
+        alone = judge(self.kind, self.predicted, self.measured, self.tolerance, self.approx_rel)
+        if alone == "inconclusive":
+            return "the interval reaches both sides of the prediction"
+        if self.alternative is not None and alone != "fails" and self.kind not in DIRECTIONAL and \
+                _judge(self.kind, self.alternative, self.measured, self.tolerance, self.approx_rel) != "fails":
+            return f"the alternative, {self.alternative_note}, fits as well"
+        return (f"the run detects only differences of {self.detectable:.2g} or more, larger than the "
+                f"{abs(self.effect or 0.0):.2g} the claim is about")
 
     def verdict_text(self) -> str:
         """The verdict in words, with the deviation when it holds only approximately."""
@@ -488,7 +512,7 @@ def claims_html(claims: list[Claim], doc: str | None = None) -> str:
             "<tr>" + _number_cell(c, numbers.get(claim_ref(c)), doc)
             + f"<td>{html.escape(c.statement)}<br><small>{address_breaks(html.escape(c.source))}</small></td>"
             f"<td>{SIGNS[c.kind]} {fmt(c.predicted)} {address_breaks(html.escape(c.unit))}</td>"
-            f"<td>{fmt(c.measured)} ± {fmt(c.uncertainty, 2)}{detects_html(c)}</td>"
+            f"<td>{bounded(c, fmt(c.measured))} ± {fmt(c.uncertainty, 2)}{detects_html(c)}</td>"
             f"<td>{fmt(c.tolerance, 2)}<br><small>{html.escape(c.tolerance_basis)}</small>{alternative}</td>"
             f'<td><span style="color:{colour};font-weight:bold">{html.escape(c.verdict_text())}</span>{formal}</td>'
             f"<td>{corrected}</td>"
@@ -511,6 +535,11 @@ def verdict_count(verdict: str, count: int) -> str:
 
 
 BOX_OPEN_MAX = 15  # a chapter's verdict box starts open up to this many claims, collapsed to its counts beyond
+
+
+def bounded(claim: Claim, text: str) -> str:
+    """A measured value as written, with the claim's bound when the measurement only bounds the quantity: '≥ 8192'."""
+    return f"{claim.measured_bound} {text}" if claim.measured_bound else text
 
 
 def evidence_words(evidence: str) -> str:

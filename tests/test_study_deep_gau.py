@@ -34,23 +34,26 @@ def test_bound_text_words_an_empty_boundary():
 
 def test_warmup_label():
     assert st.warmup_label(0) == "no warmup"
-    assert st.warmup_label(50) == "warmup 50"
+    assert st.warmup_label(50) == "warmup 50 steps"
 
 
 def test_boundary_facts_pick_depth_and_warmup_and_only_the_cited_ones():
     f = st.boundary_facts(_summary())
-    assert f == {"deep_bg0": "up to 0.003", "deep_bgw": "up to 0.003", "deep_bgs": "up to 0.03",
-                 "deep_bt0": st.NO_BOUNDARY, "deep_btw": st.NO_BOUNDARY, "deep_bts": "up to 0.01",
+    assert f == {"deep_bgd": "up to 0.003, with or without warmup", "deep_bgs": "up to 0.03",
+                 "deep_btd": f"{st.NO_BOUNDARY}, with or without warmup", "deep_bts": "up to 0.01",
                  "deep_bp0": "up to 0.0032", "deep_bn0": "up to 0.003"}
-    assert st.boundary_facts(_summary(gau_deep_warm=0.0))["deep_bgw"] == st.NO_BOUNDARY
+    assert st.boundary_facts(_summary(gau_deep_warm=0.0))["deep_bgd"] == \
+        f"up to 0.003 without warmup and {st.NO_BOUNDARY} with it"
+    assert st.boundary_facts(_summary(gau_deep_warm=1e-2))["deep_bgd"] == \
+        "up to 0.003 without warmup and up to 0.01 with it"
 
 
 def test_boundary_table_has_a_line_per_architecture_and_warmup_with_zeros_shown():
     lines = st.boundary_table(_summary()).splitlines()
-    assert lines[0] == "largest learning rate that trains every seed (0: none); depths [2, 24]"
+    assert lines[0] == "largest learning rate that trains every seed (0: none) at depths 2, 24 (layers)"
     assert len(lines) == 1 + 4 * 2
-    assert lines[3] == f"  {'post-norm Transformer':22s} {'no warmup':10s}: 0.01, 0"
-    assert lines[4].startswith("  post-norm Transformer  warmup 50 ")
+    assert lines[3] == f"  {'post-norm Transformer':22s} {'no warmup':16s}: 0.01, 0"
+    assert lines[4].startswith("  post-norm Transformer  warmup 50 steps ")
 
 
 def test_threshold_facts_give_the_margin_below_the_unigram_entropy():
@@ -75,23 +78,41 @@ def test_failure_sentence_counts_how_the_untrained_runs_failed():
     assert "0 diverged, 12 were slow (" in words and ") and 78 stalled, 70 of them at the context-free loss." in words
 
 
-def _grads(first: float, peak: float) -> dict:
-    return {"first": first, "peak": peak, "peak_step": 3.0, "late_peak": 0.5, "final": 0.25}
+def _grads(first: float, peak: float, trained_n: int = 2) -> dict:
+    return {"first": first, "peak": peak, "peak_step": 3.0, "late_peak": 0.5, "final": 0.25,
+            "trained_n": float(trained_n), "trained_final": 7.5 if trained_n else float("nan"),
+            "trained_clipped": 1.0 if trained_n else float("nan")}
 
 
-def test_gradient_sentence_names_each_first_norm_and_gau_burst():
+def test_gradient_sentence_names_each_first_norm_and_what_the_clip_does_to_the_runs_that_trained():
     s = _summary()
     s["grads"] = {"post-norm GAU": _grads(619.0, 11.7), "post-norm Transformer": _grads(4.43, 1.3),
                   "pre-norm Transformer": _grads(3.1, 1.0), "DeepNorm Transformer": _grads(2.0, 1.0)}
     words = st.gradient_sentence(s)
     assert "the first step's gradient norm is 619 for post-norm GAU, against 4.43 for the post-norm Transformer, " \
            "3.1 for the pre-norm Transformer and 2 for the DeepNorm Transformer" in words
-    assert "GAU's rises to 11.7 times its first by step 3;" in words and words.endswith("no run diverged.")
-    s["grads"]["post-norm GAU"] = _grads(5.0, 1.0)
-    assert "GAU's never exceeds its first;" in st.gradient_sentence(s)
-    assert not st.gradient_sentence(s).endswith("no run diverged.")  # no burst to absorb
+    assert "GAU's rises to 11.7 times its first by step 3;" in words
+    assert "the median norm is 0.25. That median mixes the runs that stalled, whose gradients vanish, with the 2 " \
+           "that trained: these end at a median of 7.5 and are clipped at 100% of their steps." in words
+    assert words.endswith("No run diverged: the clip bounds the size of every update.")
+    s["grads"]["post-norm GAU"] = _grads(5.0, 1.0, trained_n=0)
+    words = st.gradient_sentence(s)
+    assert "GAU's never exceeds its first;" in words and "No GAU run at that depth trained." in words
+    s["failures"] = {**s["failures"], "diverged": 1}
+    assert "No run diverged" not in st.gradient_sentence(s)
     s["grads"]["post-norm GAU"] = _grads(float("nan"), float("nan"))
     assert st.gradient_sentence(s) == ""
+
+
+def test_grad_facts_separate_the_runs_that_trained():
+    from analysis.studies.deep_gau.experiments.deep_gau import grad_facts
+
+    stalled = {"grad_norm": [8.0] + [0.01] * 19}
+    good = {"grad_norm": [8.0] + [4.0] * 9 + [0.5] * 10}
+    f = grad_facts([stalled, good], [good])
+    assert f["first"] == 8.0 and f["trained_n"] == 1 and f["trained_final"] == 0.5
+    assert f["trained_clipped"] == 0.5 and f["final"] == (0.01 + 0.5) / 2
+    assert math.isnan(grad_facts([stalled])["trained_final"]) and grad_facts([stalled])["trained_n"] == 0
 
 
 def test_drift_sentence_lists_the_boundaries_that_moved():
@@ -105,7 +126,7 @@ def test_drift_sentence_lists_the_boundaries_that_moved():
     assert st.drift_sentence(s) == ("Between step 120 and step 240, the boundaries at depth 24 moved for "
                                     "post-norm GAU, no warmup (0.001 to 0.003), and stayed for the other 7.")
     s["half_boundaries"]["DeepNorm Transformer"][50][-1] = 0.0
-    assert st.drift_sentence(s).endswith("and DeepNorm Transformer, warmup 50 (0 to 0.01) (0: no learning rate "
+    assert st.drift_sentence(s).endswith("and DeepNorm Transformer, warmup 50 steps (0 to 0.01) (0: no learning rate "
                                          "trains every seed), and stayed for the other 6.")
     s["half_boundaries"] = None
     assert st.drift_sentence(s) == ""

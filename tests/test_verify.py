@@ -294,3 +294,35 @@ def test_addresses_break_at_slashes_dots_and_underscores_but_maths_numbers_and_t
     assert address_breaks("1.507e+06 ± 0.02") == "1.507e+06 ± 0.02"  # numbers keep their digits together
     kept = '<span class="math">\\(1/(ns)\\)</span>, $1/n$, </small>'
     assert address_breaks(kept) == kept
+
+
+def test_a_measurement_that_only_bounds_the_quantity_is_written_as_a_bound():
+    """No crossover up to the longest length measured: the value is a lower bound, and every table says so."""
+    from analysis.sphinx_ledger import miss_words
+    from analysis.verify import bounded
+
+    c = make(key="cross", predicted=256.0, measured=8192.0, tolerance=106.0, measured_bound="≥")
+    assert c.verdict == "fails" and bounded(c, "8192") == "≥ 8192" and bounded(make(), "1") == "1"
+    assert "<td>≥ 8192 ±" in claims_html([c.identified("e", "cpu", True)], "chap")
+    assert miss_words(c) == "off by at least a factor 32"
+    assert miss_words(make(predicted=256.0, measured=8192.0, measured_bound="≤")) == "off by a factor 32"
+    with pytest.raises(ValueError, match="measured_bound must be"):
+        make(measured_bound=">=")
+
+
+def test_an_inconclusive_verdict_names_the_rule_that_made_it():
+    """The verdict line gives the real reason: not 'the alternative fits as well' when the alternative fails."""
+    from analysis.chapter import verdict_line
+
+    assert make().inconclusive_reason == ""
+    assert make(undecided="the optimum still moves").inconclusive_reason == "the optimum still moves"
+    assert make(detectable=math.inf).inconclusive_reason == "one run: no error estimate"
+    assert make(kind="below", predicted=0.0, measured=-0.01, tolerance=0.02).inconclusive_reason == \
+        "the interval reaches both sides of the prediction"
+    alt = make(alternative=1.01, alternative_note="the rival rule")
+    assert alt.inconclusive_reason == "the alternative, the rival rule, fits as well"
+    far = make(alternative=30.0, alternative_note="the rival rule", detectable=0.5, effect=0.1)
+    assert far.verdict == "inconclusive"
+    assert far.inconclusive_reason == "the run detects only differences of 0.5 or more, larger than the 0.1 the claim " \
+        "is about"
+    assert "fits as well" not in verdict_line(far) and "(the run detects only" in verdict_line(far)

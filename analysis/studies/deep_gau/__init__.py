@@ -26,7 +26,7 @@ EXPERIMENTS = ("deep-gau", "deep-gau-init")
 NO_BOUNDARY = "at no learning rate of the grid (none trains every seed)"
 # the boundaries the prose cites: glue key -> architecture and where ("0": largest depth without warmup, "w": largest
 # depth with warmup, "s": smallest depth without warmup)
-CITED_BOUNDARIES = {"g": ("post-norm GAU", "0ws"), "t": ("post-norm Transformer", "0ws"),
+CITED_BOUNDARIES = {"g": ("post-norm GAU", "ds"), "t": ("post-norm Transformer", "ds"),
                     "p": ("pre-norm Transformer", "0"), "n": ("DeepNorm Transformer", "0")}
 LOSSES = (("post", "t0"), ("pre", "p0"), ("deepnorm", "n0"))  # residual -> glue suffix of the Transformers' losses
 
@@ -102,8 +102,8 @@ def runs_phrase(runs: dict[str, RunSet]) -> str:
 
 
 def warmup_label(warmup: int) -> str:
-    """'no warmup' for 0 steps, 'warmup 50' otherwise."""
-    return "no warmup" if warmup == 0 else f"warmup {warmup}"
+    """'no warmup' for 0 steps, 'warmup 50 steps' otherwise."""
+    return "no warmup" if warmup == 0 else f"warmup {warmup} steps"
 
 
 def bound_text(bound: float) -> str:
@@ -112,25 +112,37 @@ def bound_text(bound: float) -> str:
     return f"up to {bound:.2g}" if bound > 0 else NO_BOUNDARY
 
 
+def warmup_pair_text(without: float, with_warmup: float) -> str:
+    """Two boundaries at one depth, as they read after 'trains': once when warmup changes nothing ('up to 0.003 with
+    or without warmup'), else each with its condition."""
+    if f"{without:.2g}" == f"{with_warmup:.2g}":
+        return f"{bound_text(without)}, with or without warmup"
+    return f"{bound_text(without)} without warmup and {bound_text(with_warmup)} with it"
+
+
 def boundary_table(s: dict[str, Any]) -> str:
     """The boundaries of :func:`analysis.studies.deep_gau.experiments.deep_gau.summary`: a line per architecture and warmup, the
     largest learning rate at which every seed trains at each depth (0: none)."""
-    lines = [f"largest learning rate that trains every seed (0: none); depths {s['depths']}"]
+    depths = ", ".join(str(d) for d in s["depths"])
+    lines = [f"largest learning rate that trains every seed (0: none) at depths {depths} (layers)"]
     for name, by_warmup in s["boundaries"].items():
         for w, bounds in by_warmup.items():
-            lines.append(f"  {name:22s} {warmup_label(w):10s}: " + ", ".join(f"{b:.2g}" for b in bounds))
+            lines.append(f"  {name:22s} {warmup_label(w):16s}: " + ", ".join(f"{b:.2g}" for b in bounds))
     return "\n".join(lines)
 
 
 def boundary_facts(s: dict[str, Any]) -> dict[str, str]:
-    """The boundaries the prose cites (:data:`CITED_BOUNDARIES`): at the largest depth without and with warmup and
-    at the smallest depth without warmup, as :func:`bound_text` words them."""
-    where = {"0": (0, -1), "w": (s["warmup"], -1), "s": (0, 0)}
+    """The boundaries the prose cites (:data:`CITED_BOUNDARIES`): at the largest depth without warmup ('0'), without
+    and with it ('d', :func:`warmup_pair_text`), and at the smallest depth without warmup ('s'), as
+    :func:`bound_text` words them."""
     out = {}
     for key, (name, cited) in CITED_BOUNDARIES.items():
+        bounds = s["boundaries"][name]
         for c in cited:
-            warmup, depth = where[c]
-            out[f"deep_b{key}{c}"] = bound_text(s["boundaries"][name][warmup][depth])
+            if c == "d":
+                out[f"deep_b{key}d"] = warmup_pair_text(bounds[0][-1], bounds[s["warmup"]][-1])
+            else:
+                out[f"deep_b{key}{c}"] = bound_text(bounds[0][-1 if c == "0" else 0])
     return out
 
 
@@ -178,9 +190,19 @@ def gradient_sentence(s: dict[str, Any]) -> str:
     return (f"Every run clips the gradient norm at 1. Before the clip, at depth {s['depth']} without warmup, the "
             f"first step's gradient norm is {gau['first']:.3g} for post-norm GAU, against {others} (medians over seeds "
             f"and learning rates). {rise}; after the first tenth of the budget no GAU run exceeds {gau['late_peak']:.2g} times its first, and over "
-            f"the last tenth the median norm is {gau['final']:.2g}."
-            + (" The clip and Adam's normalisation absorb the early burst: no run diverged."
-               if diverged == 0 and gau["peak"] > 2 else ""))
+            f"the last tenth the median norm is {gau['final']:.2g}." + _trained_clip_words(gau)
+            + (" No run diverged: the clip bounds the size of every update." if diverged == 0 else ""))
+
+
+def _trained_clip_words(g: dict[str, float]) -> str:
+    """What the clip does to the GAU runs that trained: their last-tenth median norm and the share of their steps
+    clipped; empty when none trained."""
+    n = int(g.get("trained_n", 0))
+    if n == 0 or not math.isfinite(g.get("trained_final", math.nan)):
+        return " No GAU run at that depth trained."
+    return (f" That median mixes the runs that stalled, whose gradients vanish, with the {n} that trained: these end "
+            f"at a median of {g['trained_final']:.2g} and are clipped at {100 * g['trained_clipped']:.0f}% of "
+            "their steps.")
 
 
 def drift_sentence(s: dict[str, Any]) -> str:

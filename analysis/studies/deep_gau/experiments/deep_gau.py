@@ -315,19 +315,29 @@ def failure_kind(data: dict[str, Any], run: dict[str, Any]) -> str:
     return "slow" if drop.upper() >= run["val_loss"] - data["threshold"] else "stalled"
 
 
-def grad_facts(runs: list[dict[str, Any]]) -> dict[str, float]:
+def grad_facts(runs: list[dict[str, Any]], trained_runs: list[dict[str, Any]] | None = None) -> dict[str, float]:
     """Of runs' gradient norms before clipping: the median over runs of the first step's norm, the largest ratio of a
     later step's norm to the run's first (and the step where the largest is), the largest ratio after the first
-    tenth of the budget, and the median over runs of the median norm over the last tenth."""
-    norms = [np.asarray(r["grad_norm"], dtype=float) for r in runs if r.get("grad_norm")]
+    tenth of the budget, and the median over runs of the median norm over the last tenth; of ``trained_runs`` (those
+    that trained, a subset), how many there are, the same last-tenth median, and the share of their steps whose norm
+    exceeds the clip at 1."""
+    def arrays(rs: list[dict[str, Any]]) -> list[np.ndarray]:
+        return [np.asarray(r["grad_norm"], dtype=float) for r in rs if r.get("grad_norm")]
+
+    norms, good = arrays(runs), arrays(trained_runs or [])
+    out = {"trained_n": float(len(good)), "trained_final": math.nan, "trained_clipped": math.nan}
+    if good:
+        out["trained_final"] = float(np.median([np.median(g[-max(1, len(g) // 10):]) for g in good]))
+        out["trained_clipped"] = float(np.mean(np.concatenate(good) > 1.0))
     if not norms:
-        return {"first": math.nan, "peak": math.nan, "peak_step": math.nan, "late_peak": math.nan, "final": math.nan}
+        return {"first": math.nan, "peak": math.nan, "peak_step": math.nan, "late_peak": math.nan, "final": math.nan,
+                **out}
     peaks = [(float(g.max() / g[0]), int(g.argmax()) + 1) for g in norms]
     tenth = [max(1, len(g) // 10) for g in norms]
     return {"first": float(np.median([g[0] for g in norms])), "peak": max(p for p, _ in peaks),
             "peak_step": float(max(peaks)[1]),
             "late_peak": max(float(g[k:].max() / g[0]) if g.size > k else math.nan for g, k in zip(norms, tenth)),
-            "final": float(np.median([np.median(g[-k:]) for g, k in zip(norms, tenth)]))}
+            "final": float(np.median([np.median(g[-k:]) for g, k in zip(norms, tenth)])), **out}
 
 
 def moving_average(values: list[float] | np.ndarray, window: int) -> np.ndarray:
@@ -414,7 +424,9 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
                            "half_step": half["runs"][0]["half_step"] if half else None,
                            "half_boundaries": boundaries(half) if half else None, "half_gaps": {},
                            "grads": {arch_label(b, r): grad_facts([x for x in _rows(data, deep, b, r, 0)
-                                                                   if x["diverged_at"] is None])
+                                                                   if x["diverged_at"] is None],
+                                                                  [x for x in _rows(data, deep, b, r, 0)
+                                                                   if trained(data, x)])
                                      for b, r in ARCHS}}
     for block, residual in ARCHS[1:]:
         out[residual] = best_loss(data, deep, block, residual, 0)

@@ -461,11 +461,12 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         if not both:
             continue
         never = not math.isfinite(cross)
-        where = f"it does not overtake up to n = {both[-1]}, the value shown" if never else "log-interpolated"
+        where = (f"no crossover up to n = {both[-1]}, the longest length measured: the crossover is beyond it"
+                 if never else "log-interpolated")
         out.append(Claim(f"{key}", f"{what} training step overtakes the Transformer++'s in tokens/s at about "
                          f"n = 256 (equal parameters, CPU, {data['threads']} threads; {where}; {label})", SOURCE,
                          256.0, float(both[-1]) if never else cross, 0.0, 256.0 * (math.sqrt(2) - 1),
-                         "half a grid step: lengths are powers of 2", unit="n"))
+                         "half a grid step: lengths are powers of 2", unit="n", measured_bound="≥" if never else ""))
     versions = (("batch_ratio_vs_transformer",
                  "the Transformer++ as benchmarked (fused causal attention, no n x n matrix saved)"),
                 ("batch_ratio_vs_unfused_transformer",
