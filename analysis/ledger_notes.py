@@ -46,8 +46,8 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
     "fit-cosine-own-range": "the exact mean-field maximiser for cosine scores, computed by the chapter from the "
                             "Bessel-function moment generating function, replaces the fit",
     "finite-argmax-normal": "on actual samples the objective has no sharp maximum: its mean levels off at $h(b_n)$ "
-                            "(the chapter's plateau law) and the typical row peaks at about 2.5 times $\\alpha^*$ "
-                            "(the claim's measured value over its prediction)",
+                            "(the chapter's plateau law) and the typical row peaks at a few times $\\alpha^*$ "
+                            "(the claim's measured value over its prediction gives the multiple)",
     "finite-argmax-cosine": "on actual samples the objective has no sharp maximum: its mean levels off at $h(b_n)$ "
                             "(the chapter's plateau law) and the typical row peaks far above $\\alpha^*$",
     "recall-best-scale-4": RECALL_LOSS_NOTE,
@@ -100,7 +100,8 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
                                       "below FLASH-Quad, so at 512 tokens and a few hundred steps locality helps, and "
                                       "no single number at the source's scale replaces the claim",
     "log-softmax-length-": "softmax with $\\log n$ scaling does not transfer either: the chapter plots accuracy and loss "
-                           "against length for every normalisation, and the one that keeps the most",
+                           "against length for every normalisation and names the one that keeps the most recall at "
+                           "the longest length",
     "log-scaling-beats-softmax": "the $\\log n$ factor does not make softmax GAU keep more recall at 8× here; the chapter "
                                  "gives both curves",
     # widening

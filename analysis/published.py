@@ -19,7 +19,7 @@ SCALE_FIELDS: dict[str, tuple[str, ...]] = {
     "flash-bench": ("d", "layers", "lengths"),
     "widening": ("train_d", "train_layers", "ctx", "wide_steps", "seeds"),
     "deep-gau": ("d", "depths", "steps", "seeds"),
-    "norms-depth": ("d", "layers", "steps", "seeds"),
+    "norms-depth": ("depth_d", "depths", "d", "layers", "steps", "seeds"),  # the one-step depth sweep, the trained pair
     "softmax-scale-recall": ("d", "pairs", "steps", "seeds"),
     "attention-basics": (),  # each claim states the sizes it was measured at (d = 1 to 2,048, d = 512, ...)
     "ffn-basics": (),

@@ -94,7 +94,7 @@ def test_quality_table_has_a_header_and_one_line_per_architecture():
     q = {"top_pairs": 64, "archs": {a: arch for a in ARCHS}}
     lines = gt.quality_table(q).splitlines()
     assert len(lines) == 1 + len(ARCHS)
-    assert lines[0].split()[-3:] == ["s/step", "rec@64", "lr"]
+    assert lines[0].split()[-4:] == ["s/step", "rec@64", "rec", "lr"]
     width = max(len(label) for label in ARCH_LABELS.values())
     assert lines[1] == f"{'Transformer++':{width}s}  0.248M   0.01 1.657 ± 0.012 0.0123   0.99  0.003"
     assert all(len(line) <= 74 for line in lines)
@@ -116,7 +116,7 @@ def test_cpu_run_is_shown_apart_only_when_it_is_not_the_best():
 
 def test_chunk_sentence_counts_what_the_linear_term_covers():
     text = gt.chunk_sentence(64, 16)
-    assert "a window holds 4 chunks" in text and "at most 48 tokens back" in text
+    assert "A text window of 64 tokens in chunks of 16 holds 4 chunks" in text and "at most 48 tokens back" in text
     assert "the first 16 positions do not use it" in text and "74% of the keys" in text  # 1536 / 2080
 
 

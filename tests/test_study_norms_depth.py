@@ -189,3 +189,10 @@ def test_seed_slopes_fit_each_seed_and_the_estimate_is_over_seeds():
     # paired by seed over 2 seeds (1 df), post-norm's spread of 5.7 to 8.0 leaves the direction unresolved
     assert claims["deepnorm-below-post"].kind == "below" and claims["deepnorm-below-post"].measured < 0
     assert claims["deepnorm-below-post"].verdict == "inconclusive"
+
+
+def test_two_verdicts_read_once_when_they_agree():
+    from analysis.studies.norms_depth import two_verdicts
+
+    assert two_verdicts("inconclusive", "inconclusive", 8) == "is inconclusive for pairs and for groups of 8"
+    assert two_verdicts("holds", "inconclusive", 8) == "holds for pairs and is inconclusive for groups of 8"

@@ -7,6 +7,7 @@ and together (``flash-parts``)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +41,7 @@ def quality_table(q: dict[str, Any]) -> str:
     width = max(len(gau_quality.ARCH_LABELS[a]) for a in gau_quality.ARCHS)
     top = q["top_pairs"]
     header = (f"{'architecture':{width}s} {'params':>7s} {'lr':>6s} {'val. loss':>13s} {'s/step':>6s} "
-              f"{'rec@' + str(top):>6s} {'lr':>6s}")
+              f"{'rec@' + str(top):>6s} {'rec lr':>6s}")
     lines = [header]
     for a in gau_quality.ARCHS:
         v = q["archs"][a]
@@ -136,7 +137,7 @@ def chunk_sentence(ctx: int, chunk: int) -> str:
     rows = np.arange(ctx) + 1
     across = (np.arange(ctx) // chunk) * chunk
     share = float(across.sum() / rows.sum())
-    return (f"At {ctx} tokens in chunks of {chunk}, a window holds {ctx // chunk} chunks: FLASH's linear attention "
+    return (f"A text window of {ctx} tokens in chunks of {chunk} holds {ctx // chunk} chunks: FLASH's linear attention "
             f"across chunks reaches at most {ctx - chunk} tokens back, the first {min(chunk, ctx)} positions do not "
             f"use it, and it carries {100 * share:.0f}% of the keys a causal row holds. The lengths at which FLASH is "
             f"meant to pay, where the linear term spans many chunks, are not reached here.")
@@ -343,6 +344,8 @@ def facts(ch: Chapter) -> dict[str, Any]:
     """Every number, sentence and table the chapter states: quality from the best gau-quality run, length from the
     best gau-length run, and the verdicts of both (and of the cpu-scale gau-length run when it is not the best)."""
     qbest, lbest = ch.best("gau-quality"), ch.best("gau-length")
+    # the best run's own config (a record's stored one), not today's config of its scale
+    qcfg = qbest.config if qbest.config is not None else dataclasses.asdict(gau_quality.CONFIGS[qbest.scale])
     cpu = cpu_run(ch.runs["gau-length"])
     summaries = [(r.label, gau_length.summary(r.data)) for r in ch.shown("gau-length")]
     return {
@@ -350,10 +353,11 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "q_gpu": ch.gpu_status("gau-quality"),
         "q_design": Markdown(design_sentence(qbest)),
         "q_budget": f"{qbest.data['steps']:,}",
-        "q_ctx": f"{gau_quality.CONFIGS[qbest.scale].ctx:,}",
+        "q_ctx": f"{qcfg['ctx']:,}",
         **quality_facts(qbest.data),
-        "q_chunk_sentence": chunk_sentence(gau_quality.CONFIGS[qbest.scale].ctx,
-                                           gau_quality.CONFIGS[qbest.scale].chunk),
+        "q_recall_d": f"{qcfg['recall_d']}",
+        "q_recall_steps": f"{qbest.data['recall_steps']:,}",
+        "q_chunk_sentence": chunk_sentence(qcfg["ctx"], qcfg["chunk"]),
         "l_label": lbest.label,
         "l_gpu": ch.gpu_status("gau-length"),
         "l_table": Markdown(text_block(length_lines(summaries))),

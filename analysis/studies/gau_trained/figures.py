@@ -136,8 +136,7 @@ def length(data: dict[str, Any]) -> Figure:
         ax.set_title(f"text: solid full context, dashed last {ctx} tokens")
         lo = min(np.nanmin(line.get_ydata()) for line in ax.get_lines())
         hi = max(np.nanmax(line.get_ydata()) for line in ax.get_lines())
-        ax.set_ylim(lo - 0.1, min(hi + 0.1, math.log(256) + 0.5))
-        ax.axhline(math.log(256), color="grey", ls=":", lw=1)
+        ax.set_ylim(lo - 0.1, hi + 0.1)
         ax.axvline(ctx, color="k", ls=":", lw=1.2)
         ax.legend(fontsize=9, loc="upper left")
         for ax, metric, ylabel in ((axes[1, 0], "entropy", "entropy of the query rows (nats)"),
@@ -159,7 +158,8 @@ def length(data: dict[str, Any]) -> Figure:
         axes[1, 0].plot(spans, np.log(spans), "k--", lw=1, label="ln n (uniform row)")
         axes[1, 0].legend(fontsize=9)
         axes[1, 0].set_title("attention entropy at the query rows")
-        axes[1, 0].set_ylim(bottom=0)  # an entropy is never negative: intervals reaching below 0 are cut there
+        # an entropy lies in [0, ln n] for a row over n positions: intervals reaching outside are cut there
+        axes[1, 0].set_ylim(0, 1.05 * math.log(spans[-1]))
         axes[1, 1].set_yscale("log")
         axes[1, 1].set_title("attention mass at the query rows")
     return fig

@@ -30,6 +30,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
     from their closed forms)."""
     best = ch.best("norms-depth")
     d = best.data
+    s = nd.summary(d)
     return {
         "best_label": best.label,
         "gpu_status": ch.gpu_status("norms-depth"),
@@ -38,11 +39,12 @@ def facts(ch: Chapter) -> dict[str, Any]:
         **norm_facts(d["norms"]),
         **deepnorm_facts(),
         **depth_facts(d["depth"]),
-        **stream_facts(nd.summary(d)),
+        **stream_facts(s),
         "verdict_list": ch.verdicts("norms-depth"),
         "premise_verdict": verdict_phrase(ch.claim("norms-depth", "prenorm-cosine").verdict_text()),
-        "pairs_verdict": verdict_phrase(ch.claim("norms-depth", "prenorm-pairs-cheaper").verdict_text()),
-        "conclusion_verdict": verdict_phrase(ch.claim("norms-depth", "prenorm-groups-cheaper").verdict_text()),
+        "pair_group_verdicts": two_verdicts(ch.claim("norms-depth", "prenorm-pairs-cheaper").verdict_text(),
+                                            ch.claim("norms-depth", "prenorm-groups-cheaper").verdict_text(),
+                                            s["gmax"]),
         "bounded_verdict": verdict_phrase(ch.claim("norms-depth", "deepnorm-bounded").verdict_text()),
         "below_post_verdict": verdict_phrase(ch.claim("norms-depth", "deepnorm-below-post").verdict_text()),
     }
@@ -202,6 +204,14 @@ def depth_facts(rows: list[dict[str, Any]]) -> dict[str, str]:
 
 
 # --- does pre-norm trade depth for width? -----------------------------------------------------------------------
+
+
+def two_verdicts(pairs: str, groups: str, gmax: int) -> str:
+    """Two verdicts as one predicate: 'is inconclusive for pairs and for groups of 8' when they agree, else 'holds
+    for pairs and is inconclusive for groups of 8'."""
+    if pairs == groups:
+        return f"{verdict_phrase(pairs)} for pairs and for groups of {gmax}"
+    return f"{verdict_phrase(pairs)} for pairs and {verdict_phrase(groups)} for groups of {gmax}"
 
 
 def stream_facts(s: dict[str, Any]) -> dict[str, str]:

@@ -76,6 +76,7 @@ def mc_facts(ch: Chapter) -> dict[str, Any]:
         "mc_n": f"{row['n']:,}",
         "mc_mf": f"{row['alpha_mean_field']:.2f}",
         "mc_fs": f"{row['alpha_finite_sample']:.1f} ± {row['alpha_finite_sample_se']:.1f}",
+        "mc_fs_ratio": f"{row['alpha_finite_sample'] / row['alpha_mean_field']:.2g}",
         "mc_share": f"{100 * pr.plateau_share(row):.0f}%",
         "mc_plateau": f"{row['plateau_predicted']:.2f}",
         "mc_plateau_meas": f"{row['plateau_measured']:.2f} ± {row['plateau_measured_se']:.2f}",

@@ -593,8 +593,9 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
               f"difference, Transformer++ ×2, float64; {label})", SOURCE, BROKEN_TOL,
               ex["Transformer++, RoPE pairwise repetition, x2"]["f64_rel"], 0.0, 0.0, broken, kind="lower_bound",
               unit="relative", approx_rel=0.0),
-        Claim("gau-lossless", f"GAU and FLASH widen losslessly ($U, V, Z$ as copies, the $q, k$ scale-offsets by "
-              f"$\\sqrt{{\\tau}}$ with $\\tau = \\sqrt{{k}}$ for relu²/(ns) and softmax, 1 for relu²(qk/n); worst relative "
+        Claim("gau-lossless", f"GAU and FLASH widen losslessly ($U, V, Z$ as copies; the $q, k$ scale-offsets of "
+              f"each of the $k$ copies scaled by $k^{{-1/4}}$, so that $\\tilde q \\cdot \\tilde k = \\sqrt{{k}}\\, q \\cdot k$, for "
+              f"relu²/(ns) and softmax, and by $k^{{-1/2}}$ for relu²(qk/n); worst relative "
               f"difference, float64; {label})", BOOK, 0.0, s["exact_worst"]["gau"], 0.0, EXACT_TOL, rounding,
               kind="upper_bound", unit="relative", approx_rel=0.0),
         Claim("global-breaks", f"Global repetition $[x, x]$ scrambles the heads of multi-head attention (relative "
@@ -681,7 +682,10 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                          f"same validation loss, {est.n} seeds; {seeds_to_tell(est)}; {label})",
                          "Chen et al. 2022 (bert2BERT); Wang et al. 2023 (LiGO)", BERT2BERT_SAVING, unit="fraction",
                          approx_rel=0.0, corrected=0.0, corrected_note="no saving, as the source's author answers in "
-                         "the comments (here: a 2-layer byte-level model trained for a few hundred steps)",
+                         "the comments (here: a 2-layer byte-level model trained for a few hundred steps)"
+                         + (f"; it fails too because widening costs here: the widened model needs "
+                            f"{-est.value:.0%} more FLOPs than training from scratch, beyond the interval"
+                            if est.value + fields["tolerance"] < 0 else ""),
                          effect=BERT2BERT_SAVING, alternative=0.0 if both else None,
                          alternative_note="no saving (the source's author): the interval holds both 0 and the "
                                           "published saving" if both else "", **fields))
