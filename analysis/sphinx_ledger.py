@@ -335,6 +335,11 @@ def miss_size(c: Claim) -> float | None:
     return None
 
 
+def about(duration: str) -> str:
+    """'about 2 min 36 s', but 'under 1 s' and 'not known' as they are (not 'about under 1 s')."""
+    return duration if duration.startswith("under") or duration == "not known" else f"about {duration}"
+
+
 def miss_words(c: Claim) -> str:
     """'400% off', 'off by a factor 4.1', 'of the opposite sign', or '' (a prediction of 0 has no relative miss)."""
     p, m = c.predicted, c.measured
@@ -584,7 +589,7 @@ def reproduce_html(timings: dict[str, tuple[str, str, float]], chapter_uri: dict
         exp = Experiment(EXPERIMENTS[name])
         trials = trial_status(exp, "gpu", config_for(exp.module, "gpu")).describe()
         gpu = (records[1] if records[1] else
-               html.escape(f"about {human_duration(est.h100_minutes * 60)} on one H100 (estimated from measured "
+               html.escape(f"{about(human_duration(est.h100_minutes * 60))} on one H100 (estimated from measured "
                            f"step times), {est.peak_memory_gb:.2g} GB")) + f"; gpu campaign: {html.escape(trials)}"
         where = (f'<a href="{html.escape(chapter_uri[chapter])}">{html.escape(titles.get(chapter, chapter))}</a>'
                  if chapter in chapter_uri else html.escape(chapter))

@@ -1,6 +1,7 @@
 import csv
 import io
 import json
+import math
 
 from sphinx.cmd.build import build_main
 
@@ -174,3 +175,10 @@ def test_large_factors_are_written_out():
     assert miss_words(claim(1.157e-6, 0.07045)) == "off by a factor 61,000"
     assert miss_words(claim(0.01, 1.279)) == "off by a factor 130"
     assert miss_words(claim(1.0, 2.5)) == "off by a factor 2.5"
+
+
+def test_about_a_duration_reads_as_english():
+    from analysis.sphinx_ledger import about, human_duration
+
+    assert about(human_duration(156)) == "about 2 min 36 s"
+    assert about(human_duration(0.2)) == "under 1 s" and about(human_duration(math.inf)) == "not known"

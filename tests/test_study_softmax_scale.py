@@ -104,13 +104,14 @@ def test_train_table_per_length_best_dot_alpha_and_learned_scales():
     ]
 
 
-def test_train_summary_widens_the_close_scales_by_the_grids_sqrt_2():
+def test_train_summary_names_the_close_grid_values_and_marks_the_grids_ends():
     # L = 16: alpha = 0.5's paired difference (0.1, 0.5) is within its t(1) interval (0.3 <= 12.7 * 0.2), alpha = 2's
-    # (1.1, 1.1) is not; L = 64 has one seed, no error estimate: 0.5/sqrt 2 to 1 * sqrt 2
+    # (1.1, 1.1) is not; L = 64 has one setting
     text = pr.train_summary(_train_data(), "recorded, cpu scale")
-    assert text == ("at L = 16 the lowest loss is at alpha = 1, and alpha from 0.35 to 1.4 is within seed noise of "
-                    "it (paired over seeds, 95% Student-t); at L = 64 the lowest loss is at alpha = 4, and alpha from "
-                    "2.8 to 5.7 is within seed noise of it (paired over seeds, 95% Student-t) (recorded, cpu scale)")
+    assert text == ("at L = 16 the lowest loss is at α = 1, and α from 0.5 (the smallest tested) to 1 is within seed "
+                    "noise of it (paired over seeds, 95% Student-t); at L = 64 the lowest loss is at α = 4, and α = 4, "
+                    "the only value tested, is within seed noise of it (paired over seeds, 95% Student-t) (recorded, "
+                    "cpu scale)")
 
 
 def test_undecided_counts_inconclusive_claims_with_the_prefix_only():
@@ -228,3 +229,17 @@ def test_accuracy_side_and_the_budget_sentence_follow_the_rows():
     moving = prose.recall_budget(_recall_rows([5, 7], [2, 3], [False, True], [False, False]))
     assert moving.startswith("That is more than its interval at 16 pairs")
     assert moving.endswith("has stopped moving too.")
+
+
+def test_growth_drift_sentence_agrees_with_the_growth_claim():
+    """The prose on whether the growth still moves says what the claim's verdict rule decided (it had been fixed text
+    that contradicted it)."""
+    from pathlib import Path
+
+    from analysis.results import load_record
+    from analysis.studies.softmax_scale.experiments import softmax_scale_recall as sr
+
+    data = load_record(Path(__file__).resolve().parents[1] / "results" / "softmax-scale-recall.cpu.json").data
+    claim = next(c for c in sr.claims(data, "x") if c.key == "recall-scale-growth")
+    text = sr.growth_drift_sentence(data)
+    assert ("no verdict yet" in text) == bool(claim.undecided) and "% over the second half of training" in text

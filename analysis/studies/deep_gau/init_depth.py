@@ -35,6 +35,8 @@ def depth_facts(ch: Any) -> dict[str, Any]:
         "init_sizes": f"d = {z['d']}, e = {z['e']}, s = {z['s']}, n = {z['n']}, {seeds} seeds",
         "init_eps_1": f"{s['1']['eps']:.3g}" if "1" in s else "n/a",
         "init_eps_half": f"{s['0.5']['eps']:.3g}" if "0.5" in s else "n/a",
+        "init_half_p": (f"{-ch.claim('deep-gau-init', 'eps-lambda7').measured:.2f}"
+                        if "1" in s and "0.5" in s else "n/a"),
         "init_table": depth_table(run.data),
         "init_forget": f"{forget:,} layers" if forget else "no depth measured",
         "init_overflow": f"{overflow:,} layers" if overflow else "no depth measured",

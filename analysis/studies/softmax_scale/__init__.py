@@ -122,6 +122,7 @@ def recall_facts(ch: Chapter) -> dict[str, Any]:
         "recall_growth_preds": f"{g['mean_field']:.2f}x (mean-field), {g['finite_sample']:.2f}x (finite-sample), "
                                f"{g['log_n']:.2f}x (3.5 ln m) and 1x (QK-norm)",
         "recall_conclusion": Markdown(pr.recall_conclusion(rs, rec.label)),
+        "recall_growth_drift": Markdown(softmax_scale_recall.growth_drift_sentence(rec.data)),
         "recall_ratio": pr.value_range(pr.best_over_mean_field(rs), ".2f"),
         "recall_acc": ", ".join(f"{rows[p]['best_by_accuracy']:.3g}" for p in pairs),
         "recall_best": ", ".join(f"{rows[p]['best']:.3g}" for p in pairs),

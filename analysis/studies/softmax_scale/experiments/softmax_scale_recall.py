@@ -346,6 +346,38 @@ def _drift_verdict(fields: dict[str, Any], drift: Estimate, est: Estimate, start
             else ""}
 
 
+def growth_and_drift(data: dict[str, Any]) -> tuple[Estimate, Estimate]:
+    """The growth of the best scale (by loss) from the fewest to the most pairs (:func:`growth_estimate`, ln ratio),
+    and how that ln ratio moved over the second half of training, paired over seeds."""
+    pairs = sorted(int(p) for p in data["predictions"])  # as summary() orders them
+    lo, hi = pairs[0], pairs[-1]
+    drift = paired_estimate(seed_best_scales(data, hi) - seed_best_scales(data, lo),
+                            seed_best_scales(data, hi, halfway_checkpoint(data, hi))
+                            - seed_best_scales(data, lo, halfway_checkpoint(data, lo)))
+    return growth_estimate(data, lo, hi), drift
+
+
+def growth_drift_sentence(data: dict[str, Any]) -> str:
+    """Whether the growth still moves: how much its ratio moved over the second half of training against the
+    half-width of its own 95% interval (:func:`still_moving`), and whether the two optima it divides moved more than
+    theirs, in words."""
+    est, drift = growth_and_drift(data)
+    half = est.half_width() if est.resolved else 0.0
+    moved, bound = 100 * math.expm1(drift.value), 100 * math.expm1(half)
+    digits = 1 if f"{abs(moved):.1f}" != f"{bound:.1f}" else 2  # never '4.0%, more than ± 4.0%'
+    pairs = sorted(int(p) for p in data["predictions"])
+    ends = [still_moving(budget_drift(data, p, "loss"), best_scale_estimate(data, p, metric="loss"))
+            for p in (pairs[0], pairs[-1])]
+    ratio = (f"it moved {moved:+.{digits}f}% over the second half of training, "
+             f"{'more than' if still_moving(drift, est) else 'within'} its interval of ± {bound:.{digits}f}%")
+    if not still_moving(drift, est):
+        return f"The growth is settled at this budget: {ratio}."
+    if not any(ends):
+        return (f"Each of the two optima moved less than its own interval, but their ratio is known more tightly: "
+                f"{ratio}, so the growth is no verdict yet.")
+    return f"The growth still moves with the budget: {ratio}, so it is no verdict yet."
+
+
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
     """Per number of pairs, the best scale by loss and by accuracy against the mean-field alpha*, each inconclusive
     while it still moves with the budget; and its growth with n against the rules."""
@@ -374,11 +406,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                 alternative_note="the finite-sample maximiser of the same objective (this book's correction)",
             ))
     g = s["growth"]
-    lo, hi = s["pairs"][0], s["pairs"][-1]
-    est = growth_estimate(data, lo, hi)
-    drift = paired_estimate(seed_best_scales(data, hi) - seed_best_scales(data, lo),
-                            seed_best_scales(data, hi, halfway_checkpoint(data, hi))
-                            - seed_best_scales(data, lo, halfway_checkpoint(data, lo)))
+    est, drift = growth_and_drift(data)
     fields = _drift_verdict(log_claim_fields(est, g["mean_field"], "the ln ratio of the best scales, paired over seeds"),
                             drift, est, start, end)
     out.append(Claim(

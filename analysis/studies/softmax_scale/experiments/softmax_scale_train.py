@@ -189,11 +189,17 @@ def paired_differences(data: dict[str, Any], ctx: int, kind: str) -> dict[float,
     return {v: paired_estimate(losses(v), losses(best)) for v in sorted({r["value"] for r in rows})}
 
 
+def indistinguishable_values(data: dict[str, Any], ctx: int, kind: str) -> list[float]:
+    """The grid values whose paired loss difference from the best lies within its 95% Student-t interval of 0 (or
+    has no error estimate), ascending."""
+    return sorted(v for v, d in paired_differences(data, ctx, kind).items()
+                  if not d.resolved or d.value <= d.half_width())
+
+
 def indistinguishable_range(data: dict[str, Any], ctx: int, kind: str) -> tuple[float, float]:
-    """The values whose paired loss difference from the best lies within its 95% Student-t interval of 0 (or has no
-    error estimate), widened by the grid's sqrt(2)."""
-    close = [v for v, d in paired_differences(data, ctx, kind).items()
-             if not d.resolved or d.value <= d.half_width()]
+    """:func:`indistinguishable_values`' smallest and largest, widened by the grid's sqrt(2): where the optimum may
+    lie between grid points."""
+    close = indistinguishable_values(data, ctx, kind)
     return min(close) / np.sqrt(2), max(close) * np.sqrt(2)
 
 
