@@ -24,11 +24,14 @@ from analysis.scale import Scale, current_scale
 from analysis.verify import (
     CLAIMS_DIR_ENV,
     EVIDENCE_RANK,
+    SIGNS,
     ChapterClaims,
     Claim,
     ClaimId,
+    bounded,
     claim_numbers,
     claim_ref,
+    fmt,
     ledger_link,
     plural,
     run_name,
@@ -263,6 +266,10 @@ def verdict_line(claim: Claim, doc: str | None = None, number: int | None = None
     ``#<doc>-<key>-<run>`` for a run weaker than the claim's ``strongest``)."""
     link = "" if doc is None or number is None else ledger_link(doc, claim, number, strongest) + " "
     line = f"- {link}{math_markdown(claim.statement)}: **{claim.verdict_text()}**"
+    if claim.verdict == "fails":  # which side it fails on: a 'fails' of '= 0' may be a win
+        unit = f" {claim.unit}" if claim.unit else ""
+        line += (f" (measured {bounded(claim, fmt(claim.measured))}{unit} against {SIGNS[claim.kind]} "
+                 f"{fmt(claim.predicted)}{unit})")
     if claim.verdict == "inconclusive":
         line += f" ({math_markdown(claim.inconclusive_reason)})"
     if claim.corrected is not None:

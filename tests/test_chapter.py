@@ -124,3 +124,12 @@ def test_the_best_run_is_a_current_record_before_a_stale_one():
     ch.runs = {"x": [live, cpu, stale_gpu], "y": [live, cpu, gpu], "z": [live, stale_gpu]}
     assert ch.best("x") is cpu and ch.best("y") is gpu and ch.best("z") is stale_gpu
     assert stale_gpu.evidence == "gpu (recorded, stale)" and live.evidence == "smoke (live)"
+
+
+def test_a_failing_verdict_line_says_on_which_side_it_fails():
+    from analysis.chapter import verdict_line
+    from analysis.verify import Claim
+
+    c = Claim("k", "FLASH matches FLASH-Quad", "src", 0.0, -0.129, 0.01, 0.05, "t", unit="nats/byte")
+    assert c.verdict == "fails"
+    assert verdict_line(c).endswith("**fails** (measured -0.129 nats/byte against = 0 nats/byte)")
