@@ -66,7 +66,8 @@ def test_every_replacement_note_belongs_to_a_recorded_claim():
 
 
 def test_the_typical_row_ratio_the_note_states_is_the_recorded_one():
-    # the note on finite-argmax-normal says the typical row peaks at "about 2.5 times alpha*": read as 2.25 to 2.75
+    # the note on finite-argmax-normal says the typical row peaks at "a few times alpha*" (the chapter glues the
+    # measured multiple): read as 2 to 5
     from analysis.experiments import EXPERIMENTS
     from analysis.results import find_record
 
@@ -74,8 +75,8 @@ def test_the_typical_row_ratio_the_note_states_is_the_recorded_one():
     assert record is not None
     claims = {c.key: c for c in EXPERIMENTS["softmax-scale-mc"].claims(record.data, "recorded-cpu")}
     c = claims["finite-argmax-normal"]
-    assert "about 2.5 times" in NO_CORRECTED_NUMBER["finite-argmax-normal"]
-    assert 2.25 <= c.measured / c.predicted < 2.75
+    assert "a few times" in NO_CORRECTED_NUMBER["finite-argmax-normal"]
+    assert 2.0 <= c.measured / c.predicted < 5.0
 
 
 def test_every_formal_claim_is_recorded_and_the_rest_are_substantive():

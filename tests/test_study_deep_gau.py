@@ -316,3 +316,13 @@ def test_stalled_runs_count_as_failures_and_slow_ones_as_trainable():
     # a slow run at 1e-2 might still train: the upper reading rises to 1e-2 / 1e-1
     slow = _with_half(_data(), {(24, "gau", 1e-2): 0.2})
     assert dg.depth_range(slow, "gau", "post") == (pytest.approx(0.01), pytest.approx(0.1))
+
+
+def test_previous_facts_give_the_branch_exponent_of_a_recorded_sweep():
+    init = RunSet("recorded, cpu scale", {"grid": [
+        {"init": "lecun", "s": 128, "n": 512, "d": 768, "e": 1536, "rms": 1 / 18.2, "pred_rms_source": 1 / 89.4}],
+        "sweep": {"rows": [{"lambda": lam, "rms": lam ** 9, "rms_std": 0.0} for lam in (0.25, 0.4, 0.7, 1.2, 1.5)]},
+        "seeds": 2}, "recorded", "cpu", recorded=True)
+    coord = RunSet("x", {"rows": [{"block": "gau", "step": 0, "width": 64, "depth": 2, "median": 0.9}]}, "live",
+                   "smoke")
+    assert st.previous_facts(init, coord)["prev_half_p"] == "9.00"

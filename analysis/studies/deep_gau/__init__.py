@@ -86,7 +86,8 @@ def previous_facts(init: RunSet, coord: RunSet) -> dict[str, str]:
             "prev_where": init_sum["where"],
             "prev_coord": f"{coord_sum['gau_median']:.2f}",
             "prev_coord_where": coord_sum["where"],
-            "prev_half_p": f"{gau_init.exponent_at_half(init.data['sweep'], init.data['seeds'])[0]:.2f}",
+            "prev_half_p": (f"{gau_init.exponent_at_half(init.data['sweep'], init.data['seeds'])[0]:.2f}"
+                            if "sweep" in init.data else "not measured"),
             "prev_provenance": runs_phrase({"gau-init": init, "coord-check": coord})}
 
 
