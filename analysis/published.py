@@ -304,8 +304,8 @@ def _scale_text(ch: Any, experiment: str) -> str:
 
 
 def _ours(ch: Any, row: Published) -> str:
-    """This book's claims on the row's question: the claim's number in the chapter (linked to the ledger) and key,
-    verdict, measured against predicted with the claim's relation (< 0, not a bare 0, for 'below 0'), and the run's
+    """This book's claims on the row's question: the claim's number in the chapter (linked to the ledger; its key only
+    when the claim has no number, measured by a smoke run alone), verdict, measured against predicted with the claim's relation (< 0, not a bare 0, for 'below 0'), and the run's
     scale."""
     from analysis.verify import SIGNS, bounded, claim_numbers, claim_ref, ledger_link
 
@@ -322,7 +322,7 @@ def _ours(ch: Any, row: Published) -> str:
         unit = f" {c.unit}" if c.unit else ""
         measured, predicted = distinct_digits(c.measured, c.predicted)
         number = numbers.get(claim_ref(c))
-        name = f"`{key}`" if number is None else f"{ledger_link(ch.doc, c, number)} `{key}`"
+        name = f"`{key}`" if number is None else ledger_link(ch.doc, c, number)  # the number, not the code name
         parts.append(f"{name}: **{c.verdict}** ({bounded(c, measured)}{unit} measured, {SIGNS[c.kind]} {predicted}{unit} "
                      f"predicted)")
         if experiment not in scales:
