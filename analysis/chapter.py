@@ -15,6 +15,7 @@ import json
 import math
 import os
 import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,14 @@ def _recorded_run(name: str, scale: str, directory: str | None) -> RunSet | None
                   "recorded: " + record.describe(), scale, recorded=True, stale=tuple(stale), config=record.config)
 
 
+def strongest_run(runs: Sequence[RunSet]) -> RunSet:
+    """The run with the strongest evidence (:data:`analysis.verify.EVIDENCE_RANK`: a gpu record over a cpu record over
+    this build's run; a stale record below every current run but a smoke check); of equal ones, the last."""
+    if not runs:
+        raise ValueError("runs must hold at least one run")
+    return max(reversed(runs), key=lambda r: EVIDENCE_RANK[r.evidence])
+
+
 def runs_for(name: str, scale: str, live: dict[str, Any], seconds: float = 0.0,
              directory: str | None = None) -> list[RunSet]:
     """The live run of experiment ``name`` at ``scale``, then its records at the other scales (cpu, then gpu)."""
@@ -143,9 +152,8 @@ class Chapter:
     directory: str | None = None  # the results folder (None: the repository's results/)
 
     def best(self, name: str) -> RunSet:
-        """The strongest evidence for experiment ``name`` (:data:`analysis.verify.EVIDENCE_RANK`: a gpu record over a
-        cpu record over this build's run; a stale record below every current run but a smoke check)."""
-        return max(reversed(self.runs[name]), key=lambda r: EVIDENCE_RANK[r.evidence])
+        """The strongest evidence for experiment ``name`` (:func:`strongest_run` of its runs)."""
+        return strongest_run(self.runs[name])
 
     def shown(self, name: str) -> list[RunSet]:
         """The runs of ``name`` that are measurements, weakest first: its records, and this build's run when it is at
@@ -324,7 +332,7 @@ def recorded(name: str, directory: str | None = None) -> RunSet:
     chapter without re-running it; a live smoke run when nothing is recorded."""
     runs = [r for r in (_recorded_run(name, scale, directory) for scale in RECORDED_ORDER) if r is not None]
     if runs:
-        return max(reversed(runs), key=lambda r: EVIDENCE_RANK[r.evidence])
+        return strongest_run(runs)
     return _live_run("smoke", *_run_live(name, "smoke"), _seed(name, "smoke"))
 
 

@@ -112,6 +112,8 @@ def test_cpu_run_is_shown_apart_only_when_it_is_not_the_best():
     assert gt.cpu_run([live]) is None
     live_cpu = _run("cpu", False)
     assert gt.cpu_run([live_cpu, gpu]) is live_cpu
+    stale_gpu = RunSet("recorded, gpu scale (stale)", {}, "p", "gpu", recorded=True, stale=("code changed",))
+    assert gt.cpu_run([live, cpu, stale_gpu]) is None  # the cpu record outranks a stale gpu one: it is shown above
 
 
 def test_chunk_sentence_counts_what_the_linear_term_covers():

@@ -335,9 +335,12 @@ def design_sentence(best: RunSet) -> str:
 
 
 def cpu_run(runs: Sequence[RunSet]) -> RunSet | None:
-    """The cpu-scale run among ``runs`` when it is not the last (the best) one; None otherwise."""
+    """The cpu-scale run among ``runs`` when it is not the best one (:func:`analysis.chapter.strongest_run`, shown
+    above it); None otherwise."""
+    from analysis.chapter import strongest_run
+
     cpu = [r for r in runs if r.scale == "cpu"]
-    return cpu[-1] if cpu and cpu[-1] is not runs[-1] else None
+    return cpu[-1] if cpu and cpu[-1] is not strongest_run(runs) else None
 
 
 def facts(ch: Chapter) -> dict[str, Any]:
