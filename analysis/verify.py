@@ -234,10 +234,25 @@ class Claim:
         return self._verdict(self.predicted)
 
     def _verdict(self, predicted: float) -> Verdict:
+        return self._decide(predicted)[0]
+
+    def _decide(self, predicted: float) -> tuple[Verdict, str]:
+        """The verdict for ``predicted`` and, when inconclusive, the rule that made it so, in words: the claim's own
+        reason (``undecided``); one run, no error estimate; a directional interval on both sides; the alternative
+        passing as well (:func:`judge`); a detectable difference larger than the effect (:func:`underpowered`)."""
         if self.undecided.strip():
-            return "inconclusive"
+            return "inconclusive", self.undecided.strip()
+        if self.detectable is not None and math.isinf(self.detectable):
+            return "inconclusive", "one run: no error estimate"
+        if judge(self.kind, predicted, self.measured, self.tolerance, self.approx_rel) == "inconclusive":
+            return "inconclusive", "the interval reaches both sides of the prediction"
         v = judge(self.kind, predicted, self.measured, self.tolerance, self.approx_rel, self.alternative)
-        return "inconclusive" if underpowered(v, self.kind, self.detectable, self.effect) else v
+        if v == "inconclusive":
+            return v, f"the alternative, {self.alternative_note}, fits as well"
+        if underpowered(v, self.kind, self.detectable, self.effect):
+            return "inconclusive", (f"the run detects only differences of {self.detectable:.2g} or more, larger "
+                                    f"than the {abs(self.effect or 0.0):.2g} the claim is about")
+        return v, ""
 
     @property
     def corrected_verdict(self) -> Verdict | None:
@@ -256,24 +271,8 @@ class Claim:
 
     @property
     def inconclusive_reason(self) -> str:
-        """Why the verdict is inconclusive, in words ('' when it is not), by the first rule of :func:`Claim._verdict`
-        that made it so: the claim's own reason (``undecided``); one run, no error estimate; a directional claim whose
-        interval reaches both sides; the alternative passing as well; a detectable difference larger than the
-        effect the claim is about."""
-        if self.verdict != "inconclusive":
-            return ""
-        if self.undecided.strip():
-            return self.undecided.strip()
-        if self.detectable is not None and math.isinf(self.detectable):
-            return "one run: no error estimate"
-        alone = judge(self.kind, self.predicted, self.measured, self.tolerance, self.approx_rel)
-        if alone == "inconclusive":
-            return "the interval reaches both sides of the prediction"
-        if self.alternative is not None and alone != "fails" and self.kind not in DIRECTIONAL and \
-                _judge(self.kind, self.alternative, self.measured, self.tolerance, self.approx_rel) != "fails":
-            return f"the alternative, {self.alternative_note}, fits as well"
-        return (f"the run detects only differences of {self.detectable:.2g} or more, larger than the "
-                f"{abs(self.effect or 0.0):.2g} the claim is about")
+        """Why the verdict is inconclusive, in words ('' when it is not): :meth:`_decide`'s reason."""
+        return self._decide(self.predicted)[1]
 
     def verdict_text(self) -> str:
         """The verdict in words, with the deviation when it holds only approximately."""
