@@ -280,6 +280,7 @@ def cmd_steptimes(args: argparse.Namespace) -> None:
         raise UsageError(str(err)) from None
     device = pick_device()
     keep = device.type == "cuda" or args.out
+    saved: list[Path] = []  # each model's timing is saved as it comes (a command cut short keeps it): the last path
     if args.targets:
         if args.only or args.budget is not None or args.compile_mode != "auto":
             raise UsageError("--targets takes none of --only, --budget, --compile-mode (it times its own models, "
@@ -287,18 +288,18 @@ def cmd_steptimes(args: argparse.Namespace) -> None:
         if args.scale != "smoke" and device.type != "cuda":
             raise UsageError(f"--targets at {args.scale} scale needs a CUDA GPU; --scale smoke runs their code path "
                              "on this CPU")
-        results = time_targets(args.scale, device, args.repeats, progress=not args.quiet,
-                               on_result=(lambda r: save_targets(r, args.scale, args.out)) if keep else None)
-        if keep:
-            print(f"recorded {save_targets(results, args.scale, args.out)}")
+        time_targets(args.scale, device, args.repeats, progress=not args.quiet,
+                     on_result=(lambda r: saved.append(save_targets(r, args.scale, args.out))) if keep else None)
+        if saved:
+            print(f"recorded {saved[-1]}")
         return
     timings = measure(args.scale, device, budget, args.only, args.repeats, progress=not args.quiet,
                       compile_mode=args.compile_mode,
-                      on_timing=(lambda t: save(t, args.scale, args.out)) if keep else None)
+                      on_timing=(lambda t: saved.append(save(t, args.scale, args.out))) if keep else None)
     if not timings:
         raise UsageError("no model of that scale and selection trains")
-    if keep:
-        print(f"recorded {save(timings, args.scale, args.out)}")
+    if saved:
+        print(f"recorded {saved[-1]}")
     if len(timings) >= 2:
         fit = fit_step_model(tuple(t.measured_step("here") for t in timings))
         print(f"fitted: {1e3 * fit.layer_s:.2f} ms per layer and step + FLOPs at {fit.flops_per_s / 1e12:.3g} "

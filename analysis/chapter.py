@@ -269,7 +269,8 @@ class VerdictBox:
 
 
 def verdict_line(claim: Claim, doc: str | None = None, number: int | None = None, strongest: bool = True) -> str:
-    """A Markdown bullet: the claim, its verdict in bold, the alternative when inconclusive, the corrected verdict;
+    """A Markdown bullet: the claim, its verdict in bold, what it measured against what was predicted when it fails,
+    the reason when inconclusive (:attr:`Claim.inconclusive_reason`), the corrected verdict;
     with ``doc`` and ``number``, a link to the claim in the ledger (``ledger.html#<doc>-<key>``, or
     ``#<doc>-<key>-<run>`` for a run weaker than the claim's ``strongest``)."""
     link = "" if doc is None or number is None else ledger_link(doc, claim, number, strongest) + " "

@@ -365,12 +365,13 @@ def growth_drift_sentence(data: dict[str, Any]) -> str:
     half = est.half_width() if est.resolved else 0.0
     moved, bound = 100 * math.expm1(drift.value), 100 * math.expm1(half)
     digits = 1 if f"{abs(moved):.1f}" != f"{bound:.1f}" else 2  # never '4.0%, more than ± 4.0%'
+    moving = still_moving(drift, est)
     pairs = sorted(int(p) for p in data["predictions"])
     ends = [still_moving(budget_drift(data, p, "loss"), best_scale_estimate(data, p, metric="loss"))
             for p in (pairs[0], pairs[-1])]
     ratio = (f"it moved {moved:+.{digits}f}% over the second half of training, "
-             f"{'more than' if still_moving(drift, est) else 'within'} its interval of ± {bound:.{digits}f}%")
-    if not still_moving(drift, est):
+             f"{'more than' if moving else 'within'} its interval of ± {bound:.{digits}f}%")
+    if not moving:
         return f"The growth is settled at this budget: {ratio}."
     if not any(ends):
         return (f"Each of the two optima moved less than its own interval, but their ratio is known more tightly: "
