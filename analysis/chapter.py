@@ -11,6 +11,7 @@ available (a gpu record, else a cpu record, else the live run).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -60,6 +61,15 @@ class RunSet:
     def key(self) -> str:
         """The run's short name ('smoke', 'recorded-cpu'), which claims' statements name (:func:`run_name`)."""
         return run_name(self.scale, self.recorded)
+
+    def settings(self, name: str) -> dict[str, Any]:
+        """The config experiment ``name``'s run was made with, as a dict: a record's own stored config (a record made
+        before a config changed keeps its sizes), else today's config of the run's scale."""
+        if self.config is not None:
+            return self.config
+        from analysis.experiments import EXPERIMENTS, config_for
+
+        return dataclasses.asdict(config_for(EXPERIMENTS[name], self.scale))
 
     @property
     def evidence(self) -> str:

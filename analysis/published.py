@@ -291,11 +291,9 @@ def config_field(cfg: Any, name: str) -> Any:
 
 def _scale_text(ch: Any, experiment: str) -> str:
     """The run behind an experiment's claims in ``ch``, marked stale when it is, and the config fields that say its
-    scale: a record's own stored config, not today's (a record made before a config changed keeps its sizes)."""
-    from analysis.experiments import EXPERIMENTS, config_for
-
+    scale, from the config the run was made with (:meth:`analysis.chapter.RunSet.settings`)."""
     run = ch.best(experiment)
-    cfg: Any = run.config if run.config is not None else config_for(EXPERIMENTS[experiment], run.scale)
+    cfg = run.settings(experiment)
     shown = []
     for name in SCALE_FIELDS.get(experiment, ()):
         shown.append(f"{name.rsplit('.', 1)[-1]} = {_shown(config_field(cfg, name))}")
@@ -305,8 +303,8 @@ def _scale_text(ch: Any, experiment: str) -> str:
 
 def _ours(ch: Any, row: Published) -> str:
     """This book's claims on the row's question: the claim's number in the chapter (linked to the ledger; its key only
-    when the claim has no number, measured by a smoke run alone), verdict, measured against predicted with the claim's relation (< 0, not a bare 0, for 'below 0'), and the run's
-    scale."""
+    when the claim has no number, measured by a smoke run alone), verdict, measured against predicted with the
+    claim's relation (< 0, not a bare 0, for 'below 0'), and the run's scale."""
     from analysis.verify import SIGNS, bounded, claim_numbers, claim_ref, ledger_link
 
     numbers = claim_numbers(ch.claims.claims)

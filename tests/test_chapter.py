@@ -133,3 +133,13 @@ def test_a_failing_verdict_line_says_on_which_side_it_fails():
     c = Claim("k", "FLASH matches FLASH-Quad", "src", 0.0, -0.129, 0.01, 0.05, "t", unit="nats/byte")
     assert c.verdict == "fails"
     assert verdict_line(c).endswith("**fails** (measured -0.129 nats/byte against = 0 nats/byte)")
+
+
+def test_a_runs_settings_are_its_records_own_config_else_todays():
+    from analysis.chapter import RunSet
+    from analysis.experiments import EXPERIMENTS, config_for
+
+    live = RunSet("this build", {}, "p", "smoke")
+    assert live.settings("gau-quality") == dataclasses.asdict(config_for(EXPERIMENTS["gau-quality"], "smoke"))
+    old = RunSet("recorded", {}, "p", "cpu", recorded=True, config={"ctx": 64, "chunk": 16})
+    assert old.settings("gau-quality") == {"ctx": 64, "chunk": 16}

@@ -7,7 +7,6 @@ and together (``flash-parts``)."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -347,8 +346,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
     """Every number, sentence and table the chapter states: quality from the best gau-quality run, length from the
     best gau-length run, and the verdicts of both (and of the cpu-scale gau-length run when it is not the best)."""
     qbest, lbest = ch.best("gau-quality"), ch.best("gau-length")
-    # the best run's own config (a record's stored one), not today's config of its scale
-    qcfg = qbest.config if qbest.config is not None else dataclasses.asdict(gau_quality.CONFIGS[qbest.scale])
+    qcfg = qbest.settings("gau-quality")
     cpu = cpu_run(ch.runs["gau-length"])
     summaries = [(r.label, gau_length.summary(r.data)) for r in ch.shown("gau-length")]
     return {
