@@ -175,10 +175,6 @@ class Chapter:
         """The run made by this build."""
         return self.runs[name][0]
 
-    def has_gpu(self, name: str) -> bool:
-        """Whether a gpu-scale run (live or recorded) is among the runs of ``name``."""
-        return any(r.scale == "gpu" for r in self.runs[name])
-
     def claims_of(self, name: str, run: RunSet | None = None, computed: bool = True) -> list[Claim]:
         """The claims experiment ``name`` made on ``run`` (default: its best run), with its computed claims."""
         run = run or self.best(name)
@@ -206,11 +202,17 @@ class Chapter:
                                    for c in self.claims_of(name, chosen, computed=False)))
 
     def gpu_status(self, name: str) -> Any:
-        """Markdown: that the GPU run is included, or that none was recorded, with the command and its estimate."""
+        """Markdown: that the GPU run is included, or that none was recorded, or that the only one is stale (made by
+        other code or another config: shown, marked stale, but no verdict rests on it), with the command and its
+        estimate."""
         from IPython.display import Markdown
 
-        if self.has_gpu(name):
+        gpu = [r for r in self.runs[name] if r.scale == "gpu"]
+        if any(not r.stale for r in gpu):
             return Markdown(f"The GPU-scale run of `{name}` is included.")
+        head = (f"**No current GPU-scale run of `{name}`:** its gpu record is stale ({'; '.join(gpu[-1].stale)}); it "
+                "is shown, marked stale, but no verdict rests on it." if gpu else
+                f"**No GPU-scale run of `{name}` has been recorded yet.**")
         from analysis.core.trials import Experiment, trial_status
         from analysis.experiments import config_for, get_experiment
         from analysis.plan import plan_experiment
@@ -224,7 +226,7 @@ class Chapter:
         chunks = (", in commands of nine minutes or less (`--budget 9m`)" if est.h100_seconds > 9 * 60 else "")
         trials = f"{status.total} trial{'' if status.total == 1 else 's'}"
         return Markdown(
-            f"**No GPU-scale run of `{name}` has been recorded yet.**{partial} On one H100 it would take an estimated "
+            f"{head}{partial} On one H100 it would take an estimated "
             f"{duration_text(est.h100_seconds)} (from training-step times measured on an H100; {est.flops:.2g} "
             f"FLOPs, peak memory about {est.peak_memory_gb:.2g} GB): `python -m analysis campaign --scale gpu --only "
             f"{name}` runs its {trials}, resumable{chunks}.{seeds_words(cfg)} "

@@ -143,3 +143,18 @@ def test_a_runs_settings_are_its_records_own_config_else_todays():
     assert live.settings("gau-quality") == dataclasses.asdict(config_for(EXPERIMENTS["gau-quality"], "smoke"))
     old = RunSet("recorded", {}, "p", "cpu", recorded=True, config={"ctx": 64, "chunk": 16})
     assert old.settings("gau-quality") == {"ctx": 64, "chunk": 16}
+
+
+def test_gpu_status_says_when_the_only_gpu_record_is_stale():
+    from analysis.chapter import Chapter, RenderedClaims, RunSet
+
+    live = RunSet("this build", {}, "p", "smoke")
+    gpu = RunSet("recorded, gpu scale", {}, "p", "gpu", recorded=True)
+    stale = dataclasses.replace(gpu, stale=("config differs (ctx: 128 -> 512)",))
+    ch = Chapter("doc", "t", "smoke", RenderedClaims("doc", "t"))
+    ch.runs = {"gau-length": [live, gpu], "flash-counts": [live, stale]}
+    assert ch.gpu_status("gau-length").data == "The GPU-scale run of `gau-length` is included."
+    text = ch.gpu_status("flash-counts").data
+    assert text.startswith("**No current GPU-scale run of `flash-counts`:** its gpu record is stale (config differs "
+                           "(ctx: 128 -> 512)); it is shown, marked stale, but no verdict rests on it.")
+    assert "On one H100 it would take an estimated" in text and "Estimated, not measured" in text
