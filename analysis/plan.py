@@ -53,10 +53,30 @@ class MeasuredStep:
 
 
 def h100_steps() -> tuple[MeasuredStep, ...]:
-    """The training steps measured on an H100 that size the gpu campaign: four measured by hand
-    (:data:`H100_STEPS_NOTE` says how) and every step in ``results/benchmarks/steptimes.*.h100.json``
-    (``python -m analysis steptimes`` on an H100)."""
-    return hand_measured_h100_steps() + benchmarked_steps("h100")
+    """The training steps measured on an H100 that size the gpu campaign (:func:`gpu_steps` of tag "h100")."""
+    return gpu_steps("h100")
+
+
+def gpu_steps(tag: str = "h100", directory: Any = None) -> tuple[MeasuredStep, ...]:
+    """The measured training steps that size the campaign on a GPU tagged ``tag`` ("h100", "h200"): the steps
+    ``python -m analysis steptimes`` timed on that kind through the trainer's own path, else those timed so on an
+    H100, else the four eager steps timed by hand on an H100 (:data:`H100_STEPS_NOTE`). The hand-timed steps ran a
+    path the trainer no longer takes on CUDA (eager, unfused AdamW, the dense GAU), so a fit is never made over both:
+    the two-term model would average a launch cost that compilation removes with one it keeps."""
+    for t in dict.fromkeys((tag, "h100")):
+        steps = benchmarked_steps(t, directory)
+        if len(steps) >= 2:
+            return steps
+    return hand_measured_h100_steps()
+
+
+def gpu_steps_basis(tag: str = "h100", directory: Any = None) -> str:
+    """Where :func:`gpu_steps` of ``tag`` comes from, in words: "the H200's steptimes record" or the hand-timed steps."""
+    steps = gpu_steps(tag, directory)
+    if steps == hand_measured_h100_steps():
+        return f"the {len(steps)} H100 training steps timed by hand ({H100_STEPS_NOTE})"
+    files = sorted({s.source for s in steps})
+    return f"{len(steps)} training steps timed by `steptimes` ({', '.join(files)})"
 
 
 def benchmarked_steps(tag: str, directory: Any = None) -> tuple[MeasuredStep, ...]:
@@ -132,17 +152,27 @@ def fit_step_model(steps: tuple[MeasuredStep, ...]) -> StepTimeModel:
     return dataclasses.replace(model, worst_error=float(worst))
 
 
-@lru_cache(maxsize=1)
 def h100_step_model() -> StepTimeModel:
     """The step-time model fitted to :func:`h100_steps` (the H100 step times this book has measured)."""
-    return fit_step_model(h100_steps())
+    return gpu_step_model("h100")
+
+
+@lru_cache(maxsize=8)
+def gpu_step_model(tag: str = "h100") -> StepTimeModel:
+    """The step-time model fitted to :func:`gpu_steps` of ``tag`` (t = L a + F / rate, in relative error)."""
+    return fit_step_model(gpu_steps(tag))
 
 
 def h100_seconds(workloads: Any) -> float:
-    """Expected H100 seconds of a list of workloads: :meth:`StepTimeModel.step_s` per training step,
-    :meth:`StepTimeModel.eval_s` per forward-only batch, counted FLOPs at the fitted rate, plus each workload's stated
-    overhead (compiling)."""
-    model = h100_step_model()
+    """Expected H100 seconds of a list of workloads (:func:`gpu_seconds` of tag "h100")."""
+    return gpu_seconds(workloads, "h100")
+
+
+def gpu_seconds(workloads: Any, tag: str = "h100") -> float:
+    """Expected seconds of a list of workloads on a GPU tagged ``tag``: :meth:`StepTimeModel.step_s` per training
+    step, :meth:`StepTimeModel.eval_s` per forward-only batch, counted FLOPs at the fitted rate, plus each workload's
+    stated overhead (compiling), with the model of :func:`gpu_step_model`."""
+    model = gpu_step_model(tag)
     total = 0.0
     for w in workloads:
         total += w.overhead_s

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import platform
+import re
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -82,6 +83,19 @@ def device_name() -> str:
     except OSError:
         pass
     return f"CPU: {platform.processor() or platform.machine()} ({os.cpu_count()} cores)"
+
+
+def git_commit() -> str | None:
+    """The repository's HEAD commit, None outside a git checkout."""
+    return _git("rev-parse", "HEAD")
+
+
+def device_tag(name: str) -> str:
+    """A file-name tag of a device name: 'NVIDIA H100 80GB HBM3' -> 'h100', a CPU -> 'cpu'."""
+    if name.startswith("CPU"):
+        return "cpu"
+    m = re.search(r"\b([A-Z]\d{2,4}[A-Za-z]?)\b", name)
+    return m.group(1).lower() if m else re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
 def provenance(wall_time_s: float) -> dict[str, Any]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import statistics
 import time
 from collections.abc import Callable
@@ -30,6 +29,7 @@ import numpy as np
 import torch
 
 from analysis.plan import H100_BF16_DENSE_FLOPS, MeasuredStep, cached_step_cost
+from analysis.results import device_tag
 from analysis.scale import validate_scale
 
 BENCH_DIR = Path(__file__).resolve().parent.parent / "results" / "benchmarks"
@@ -157,14 +157,6 @@ def measure(scale: str, device: torch.device, budget_s: float = math.inf, only: 
             print(f"{timing.label}: {1e3 * timing.seconds:.1f} ms a step ({timing.layers} layers, "
                   f"{timing.flops_per_s / 1e12:.3g} TFLOP/s)", flush=True)
     return out
-
-
-def device_tag(name: str) -> str:
-    """A file-name tag of a device name: 'NVIDIA H100 80GB HBM3' -> 'h100', a CPU -> 'cpu'."""
-    if name.startswith("CPU"):
-        return "cpu"
-    m = re.search(r"\b([A-Z]\d{2,4}[A-Za-z]?)\b", name)
-    return m.group(1).lower() if m else re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
 def save(timings: list[StepTiming], scale: str, directory: str | Path | None = None) -> Path:

@@ -34,8 +34,8 @@ def test_gpu_plan_builds_steps_and_costs(name):
 
 
 def test_every_gpu_trial_fits_a_command_and_the_campaign_fits_its_leases():
-    """Sized from the measured H100 step times (the plans' step costs are cached by the test above): the first tier
-    within eight sessions, everything within eleven."""
+    """Sized from the measured H100 step times (the plans' step costs are cached by the test above): every trial
+    within one lent command, the first tier within 200 minutes, everything within 275."""
     from analysis.core.campaign import (
         FIRST_TIER_PRIORITY,
         GPU_CAMPAIGN_S,

@@ -205,7 +205,7 @@ def test_status_lists_each_missing_trial_with_its_expected_time(tmp_path):
 
 
 def test_gpu_status_totals_the_first_tier_in_lent_sessions(tmp_path):
-    from analysis.core.campaign import FIRST_TIER_PRIORITY, GPU_SESSION_S, campaign_plans, status_lines
+    from analysis.core.campaign import FIRST_TIER_PRIORITY, GPU_LEASE_S, campaign_plans, lease_count, status_lines
 
     plans = campaign_plans("gpu", ["deep-gau", "ffn-basics"], tmp_path, estimate_on="cuda")
     assert [p.first_tier for p in plans] == [True, False]  # deep-gau has PRIORITY 30, ffn-basics the default 50
@@ -213,8 +213,11 @@ def test_gpu_status_totals_the_first_tier_in_lent_sessions(tmp_path):
     first = plans[0].missing_s
     total = first + plans[1].missing_s
     assert lines[-1] == (f"  first tier (priority below {FIRST_TIER_PRIORITY}): {len(plans[0].status.missing)} trials, "
-                         f"about {first / 60:.1f} min, {first / GPU_SESSION_S:.1f} lent sessions of 25 minutes; "
-                         f"everything: {total / GPU_SESSION_S:.1f}")
+                         f"about {first / 60:.1f} min, {first / GPU_LEASE_S:.1f} lent sessions of one 9-minute "
+                         f"command; everything: {total / GPU_LEASE_S:.1f}")
+    assert lease_count(GPU_LEASE_S * 2.5) == 2.5
+    with pytest.raises(ValueError, match="seconds must be finite"):
+        lease_count(float("nan"))
     assert not any("first tier" in line for line in status_lines(plans[1:], "gpu", "cuda"))
 
 

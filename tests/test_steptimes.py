@@ -73,6 +73,28 @@ def test_benchmarked_h100_steps_feed_the_step_model(tmp_path):
     assert benchmarked_steps("h200", tmp_path) == ()
 
 
+def test_timed_steps_replace_the_hand_timed_ones_and_are_never_fitted_with_them(tmp_path):
+    """The trainer's compiled steps and the eager steps timed by hand are two step paths: the campaign is sized by the
+    device's own steptimes record, else an H100's, else the hand-timed H100 steps, never a mix."""
+    from analysis.plan import gpu_steps, gpu_steps_basis, hand_measured_h100_steps
+
+    hand = hand_measured_h100_steps()
+    assert gpu_steps("h200", tmp_path) == hand and "timed by hand" in gpu_steps_basis("h200", tmp_path)
+    a = time_steps("a", ModelConfig(d=32, layers=1, block="transformer", ctx=16), 4, 16, torch.device("cpu"), 2, 1)
+    b = time_steps("b", ModelConfig(d=64, layers=4, block="transformer", ctx=32), 4, 32, torch.device("cpu"), 2, 1)
+    save([a], "gpu", tmp_path).rename(tmp_path / "steptimes.gpu.h200.json")
+    assert gpu_steps("h200", tmp_path) == hand  # one timed step cannot fit two terms: still the hand-timed steps
+    save([a, b], "gpu", tmp_path).rename(tmp_path / "steptimes.gpu.h200.json")
+    timed = gpu_steps("h200", tmp_path)
+    assert [s.seconds for s in timed] == [a.seconds, b.seconds] and not set(timed) & set(hand)
+    assert "steptimes.gpu.h200.json" in gpu_steps_basis("h200", tmp_path)
+    assert gpu_steps("h100", tmp_path) == hand  # an H200's steps do not size an H100
+    (tmp_path / "steptimes.gpu.h200.json").rename(tmp_path / "steptimes.gpu.h100.json")
+    for tag in ("h200", "h100"):  # an H100's steps, for a kind without its own
+        assert [(s.seconds, s.source) for s in gpu_steps(tag, tmp_path)] == [(a.seconds, "steptimes.gpu.h100.json"),
+                                                                             (b.seconds, "steptimes.gpu.h100.json")]
+
+
 @pytest.mark.parametrize("name, tag", [("NVIDIA H100 80GB HBM3", "h100"), ("NVIDIA H200", "h200"),
                                        ("CPU: AMD EPYC 7B13 (2 cores)", "cpu"), ("NVIDIA A100-SXM4-40GB", "a100")])
 def test_device_tags(name, tag):

@@ -19,6 +19,7 @@ trial of an experiment is stored, its record is assembled (:func:`analysis.core.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Sequence
@@ -27,8 +28,8 @@ from typing import Any
 
 from analysis.core.runner import QueueItem, QueueReport, pick_device, run_trials
 from analysis.core.trials import Experiment, TrialFile, TrialStatus, assemble_record, trial_status
-from analysis.plan import cached_step_cost, h100_seconds
-from analysis.results import device_name
+from analysis.plan import cached_step_cost, gpu_seconds, gpu_steps
+from analysis.results import device_name, device_tag
 from analysis.scale import validate_scale
 
 DEFAULT_PRIORITY = 50
@@ -41,13 +42,24 @@ FIRST_TIER_PRIORITY = 50
 # 10 GFLOP/s (2 cores measured 15 to 30 GFLOP/s on the recorded cpu trials of this book, so it errs long).
 CPU_ASSUMED_FLOPS = 10e9
 UNKNOWN_TRIAL_S = 60.0
-# What the gpu configs are sized to, at the H100 step times measured so far (eager steps; a lease's compiled steps
-# replace them): each trial within one device command (8 of its 10 minutes), the first tier within eight lent sessions
-# of 25 minutes (gau-quality's third seed took it from 7 to 8), and the whole campaign within eleven
-GPU_SESSION_S = 25 * 60.0
-GPU_TRIAL_MAX_S = 8 * 60.0
-GPU_FIRST_TIER_S = 8 * GPU_SESSION_S
-GPU_CAMPAIGN_S = 11 * GPU_SESSION_S
+# A lent GPU session at present: 15 minutes of device time, of which starting the machine takes one to two and no
+# machine starts with under four left, so a session runs one command of the campaign, of 9 minutes
+# (scripts/lease.sh); the rest of the 10-minute command limit is for start-up and packing the trial files.
+GPU_LEASE_S = 9 * 60.0
+GPU_TRIAL_MAX_S = 8 * 60.0  # every trial fits one such command
+# What the gpu configs are sized to at the H100 step times measured so far (eager steps; a lease's compiled steps
+# replace them, analysis.plan.gpu_steps): the first tier within 200 minutes and everything within 275, which were
+# eight and eleven sessions when a session lent 25 minutes of campaign (gau-quality's third seed took the first tier
+# from 7 to 8 such sessions). At one 9-minute command a session these are 22 and 31 sessions
+GPU_FIRST_TIER_S = 200 * 60.0
+GPU_CAMPAIGN_S = 275 * 60.0
+
+
+def lease_count(seconds: float) -> float:
+    """Lent GPU sessions that ``seconds`` of campaign take, at one command of :data:`GPU_LEASE_S` a session."""
+    if not (seconds >= 0 and math.isfinite(seconds)):
+        raise ValueError(f"seconds must be finite and >= 0; got {seconds!r}")
+    return seconds / GPU_LEASE_S
 
 
 def priority_of(module: Any) -> int:
@@ -82,6 +94,7 @@ class Estimator:
     exp: Experiment
     cfg: Any
     device_type: str
+    gpu_tag: str = "h100"  # on CUDA, the kind whose measured steps size an unmeasured trial (analysis.plan.gpu_steps)
     measured_flops: float = 0.0  # of the stored trials whose plan counts FLOPs
     measured_s: float = 0.0  # their seconds
     measured_n: int = 0  # how many stored trials were timed on this device
@@ -89,10 +102,10 @@ class Estimator:
     uncounted_n: int = 0
 
     @classmethod
-    def from_status(cls, exp: Experiment, cfg: Any, status: TrialStatus, device: str, device_type: str
-                    ) -> Estimator:
+    def from_status(cls, exp: Experiment, cfg: Any, status: TrialStatus, device: str, device_type: str,
+                    gpu_tag: str = "h100") -> Estimator:
         """Calibrated on the stored trials of ``status`` that ran on ``device``."""
-        est = cls(exp, cfg, device_type)
+        est = cls(exp, cfg, device_type, gpu_tag)
         by_key = {t.key: t for t in status.trials}
         for tf in status.stored.values():
             if tf.provenance.get("device") == device and tf.key in by_key:
@@ -120,7 +133,7 @@ class Estimator:
         if flops <= 0:
             return self.uncounted_s / self.uncounted_n if self.uncounted_n else UNKNOWN_TRIAL_S
         if self.device_type == "cuda":
-            return h100_seconds(workloads)
+            return gpu_seconds(workloads, self.gpu_tag)
         return flops / CPU_ASSUMED_FLOPS + sum(w.overhead_s for w in workloads)
 
 
@@ -164,6 +177,7 @@ def campaign_plans(scale: str, only: Sequence[str] | None = None, directory: str
     names = list(only) if only else sorted(EXPERIMENTS)
     device_type = estimate_on or pick_device().type
     here = device_name() if estimate_on is None else f"an unmeasured {estimate_on} device"
+    tag = device_tag(here) if estimate_on is None and device_type == "cuda" else "h100"
     plans = []
     for name in names:
         exp = Experiment(get_experiment(name))
@@ -173,7 +187,7 @@ def campaign_plans(scale: str, only: Sequence[str] | None = None, directory: str
             stale = {exp.trial_id(cfg, t) for t in status.stale}
             status = TrialStatus(status.experiment, scale, status.trials, status.ids,
                                  {i: f for i, f in status.stored.items() if i not in stale}, status.code)
-        est = Estimator.from_status(exp, cfg, status, here, device_type)
+        est = Estimator.from_status(exp, cfg, status, here, device_type, tag)
         plans.append(ExperimentPlan(exp, cfg, status, {t.key: est.seconds(t) for t in status.missing}, est.measured))
     plans.sort(key=lambda p: (p.priority, p.missing_s, p.exp.name))
     return plans
@@ -189,7 +203,11 @@ def status_lines(plans: Sequence[ExperimentPlan], scale: str, estimate_on: str |
     per missing trial with its expected time."""
     where = device_name() if estimate_on is None else f"an unmeasured {estimate_on} device (estimates only)"
     lines = [f"campaign at {scale} scale on {where}, in the order it runs:"]
-    unmeasured = "from H100 step times" if (estimate_on or pick_device().type) == "cuda" else "from plan"
+    unmeasured = "from plan"
+    if (estimate_on or pick_device().type) == "cuda":
+        steps = gpu_steps(device_tag(device_name()) if estimate_on is None else "h100")
+        timed = {s.source for s in steps if s.source.startswith("steptimes.")}
+        unmeasured = f"from {', '.join(sorted(timed))}" if timed else "from H100 step times"
     for p in plans:
         left = len(p.status.missing)
         basis = "measured here" if p.measured else unmeasured
@@ -204,8 +222,8 @@ def status_lines(plans: Sequence[ExperimentPlan], scale: str, estimate_on: str |
         first = [p for p in plans if p.first_tier]
         first_s = sum(p.missing_s for p in first)
         lines.append(f"  first tier (priority below {FIRST_TIER_PRIORITY}): {sum(len(p.status.missing) for p in first)}"
-                     f" trials, about {_minutes(first_s)}, {first_s / GPU_SESSION_S:.1f} lent sessions of "
-                     f"{GPU_SESSION_S / 60:.0f} minutes; everything: {total / GPU_SESSION_S:.1f}")
+                     f" trials, about {_minutes(first_s)}, {lease_count(first_s):.1f} lent sessions of one "
+                     f"{GPU_LEASE_S / 60:.0f}-minute command; everything: {lease_count(total):.1f}")
     return lines
 
 
