@@ -270,7 +270,8 @@ def cmd_steptimes(args: argparse.Namespace) -> None:
     from analysis.core.campaign import parse_budget
     from analysis.core.runner import pick_device
     from analysis.plan import fit_step_model
-    from analysis.steptimes import measure, save, save_targets, time_targets
+    from analysis.steptimes import (efficiency_targets, measure, recorded_targets, save, save_targets, targets_path,
+                                    time_targets)
 
     for name in args.only or []:
         _experiment_or_usage(name)
@@ -288,10 +289,16 @@ def cmd_steptimes(args: argparse.Namespace) -> None:
         if args.scale != "smoke" and device.type != "cuda":
             raise UsageError(f"--targets at {args.scale} scale needs a CUDA GPU; --scale smoke runs their code path "
                              "on this CPU")
-        time_targets(args.scale, device, args.repeats, progress=not args.quiet,
-                     on_result=(lambda r: saved.append(save_targets(r, args.scale, args.out))) if keep else None)
+        earlier = recorded_targets(args.scale, args.out) if keep else {}
+        if earlier and len(earlier) == len(efficiency_targets(args.scale)):
+            print(f"every target is recorded for this device: {targets_path(args.scale, args.out)} (remove it to "
+                  "time them again)")
+            return
+        time_targets(args.scale, device, args.repeats, progress=not args.quiet, skip=frozenset(earlier),
+                     on_result=(lambda r: saved.append(save_targets(r, args.scale, args.out, earlier))) if keep
+                     else None)
         if saved:
-            print(f"recorded {saved[-1]}")
+            print(f"recorded {saved[-1]}" + (f" (beside {len(earlier)} target(s) recorded before)" if earlier else ""))
         return
     timings = measure(args.scale, device, budget, args.only, args.repeats, progress=not args.quiet,
                       compile_mode=args.compile_mode,
@@ -306,9 +313,77 @@ def cmd_steptimes(args: argparse.Namespace) -> None:
               f"TFLOP/s; every timed model within {100 * fit.worst_error:.0f}%")
 
 
+def cmd_lease(args: argparse.Namespace) -> None:
+    """A lent GPU session's command: prepare what travels (here), run it (there), take its results in (here)."""
+    from analysis import lease
+    from analysis.core.campaign import parse_budget
+
+    if args.action != "run" and (args.budget is not None or args.out is not None):
+        raise UsageError("--budget and --out apply only to 'lease run'")
+    if args.action in ("prepare", "unpack") and (args.only or args.scale != "gpu"):
+        raise UsageError(f"--only and --scale do not apply to 'lease {args.action}'")
+    if args.action != "unpack" and args.archives:
+        raise UsageError(f"'lease {args.action}' takes no archive paths")
+    if args.action == "prepare":
+        from analysis.data import ensure_pinned_corpus
+
+        xz = lease.compress_corpus(ensure_pinned_corpus())
+        wheels = lease.download_wheels()
+        files = [xz, *wheels]
+        size = sum(f.stat().st_size for f in files)
+        for f in files:
+            print(f"{f.relative_to(lease.REPO_ROOT)}: {f.stat().st_size:,} bytes")
+        print(f".lease/ holds {size / 2**20:.1f} MiB to carry. On the GPU machine, from the repository root: "
+              "bash scripts/lease.sh 9m (carry .lease; a command limit of 600 s). Then here: "
+              "python -m analysis lease unpack <the returned lease-results*.tar.gz>")
+        return
+    if args.action == "plan":
+        for name in args.only or []:
+            _experiment_or_usage(name)
+        steps = lease.plan_lease(args.scale, args.only)
+        for step in steps:
+            cap = f" (at most {step.cap_s:.0f} s)" if step.cap_s else ""
+            print(f"{step.name}: python -m analysis {' '.join(step.argv)}{cap}: {step.why}")
+        return
+    if args.action == "unpack":
+        if not args.archives:
+            raise UsageError("'lease unpack' needs the path of at least one lease-results archive")
+        missing = [a for a in args.archives if not Path(a).is_file()]
+        if missing:
+            raise UsageError(f"no such archive: {missing[0]}")
+        try:
+            report = lease.unpack(args.archives)
+        except lease.LeaseError as err:
+            raise UsageError(str(err)) from None
+        for label, names in (("added", report.added), ("replaced", report.replaced)):
+            for name in names:
+                print(f"{label}: results/{name}")
+        print(f"{len(report.added)} added, {len(report.replaced)} replaced, {len(report.same)} already here")
+        return
+    if args.out is None:
+        raise UsageError("'lease run' needs --out DIR (on the GPU machine: --out \"$OUT\")")
+    try:
+        budget = parse_budget(args.budget or "9m")
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    if budget <= lease.PACK_RESERVE_S + lease.STARTUP_S:
+        raise UsageError(f"--budget must exceed {lease.PACK_RESERVE_S + lease.STARTUP_S:.0f}s (start-up and "
+                         f"packing); got {args.budget}")
+    for name in args.only or []:
+        _experiment_or_usage(name)
+    summary = lease.run_lease(budget, args.out, args.scale, args.only)
+    if any(s.returncode not in (0, None) for s in summary.steps):
+        raise RuntimeError("a lease step failed (its output is above); the files it left are packed")
+
+
 def cmd_corpus(args: argparse.Namespace) -> None:
     """Build the pinned-sources corpus (when missing), check its hash, and say how often each run reads it."""
-    from analysis.data import PINNED_CORPUS_PATH, PINNED_SOURCES, ensure_pinned_corpus, file_corpus
+    from analysis.data import (
+        PINNED_CORPUS_PATH,
+        PINNED_SOURCES,
+        ensure_pinned_corpus,
+        file_corpus,
+    )
     from analysis.experiments import EXPERIMENTS, config_for
     from analysis.plan import text_passes
 
@@ -589,6 +664,18 @@ def build_parser() -> argparse.ArgumentParser:
                         "peak; the d = 256 GAU: 10x its eager tokens/s), compiled and eager, and say if each is met")
     p.add_argument("--quiet", action="store_true", help="no line per model")
     p.set_defaults(func=cmd_steptimes)
+
+    p = sub.add_parser("lease", help="a lent GPU session's one command: prepare what travels, run it there, "
+                                     "unpack its results here")
+    p.add_argument("action", choices=("prepare", "plan", "run", "unpack"),
+                   help="prepare: fill .lease/ here; plan: the steps a run would take; run: on the GPU machine; "
+                        "unpack: take a run's archives into results/")
+    p.add_argument("archives", nargs="*", help="with unpack: the lease-results*.tar.gz a run returned")
+    p.add_argument("--budget", metavar="TIME", help="with run: the whole command's time (default 9m)")
+    p.add_argument("--out", metavar="DIR", help="with run: where the archives and summary go ($OUT)")
+    p.add_argument("--scale", choices=SCALES, default="gpu")
+    p.add_argument("--only", nargs="+", metavar="EXP", help="with plan or run: these experiments only")
+    p.set_defaults(func=cmd_lease)
 
     p = sub.add_parser("corpus", help="build the pinned-sources corpus of the gpu runs; its hash and passes per run")
     p.add_argument("--scale", choices=SCALES, default="gpu")

@@ -316,13 +316,16 @@ class TargetResult:
 
 
 def time_targets(scale: str, device: torch.device, repeats: int = 5, warmup: int = 3, progress: bool = True,
-                 on_result: Callable[[list[TargetResult]], None] | None = None) -> list[TargetResult]:
-    """Each target of :func:`efficiency_targets` timed twice by :func:`time_steps`: as a run of
-    :data:`TARGET_RUN_STEPS` steps trains (compiled, CUDA graphs, on a GPU) and eagerly; ``on_result`` is given the
-    results so far after each target."""
+                 on_result: Callable[[list[TargetResult]], None] | None = None,
+                 skip: frozenset[str] = frozenset()) -> list[TargetResult]:
+    """Each target of :func:`efficiency_targets` (but those named in ``skip``) timed twice by :func:`time_steps`: as
+    a run of :data:`TARGET_RUN_STEPS` steps trains (compiled, CUDA graphs, on a GPU) and eagerly; ``on_result`` is
+    given the results so far after each target."""
     out: list[TargetResult] = []
     measured = device.type == "cuda" and validate_scale(scale) == "gpu"
     for t in efficiency_targets(scale):
+        if t.name in skip:
+            continue
         timing = time_steps(t.label, t.model, t.batch, t.ctx, device, repeats, warmup, "auto", TARGET_RUN_STEPS)
         eager = time_steps(t.label, t.model, t.batch, t.ctx, device, repeats, warmup, "eager")
         out.append(TargetResult(t, timing, eager, measured))
@@ -335,16 +338,42 @@ def time_targets(scale: str, device: torch.device, repeats: int = 5, warmup: int
     return out
 
 
-def save_targets(results: list[TargetResult], scale: str, directory: str | Path | None = None) -> Path:
-    """Write the results with their provenance to ``<directory>/efficiency.<scale>.<device tag>.json``."""
-    from analysis.results import device_name, provenance, write_json_atomic
+def targets_path(scale: str, directory: str | Path | None = None, tag: str | None = None) -> Path:
+    """``<directory>/efficiency.<scale>.<device tag>.json``: the efficiency record of this device (or ``tag``)."""
+    from analysis.results import device_name
+
+    folder = Path(directory) if directory is not None else BENCH_DIR
+    return folder / f"efficiency.{validate_scale(scale)}.{tag or device_tag(device_name())}.json"
+
+
+def recorded_targets(scale: str, directory: str | Path | None = None, tag: str | None = None
+                     ) -> dict[str, dict[str, Any]]:
+    """The rows of this device's (or ``tag``'s) efficiency record by target name, {} without one; rows of targets that
+    :func:`efficiency_targets` no longer holds, or of another model or size, are left out (they are timed again)."""
+    path = targets_path(scale, directory, tag)
+    if not path.is_file():
+        return {}
+    rows = json.loads(path.read_text()).get("rows", [])
+    now = {t.name: t for t in efficiency_targets(scale)}
+    return {r["name"]: r for r in rows if r.get("name") in now and r.get("model") == asdict(now[r["name"]].model)
+            and (r.get("batch"), r.get("ctx")) == (now[r["name"]].batch, now[r["name"]].ctx)}
+
+
+def save_targets(results: list[TargetResult], scale: str, directory: str | Path | None = None,
+                 earlier: dict[str, dict[str, Any]] | None = None) -> Path:
+    """Write the results with their provenance to ``<directory>/efficiency.<scale>.<device tag>.json``, beside the
+    ``earlier`` rows (:func:`recorded_targets`) of the targets not timed again; each new row carries its date, and the
+    record's provenance is this run's."""
+    from analysis.results import provenance, write_json_atomic
 
     if not results:
         raise ValueError("results must hold at least one timed target")
-    folder = Path(directory) if directory is not None else BENCH_DIR
-    path = folder / f"efficiency.{validate_scale(scale)}.{device_tag(device_name())}.json"
+    path = targets_path(scale, directory)
     wall = sum(r.timing.seconds * r.timing.steps + r.eager.seconds * r.eager.steps for r in results)
-    payload = {"scale": scale, "peak_flops": H100_BF16_DENSE_FLOPS, "provenance": provenance(wall),
-               "rows": [r.row() for r in results]}
+    prov = provenance(wall)
+    rows = {**(earlier or {}), **{r.target.name: {**r.row(), "date": prov["date"]} for r in results}}
+    order = [t.name for t in efficiency_targets(scale)]
+    payload = {"scale": scale, "peak_flops": H100_BF16_DENSE_FLOPS, "provenance": prov,
+               "rows": sorted(rows.values(), key=lambda r: order.index(r["name"]) if r["name"] in order else 99)}
     write_json_atomic(path, payload)
     return path

@@ -170,11 +170,12 @@ sys.exit(main(sys.argv[1:]))
 
 def test_campaign_and_steptimes_run_without_the_books_packages(tmp_path):
     """With IPython, Sphinx, docutils, Jupyter and Ray unimportable, every experiment is discovered, the campaign
-    lists its trials and runs one, and the step targets are timed (smoke scale)."""
+    lists its trials and runs one, the step targets are timed and a lease plans its steps (smoke scale)."""
     code = _BLOCKED_MAIN.format(blocked=set(BOOK_ONLY))
     for argv in (["campaign", "--scale", "smoke", "--status"],
                  ["campaign", "--scale", "smoke", "--only", "gau-heads", "--out", str(tmp_path), "--quiet"],
-                 ["steptimes", "--targets", "--scale", "smoke", "--repeats", "1", "--out", str(tmp_path), "--quiet"]):
+                 ["steptimes", "--targets", "--scale", "smoke", "--repeats", "1", "--out", str(tmp_path), "--quiet"],
+                 ["lease", "plan", "--scale", "smoke"]):
         proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=False)
         assert proc.returncode == 0, (argv, proc.stderr[-2000:])
     assert (tmp_path / "gau-heads.smoke.json").exists() and (tmp_path / "efficiency.smoke.cpu.json").exists()

@@ -165,8 +165,19 @@ def test_cli_times_the_targets_on_a_cpu_at_smoke_scale_only(tmp_path, capsys):
     assert main(["steptimes", "--targets", "--scale", "smoke", "--repeats", "1", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert out.count("not a measurement") == 5 and "recorded" in out
-    rows = json.loads((tmp_path / "efficiency.smoke.cpu.json").read_text())["rows"]
+    path = tmp_path / "efficiency.smoke.cpu.json"
+    doc = json.loads(path.read_text())
+    rows = doc["rows"]
     assert len(rows) == 5 and all(r["met"] is None and r["seconds"] > 0 and r["eager_seconds"] > 0 for r in rows)
+    # a run cut short (a lease's deadline) is resumed: only the targets without a row are timed again
+    path.write_text(json.dumps({**doc, "rows": rows[:1] + rows[2:]}))
+    assert main(["steptimes", "--targets", "--scale", "smoke", "--repeats", "1", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("not a measurement") == 1 and "beside 4 target(s) recorded before" in out
+    again = json.loads(path.read_text())["rows"]
+    assert [r["name"] for r in again] == [r["name"] for r in rows] and again[0] == rows[0] and again[1] != rows[1]
+    assert main(["steptimes", "--targets", "--scale", "smoke", "--out", str(tmp_path)]) == 0
+    assert "every target is recorded" in capsys.readouterr().out
     for argv in (["--targets"], ["--targets", "--scale", "smoke", "--only", "gau-length"]):
         assert main(["steptimes", *argv]) == 2
         assert len(capsys.readouterr().err.strip().splitlines()) == 1

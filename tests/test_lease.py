@@ -1,0 +1,207 @@
+"""A lent GPU session's command: what travels, the steps it picks, and its results packed there and taken in here."""
+
+import hashlib
+import io
+import json
+import lzma
+import os
+import subprocess
+import sys
+import tarfile
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from analysis import lease
+from analysis.data import CorpusError
+from analysis.results import REPO_ROOT
+from analysis.steptimes import efficiency_targets
+
+
+def test_pins_come_from_the_requirements_file(tmp_path):
+    pins = lease.pinned_versions()
+    assert set(pins) == set(lease.PEERS) and pins["FLASH-pytorch"] == "0.1.9"
+    req = tmp_path / "req.txt"
+    req.write_text("flash_pytorch == 1.2.3  # a comment\nEinops==0.8\n")
+    assert lease.pinned_versions(req, ("FLASH-pytorch", "einops")) == {"FLASH-pytorch": "1.2.3", "einops": "0.8"}
+    with pytest.raises(lease.LeaseError, match="pins no version of rotary-embedding-torch"):
+        lease.pinned_versions(req)
+
+
+def test_the_corpus_travels_compressed_and_is_checked_when_restored(tmp_path):
+    text = b"# ---- pkg/mod.py ----\nx = 1\n" * 1000
+    digest = hashlib.sha256(text).hexdigest()
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(text)
+    carried = tmp_path / "lease"
+    xz = lease.compress_corpus(corpus, carried)
+    assert xz.stat().st_size < len(text) / 10 and lzma.decompress(xz.read_bytes()) == text
+    mtime = xz.stat().st_mtime_ns
+    assert lease.compress_corpus(corpus, carried).stat().st_mtime_ns == mtime  # the same content is not rewritten
+    target = tmp_path / "device" / "pinned-sources.txt"
+    assert lease.restore_corpus(carried, target, digest) == target and target.read_bytes() == text
+    assert lease.restore_corpus(tmp_path / "nothing", tmp_path / "absent.txt", digest) is None
+    target.unlink()
+    with pytest.raises(CorpusError, match="SHA-256"):  # bytes that are not the pinned corpus are refused
+        lease.restore_corpus(carried, target, "0" * 64)
+    (carried / lease.CORPUS_XZ).write_bytes(b"not xz")
+    target.unlink()
+    with pytest.raises(lease.LeaseError, match="not an xz file"):
+        lease.restore_corpus(carried, target, digest)
+
+
+def test_the_steps_follow_what_results_hold_for_the_device(tmp_path):
+    names = [s.name for s in lease.plan_lease("smoke", ["flash-bench", "gau-length"], tmp_path, tag="h100")]
+    assert names == ["first", "steptimes", "campaign"]  # a selection leaves the efficiency targets out
+    bench = tmp_path / "benchmarks"
+    bench.mkdir()
+    (bench / "steptimes.smoke.h100.json").write_text("{}")
+    steps = lease.plan_lease("smoke", ["gau-length"], tmp_path, tag="h100")
+    assert [s.name for s in steps] == ["campaign"] and steps[0].argv[-3:] == ("--only", "gau-length", "--quiet")
+    (bench / "steptimes.smoke.h100.json").rename(bench / "steptimes.smoke.h200.json")
+    assert [s.name for s in lease.plan_lease("smoke", ["gau-length"], tmp_path, tag="h100")] == ["steptimes",
+                                                                                                  "campaign"]
+    (bench / "steptimes.smoke.h100.json").write_text("{}")
+    targets = efficiency_targets("smoke")
+    rows = [{"name": t.name, "model": asdict(t.model), "batch": t.batch, "ctx": t.ctx} for t in targets]
+    (bench / "efficiency.smoke.h100.json").write_text(json.dumps({"rows": rows[1:]}))
+    steps = lease.plan_lease("smoke", None, tmp_path, tag="h100")
+    assert [s.name for s in steps] == ["first", "targets", "campaign"] and targets[0].name in steps[1].why
+    (bench / "efficiency.smoke.h100.json").write_text(json.dumps({"rows": rows}))
+    steps = lease.plan_lease("smoke", None, tmp_path, tag="h100")
+    assert [s.name for s in steps] == ["first", "campaign"]
+    assert steps[0].argv[:5] == ("campaign", "--scale", "smoke", "--only", "flash-bench")
+    assert "--only" not in steps[1].argv  # the whole campaign, in priority order
+    with pytest.raises(ValueError, match="only must name experiments"):
+        lease.plan_lease("smoke", ["no-such-experiment"], tmp_path)
+
+
+def _results(root: Path, files: dict[str, object]) -> None:
+    for name, doc in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(json.dumps(doc))
+
+
+def test_new_and_changed_files_are_packed_and_taken_in_elsewhere(tmp_path):
+    device, here, out = tmp_path / "device", tmp_path / "here", tmp_path / "out"
+    _results(device, {"a.cpu.json": {"x": 1}, "trials/a.gpu/t0.json": {"y": 0}})
+    before = lease.snapshot(device)
+    _results(device, {"trials/a.gpu/t0.json": {"y": 1}, "trials/a.gpu/t1.json": {"y": 2},
+                      "benchmarks/steptimes.gpu.h100.json": {"rows": []}})
+    (device / "trials" / "a.gpu" / "t2.json.123.tmp").write_text("half")
+    changed = lease.changed_files(device, before)
+    assert changed == ["benchmarks/steptimes.gpu.h100.json", "trials/a.gpu/t0.json", "trials/a.gpu/t1.json"]
+    out.mkdir()
+    assert [p.name for p in lease.pack(device, changed, out)] == [lease.ARCHIVE]
+    _results(here, {"trials/a.gpu/t0.json": {"y": 0}, "trials/a.gpu/t1.json": {"y": 2}})
+    report = lease.unpack([out / lease.ARCHIVE], here)
+    assert report.added == ["benchmarks/steptimes.gpu.h100.json"]
+    assert report.replaced == ["trials/a.gpu/t0.json"] and report.same == ["trials/a.gpu/t1.json"]
+    for name in changed:
+        assert (here / name).read_bytes() == (device / name).read_bytes()
+    assert lease.pack(device, [], out) == []
+
+
+def test_archives_split_to_fit_what_a_command_brings_back(tmp_path):
+    rng = __import__("random").Random(0)
+    files = {f"trials/x.gpu/t{i}.json": {"noise": [rng.random() for _ in range(400)]} for i in range(6)}
+    _results(tmp_path / "r", files)
+    one = len(lease._tar_gz(tmp_path / "r", ["trials/x.gpu/t0.json"]))
+    out = tmp_path / "out"
+    out.mkdir()
+    paths = lease.pack(tmp_path / "r", sorted(files), out, max_bytes=3 * one)
+    assert len(paths) >= 2 and all(p.stat().st_size <= 3 * one for p in paths)
+    assert paths[1].name == "lease-results.2.tar.gz"
+    report = lease.unpack(paths, tmp_path / "back")
+    assert sorted(report.added) == sorted(files)
+    with pytest.raises(lease.LeaseError, match="do not fit"):
+        lease.pack(tmp_path / "r", sorted(files), out, max_bytes=one // 4)
+
+
+def _archive(path: Path, members: list[tuple[str, bytes, bytes]]) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data, kind in members:
+            info = tarfile.TarInfo(name)
+            info.type, info.size = kind, len(data) if kind == tarfile.REGTYPE else 0
+            if kind == tarfile.SYMTYPE:
+                info.linkname = "/etc/passwd"
+            tar.addfile(info, io.BytesIO(data) if kind == tarfile.REGTYPE else None)
+    return path
+
+
+@pytest.mark.parametrize("name, data, kind, why", [
+    ("elsewhere/a.json", b"{}", tarfile.REGTYPE, "is not a results/ JSON file"),
+    ("results/../../a.json", b"{}", tarfile.REGTYPE, "is not a results/ JSON file"),
+    ("/results/a.json", b"{}", tarfile.REGTYPE, "is not a results/ JSON file"),
+    ("results/a.txt", b"{}", tarfile.REGTYPE, "is not a results/ JSON file"),
+    ("results/a.json", b"", tarfile.SYMTYPE, "is not a results/ JSON file"),
+    ("results/a.json", b"{half", tarfile.REGTYPE, "is not JSON"),
+])
+def test_unpack_refuses_a_member_and_writes_nothing(tmp_path, name, data, kind, why):
+    bad = _archive(tmp_path / "bad.tar.gz", [("results/good.json", b"{}", tarfile.REGTYPE), (name, data, kind)])
+    with pytest.raises(lease.LeaseError, match=why):
+        lease.unpack([bad], tmp_path / "here")
+    assert not (tmp_path / "here").exists()
+    (tmp_path / "plain.tar.gz").write_bytes(b"not a tar")
+    with pytest.raises(lease.LeaseError, match="not a lease archive"):
+        lease.unpack([tmp_path / "plain.tar.gz"], tmp_path / "here")
+
+
+def test_a_lease_runs_its_steps_within_its_budget_and_packs_what_they_made(tmp_path):
+    results, out = tmp_path / "results", tmp_path / "out"
+    summary = lease.run_lease(120.0, out, "smoke", ["entropy-bound"], results, lease_dir=tmp_path / "nothing")
+    assert [(s.name, s.returncode) for s in summary.steps] == [("campaign", 0)]  # it trains no model: no step times
+    assert summary.seconds < 120.0 and summary.archives == [lease.ARCHIVE]
+    assert any(f.startswith("trials/entropy-bound.smoke/") for f in summary.files)
+    assert "entropy-bound.smoke.json" in summary.files  # the record, assembled once every trial was stored
+    written = json.loads((out / lease.SUMMARY).read_text())
+    assert written["files"] == summary.files and written["scale"] == "smoke"
+    back = lease.unpack([out / lease.ARCHIVE], tmp_path / "here")
+    assert sorted(back.added) == sorted(summary.files)
+    for name in summary.files:
+        assert (tmp_path / "here" / name).read_bytes() == (results / name).read_bytes()
+    again = lease.run_lease(120.0, tmp_path / "out2", "smoke", ["entropy-bound"], results,
+                            lease_dir=tmp_path / "nothing")
+    assert again.files == [] and again.archives == []  # nothing left to run, nothing new to bring back
+
+
+def test_the_lease_script_passes_its_arguments_and_keeps_a_log(tmp_path):
+    env = {**os.environ, "OUT": str(tmp_path / "out"), "PYTHON": sys.executable,
+           "ANALYSIS_RESULTS_DIR": str(tmp_path / "results")}
+    done = subprocess.run(["bash", str(REPO_ROOT / "scripts" / "lease.sh"), "30s", "--scale", "smoke", "--only",
+                           "entropy-bound"], check=False, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr  # a budget below start-up and packing is refused
+    assert "--budget must exceed" in (tmp_path / "out" / "lease.log").read_text()
+
+
+@pytest.mark.parametrize("argv, why", [
+    (["lease", "run", "--scale", "smoke"], "needs --out"),
+    (["lease", "run", "--out", "x", "--budget", "10s"], "--budget must exceed"),
+    (["lease", "unpack"], "needs the path"),
+    (["lease", "unpack", "missing.tar.gz"], "no such archive"),
+    (["lease", "prepare", "--budget", "9m"], "apply only to 'lease run'"),
+    (["lease", "plan", "--only", "no-such-experiment"], "no-such-experiment"),
+    (["lease", "plan", "x.tar.gz"], "takes no archive paths"),
+])
+def test_cli_refuses_with_one_line(argv, why, capsys):
+    from analysis.__main__ import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and why in err[0]
+
+
+def test_cli_plans_and_unpacks(tmp_path, capsys):
+    from analysis.__main__ import main
+
+    assert main(["lease", "plan", "--scale", "smoke", "--only", "gau-length"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [line.split(":")[0] for line in lines] == ["steptimes", "campaign"]
+    _results(tmp_path / "dev", {"trials/a.gpu/t.json": {"y": 1}})
+    (tmp_path / "out").mkdir()
+    lease.pack(tmp_path / "dev", ["trials/a.gpu/t.json"], tmp_path / "out")
+    assert main(["lease", "unpack", str(tmp_path / "out" / lease.ARCHIVE)]) == 0
+    assert capsys.readouterr().out.strip().splitlines() == ["added: results/trials/a.gpu/t.json",
+                                                            "1 added, 0 replaced, 0 already here"]
+    assert json.loads((tmp_path / "results" / "trials" / "a.gpu" / "t.json").read_text()) == {"y": 1}
