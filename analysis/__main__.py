@@ -333,9 +333,18 @@ def cmd_lease(args: argparse.Namespace) -> None:
         size = sum(f.stat().st_size for f in files)
         for f in files:
             print(f"{f.relative_to(lease.REPO_ROOT)}: {f.stat().st_size:,} bytes")
-        print(f".lease/ holds {size / 2**20:.1f} MiB to carry. On the GPU machine, from the repository root: "
+        travel = lease.travelling_bytes()
+        print(f".lease/ holds {size / 2**20:.1f} MiB to carry; with the checkout, {travel / 2**20:.1f} MiB travel "
+              f"(at most {lease.MAX_TRAVEL_BYTES / 2**20:.0f}). On the GPU machine, from the repository root: "
               "bash scripts/lease.sh 9m (carry .lease; a command limit of 600 s). Then here: "
               "python -m analysis lease unpack <the returned lease-results*.tar.gz>")
+        if travel > lease.MAX_TRAVEL_BYTES:
+            print(f"warning: {travel / 2**20:.1f} MiB is more than a device command takes along")
+        from analysis.results import tree_dirty
+
+        if tree_dirty():
+            print("warning: the checkout has uncommitted changes: records made from it will say git_dirty; "
+                  "commit before the lease")
         return
     if args.action == "plan":
         for name in args.only or []:

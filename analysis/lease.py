@@ -44,6 +44,7 @@ PEERS = ("FLASH-pytorch", "rotary-embedding-torch")  # the peers' pure-Python wh
 ARCHIVE = "lease-results.tar.gz"  # then lease-results.2.tar.gz, ... when one would exceed MAX_RETURN_BYTES
 SUMMARY = "lease-summary.json"
 MAX_RETURN_BYTES = 16 * 2**20  # the largest file a device command brings back
+MAX_TRAVEL_BYTES = 64 * 2**20  # the most a device command takes along: the checkout's files and the carried ones
 MAX_ARCHIVES = 6  # of the 8 files a command brings back: the summary and the log take two
 FIRST_STAGE_PRIORITY = 20  # flash-bench and gau-kernel: the GPU's speed and memory, run first in every session
 TARGETS_CAP_S = 240.0  # the most seconds the efficiency targets may take of a session
@@ -145,6 +146,18 @@ def download_wheels(lease_dir: str | os.PathLike[str] = LEASE_DIR,
             raise LeaseError(f"pip saved no wheel of {name}=={version} in {folder}")
         out.extend(have)
     return out
+
+
+def travelling_bytes(root: str | os.PathLike[str] = REPO_ROOT, carried: Sequence[str] = (".lease",)) -> int:
+    """Bytes of what a device command takes along from the checkout at ``root``: the files git tracks, the untracked
+    ones it does not ignore, and the ``carried`` (ignored) folders; :data:`MAX_TRAVEL_BYTES` at most."""
+    root = Path(root)
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root,
+                            capture_output=True, check=True).stdout.split(b"\0")
+    files = {root / name.decode() for name in listed if name}
+    for folder in carried:
+        files.update(p for p in (root / folder).rglob("*") if p.is_file())
+    return sum(p.stat().st_size for p in files if p.is_file())
 
 
 # --- on the device: restoring what travelled ---------------------------------------------------------------------

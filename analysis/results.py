@@ -90,6 +90,13 @@ def git_commit() -> str | None:
     return _git("rev-parse", "HEAD")
 
 
+def tree_dirty() -> bool | None:
+    """Whether the checkout has uncommitted changes to tracked files outside results/ (None outside git), as a
+    record's provenance judges it."""
+    status = _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results")
+    return None if status is None else bool(status)
+
+
 def device_tag(name: str) -> str:
     """A file-name tag of a device name: 'NVIDIA H100 80GB HBM3' -> 'h100', a CPU -> 'cpu'."""
     if name.startswith("CPU"):

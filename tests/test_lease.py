@@ -29,6 +29,35 @@ def test_pins_come_from_the_requirements_file(tmp_path):
         lease.pinned_versions(req)
 
 
+def test_wheels_already_carried_are_not_fetched_again(tmp_path, monkeypatch):
+    wheels = tmp_path / lease.WHEELS
+    wheels.mkdir()
+    have = wheels / "FLASH_pytorch-0.1.9-py3-none-any.whl"
+    have.write_bytes(b"zip")
+    (wheels / "FLASH_pytorch-0.1.8-py3-none-any.whl").write_bytes(b"older")
+
+    def no_pip(*args, **kwargs):
+        raise AssertionError("pip was called for a wheel that is there")
+
+    monkeypatch.setattr(lease.subprocess, "run", no_pip)
+    assert lease.download_wheels(tmp_path, {"FLASH-pytorch": "0.1.9"}) == [have]
+
+
+def test_what_travels_is_counted_against_the_limit(tmp_path):
+    import shutil
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text("ignored/\n.lease/\n")
+    for name, size in (("a.py", 100), ("ignored/big.bin", 10_000), (".lease/wheels/w.whl", 1_000), ("new.txt", 10)):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"x" * size)
+    subprocess.run(["git", "-C", str(tmp_path), "add", "a.py", ".gitignore"], check=True)
+    assert lease.travelling_bytes(tmp_path) == 100 + 10 + 1_000 + len("ignored/\n.lease/\n")
+    shutil.rmtree(tmp_path / ".lease")
+    assert lease.travelling_bytes(tmp_path) == 100 + 10 + len("ignored/\n.lease/\n")
+    assert 0 < lease.travelling_bytes() < lease.MAX_TRAVEL_BYTES  # this checkout, with or without .lease/
+
+
 def test_the_corpus_travels_compressed_and_is_checked_when_restored(tmp_path):
     text = b"# ---- pkg/mod.py ----\nx = 1\n" * 1000
     digest = hashlib.sha256(text).hexdigest()
