@@ -372,12 +372,9 @@ def cmd_lease(args: argparse.Namespace) -> None:
     if args.out is None:
         raise UsageError("'lease run' needs --out DIR (on the GPU machine: --out \"$OUT\")")
     try:
-        budget = parse_budget(args.budget or "9m")
+        budget = lease.check_budget(parse_budget(args.budget or "9m"))
     except ValueError as err:
-        raise UsageError(str(err)) from None
-    if budget <= lease.PACK_RESERVE_S + lease.STARTUP_S:
-        raise UsageError(f"--budget must exceed {lease.PACK_RESERVE_S + lease.STARTUP_S:.0f}s (start-up and "
-                         f"packing); got {args.budget}")
+        raise UsageError(f"--{err}") from None  # both checks name the argument as "budget"
     for name in args.only or []:
         _experiment_or_usage(name)
     summary = lease.run_lease(budget, args.out, args.scale, args.only)
@@ -387,12 +384,7 @@ def cmd_lease(args: argparse.Namespace) -> None:
 
 def cmd_corpus(args: argparse.Namespace) -> None:
     """Build the pinned-sources corpus (when missing), check its hash, and say how often each run reads it."""
-    from analysis.data import (
-        PINNED_CORPUS_PATH,
-        PINNED_SOURCES,
-        ensure_pinned_corpus,
-        file_corpus,
-    )
+    from analysis.data import PINNED_CORPUS_PATH, PINNED_SOURCES, ensure_pinned_corpus, file_corpus
     from analysis.experiments import EXPERIMENTS, config_for
     from analysis.plan import text_passes
 

@@ -98,12 +98,15 @@ class LeaseSummary:
 def pinned_versions(requirements: str | os.PathLike[str] = REPO_ROOT / "requirements.txt",
                     names: Sequence[str] = PEERS) -> dict[str, str]:
     """The ``name==version`` pins of ``names`` in a requirements file (names compared case-blind, - and _ alike)."""
-    norm = {re.sub(r"[-_.]+", "-", n).lower(): n for n in names}
+    def canonical(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    wanted = {canonical(n): n for n in names}
     found: dict[str, str] = {}
     for line in Path(requirements).read_text().splitlines():
         m = re.match(r"\s*([A-Za-z0-9_.-]+)\s*==\s*([^\s;#]+)", line)
-        if m and re.sub(r"[-_.]+", "-", m.group(1)).lower() in norm:
-            found[norm[re.sub(r"[-_.]+", "-", m.group(1)).lower()]] = m.group(2)
+        if m and canonical(m.group(1)) in wanted:
+            found[wanted[canonical(m.group(1))]] = m.group(2)
     missing = [n for n in names if n not in found]
     if missing:
         raise LeaseError(f"{requirements} pins no version of {', '.join(missing)}")
@@ -232,12 +235,11 @@ def plan_lease(scale: str = "gpu", only: Sequence[str] | None = None, directory:
             steps.append(Step("targets", ("steptimes", "--targets", "--scale", scale, "--out", str(bench), "--quiet"),
                               TARGETS_CAP_S, f"efficiency targets not yet timed on this device ({tag}): "
                                              f"{', '.join(left)}"))
+    sel = ("--only", *only) if only else ()
     if not (bench / f"steptimes.{scale}.{tag}.json").exists() and training_models(scale, names):
-        sel = ("--only", *only) if only else ()
         steps.append(Step("steptimes", ("steptimes", "--scale", scale, *sel, "--budget",
                                         f"{STEPTIMES_CAP_S - STARTUP_S:.0f}s", "--out", str(bench), "--quiet"),
                           STEPTIMES_CAP_S, f"no step times of the campaign's models on this device ({tag})"))
-    sel = ("--only", *only) if only else ()
     steps.append(Step("campaign", ("campaign", "--scale", scale, *sel, "--quiet"), None,
                       "the campaign's missing trials in priority order, for the time that is left"))
     return steps
@@ -267,14 +269,21 @@ def _run_step(step: Step, deadline: float, env: dict[str, str]) -> StepRun:
     return StepRun(step.name, argv, code, seconds)
 
 
+def check_budget(budget_s: float) -> float:
+    """``budget_s`` when it exceeds a child's start-up and packing (:data:`STARTUP_S` + :data:`PACK_RESERVE_S`),
+    else ValueError."""
+    if not (budget_s > PACK_RESERVE_S + STARTUP_S):
+        raise ValueError(f"budget must exceed {PACK_RESERVE_S + STARTUP_S:.0f}s (start-up and packing); "
+                         f"got {budget_s:.0f}s")
+    return budget_s
+
+
 def run_lease(budget_s: float, out: str | os.PathLike[str], scale: str = "gpu", only: Sequence[str] | None = None,
               directory: str | os.PathLike[str] | None = None, lease_dir: str | os.PathLike[str] = LEASE_DIR
               ) -> LeaseSummary:
     """One lease command: restore the corpus and wheels, run :func:`plan_lease`'s steps within ``budget_s`` seconds
     (the last :data:`PACK_RESERVE_S` kept for packing), then pack every new or changed results file into ``out``."""
-    if not (budget_s > PACK_RESERVE_S + STARTUP_S):
-        raise ValueError(f"budget must exceed {PACK_RESERVE_S + STARTUP_S:.0f} s (packing and a child's start); "
-                         f"got {budget_s:.0f} s")
+    check_budget(budget_s)
     t0 = time.monotonic()
     root = Path(directory) if directory is not None else results_dir()
     out = Path(out)
@@ -344,13 +353,14 @@ def pack(root: str | os.PathLike[str], names: Sequence[str], out: str | os.PathL
     root, out = Path(root), Path(out)
     if not names:
         return []
+    size = {name: (root / name).stat().st_size for name in names}
     for parts in range(1, MAX_ARCHIVES + 1):
         groups: list[list[str]] = [[] for _ in range(parts)]
         sizes = [0] * parts
-        for name in sorted(names, key=lambda n: -(root / n).stat().st_size):  # largest first, into the lightest part
+        for name in sorted(names, key=lambda n: -size[n]):  # largest first, into the lightest part
             i = sizes.index(min(sizes))
             groups[i].append(name)
-            sizes[i] += (root / name).stat().st_size
+            sizes[i] += size[name]
         blobs = [_tar_gz(root, sorted(g)) for g in groups if g]
         if all(len(b) <= max_bytes for b in blobs):
             paths = []

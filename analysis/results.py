@@ -91,8 +91,8 @@ def git_commit() -> str | None:
 
 
 def tree_dirty() -> bool | None:
-    """Whether the checkout has uncommitted changes to tracked files outside results/ (None outside git), as a
-    record's provenance judges it."""
+    """Whether the checkout has uncommitted changes to tracked files outside results/ (None outside git): records
+    written earlier in the same session do not make the code dirty."""
     status = _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results")
     return None if status is None else bool(status)
 
@@ -110,15 +110,13 @@ def provenance(wall_time_s: float) -> dict[str, Any]:
     CPU's vector capability as torch uses it."""
     import torch
 
-    # records written earlier in the same session do not make the code dirty
-    status = _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results")
     return {
         "device": device_name(),
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "python": platform.python_version(),
-        "git_commit": _git("rev-parse", "HEAD"),
-        "git_dirty": None if status is None else bool(status),
+        "git_commit": git_commit(),
+        "git_dirty": tree_dirty(),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "wall_time_s": round(float(wall_time_s), 2),
         # the vector instructions torch's CPU kernels use: float results can differ between AVX2 and AVX-512 machines
