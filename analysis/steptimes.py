@@ -51,6 +51,7 @@ class StepTiming:
     slowest: float
     steps: int  # timed steps (after the warm-up ones)
     compile_mode: str = "auto"  # "auto": as the experiments' run trains (CUDA graphs on a GPU for long runs), or another
+    compiled: bool | None = None  # whether torch.compile ran (False: it failed and the steps were eager); None: not asked
 
     @property
     def tokens_per_s(self) -> float:
@@ -114,7 +115,9 @@ def time_steps(label: str, model_cfg: Any, batch: int, ctx: int, device: torch.d
     mode = (resolve_compile_mode("auto", device.type, run_steps or warmup + repeats) if compile_mode == "auto"
             else None if compile_mode == "eager" else compile_mode)
     gen = np.random.default_rng(0)
-    tokens = gen.integers(0, model_cfg.vocab, size=max(4 * batch * (ctx + 1), 4 * ctx + 8), dtype=np.uint8)
+    # bytes where the vocabulary fits one (the corpora's own dtype), else int32 (a recall task's larger vocabulary)
+    dtype = np.uint8 if model_cfg.vocab <= 256 else np.int32
+    tokens = gen.integers(0, model_cfg.vocab, size=max(4 * batch * (ctx + 1), 4 * ctx + 8), dtype=dtype)
     torch.manual_seed(0)
     model = LanguageModel(model_cfg)
     params = sum(p.numel() for p in model.parameters())
@@ -125,15 +128,15 @@ def time_steps(label: str, model_cfg: Any, batch: int, ctx: int, device: torch.d
             torch.cuda.synchronize()
         stamps.append(time.perf_counter())
 
-    train_lm(model, tokens, TrainConfig(steps=warmup + repeats, batch=batch, lr=1e-4, seed=0), ctx, device,
-             on_step=on_step, progress=False, explode_factor=math.inf, compile_mode=mode)
+    log = train_lm(model, tokens, TrainConfig(steps=warmup + repeats, batch=batch, lr=1e-4, seed=0), ctx, device,
+                   on_step=on_step, progress=False, explode_factor=math.inf, compile_mode=mode)
     durations = np.diff(stamps)[warmup:]
     if durations.size < 1:
         raise RuntimeError(f"{label}: training stopped after {len(stamps) - 1} of {warmup + repeats} steps")
     flops = cached_step_cost(model_cfg, batch, ctx)[2]
     return StepTiming(label, asdict(model_cfg), batch, ctx, int(model_cfg.layers), int(params), float(flops),
                       float(statistics.median(durations)), float(durations.min()), float(durations.max()),
-                      int(durations.size), compile_mode)
+                      int(durations.size), compile_mode, log.compiled)
 
 
 def measure(scale: str, device: torch.device, budget_s: float = math.inf, only: list[str] | None = None,

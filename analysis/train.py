@@ -130,6 +130,7 @@ class TrainLog:
     val_loss: list[float] = field(default_factory=list)
     diverged_at: int | None = None
     resumed_from: int | None = None
+    compiled: bool | None = None  # None: eager as asked; True: torch.compile ran; False: it failed and the run was eager
 
 
 class GradNorms:
@@ -306,6 +307,7 @@ def train_lm(
         if compiling:  # the first compiled step: compiling that fails falls back to eager training
             compiling = False
             first = first_compiled_step(x, y)
+            log.compiled = first is not None
             if first is None:
                 forward = model
             else:

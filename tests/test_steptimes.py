@@ -51,7 +51,7 @@ def test_timings_in_another_compile_mode_stay_out_of_the_fit(tmp_path):
     assert STEP_COMPILE_MODES == COMPILE_MODES
     cfg = ModelConfig(d=32, layers=1, block="transformer", ctx=16)
     eager = time_steps("a", cfg, 4, 16, torch.device("cpu"), 2, 1, compile_mode="eager")
-    assert eager.compile_mode == "eager"
+    assert eager.compile_mode == "eager" and eager.compiled is None  # eager as asked, not a failed compile
     path = save([eager], "gpu", tmp_path)
     assert path.name == "steptimes.gpu.cpu.eager.json" and load(path) == [eager]
     path.rename(tmp_path / "steptimes.gpu.h100.eager.json")
@@ -198,3 +198,10 @@ def test_models_that_cost_the_campaign_most_are_timed_first():
                 cost[(w.model, w.batch, w.ctx)] = cost.get((w.model, w.batch, w.ctx), 0.0) + h100_seconds([w])
     seconds = [cost[(m, b, n)] for _, m, b, n, _ in models]
     assert len(seconds) == len(cost) and seconds == sorted(seconds, reverse=True) and seconds[0] > seconds[-1]
+
+
+def test_step_times_of_a_vocabulary_wider_than_a_byte():
+    """A model whose vocabulary outgrows one byte (a recall task's) is timed on int32 tokens, not uint8 ones."""
+    timing = time_steps("wide", ModelConfig(vocab=300, d=32, layers=1, block="transformer", ctx=16), 2, 16,
+                        torch.device("cpu"), 1, 0, compile_mode="eager")
+    assert timing.model["vocab"] == 300 and timing.seconds > 0

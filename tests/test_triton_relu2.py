@@ -150,3 +150,22 @@ def test_claims_read_the_record(checked: dict) -> None:
     verdicts = {c.key: c.verdict for c in gk.claims(data, "smoke")}
     assert verdicts == {f"kernel-exact-{d}": "holds" for d in gk.DTYPES} | {"kernel-prefix-exact": "holds",
                                                                              "kernel-padding-exact": "holds"}
+
+
+def test_a_compiled_gau_runs_the_kernel_as_one_opaque_operator() -> None:
+    """torch.compile keeps the fused kernel as a custom operator (no trace into the Triton launch, whose helpers
+    Inductor's code generation cannot see): the compiled layer's output and gradients are the eager layer's."""
+    torch.manual_seed(0)
+    layer = GAU(GAUConfig(d=32, e=48, s=16, causal=True, backend="kernel"))
+    x = torch.randn(2, 20, 32)
+    torch._dynamo.reset()
+    compiled = torch.compile(layer, backend="aot_eager", fullgraph=True)
+    out = compiled(x)
+    out.square().mean().backward()
+    got = [p.grad.clone() for p in layer.parameters()]
+    layer.zero_grad()
+    ref = layer(x)
+    ref.square().mean().backward()
+    assert torch.allclose(out, ref, rtol=0, atol=1e-6 * float(ref.abs().max()))
+    for g, p in zip(got, layer.parameters()):
+        assert torch.allclose(g, p.grad, rtol=0, atol=1e-5 * float(p.grad.abs().max()) + 1e-12)

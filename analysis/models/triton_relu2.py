@@ -53,6 +53,7 @@ def available() -> bool:
     return triton is not None
 
 
+@torch.compiler.assume_constant_result  # torch.compile reads it once instead of tracing Triton's C getter
 def interpreting() -> bool:
     """Whether Triton's interpreter is on (``TRITON_INTERPRET=1``): the kernels then run on CPU tensors."""
     if triton is None:
@@ -220,50 +221,84 @@ def _launch_config(s: int, dtype: torch.dtype) -> dict[str, Any]:
             "UPCAST": dtype == torch.bfloat16 and interpreting()}
 
 
-class _Relu2Fused(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: Any, qz: torch.Tensor, kz: torch.Tensor, v: torch.Tensor, row_scale: torch.Tensor,
-                gq: torch.Tensor, bq: torch.Tensor, gk: torch.Tensor, bk: torch.Tensor, causal: bool) -> torch.Tensor:
-        b, n, s = qz.shape
-        e = v.shape[-1]
-        out = torch.empty_like(v)
-        cfg = _launch_config(s, v.dtype)
-        kern = _kernels(interpreting())
-        grid = (triton.cdiv(n, cfg["BLOCK_M"]), triton.cdiv(e, cfg["BLOCK_E"]), b)
-        kern["fwd"][grid](qz, kz, v, gq, bq, gk, bk, row_scale, out, n, s, e,
-                          qz.stride(0), qz.stride(1), v.stride(0), v.stride(1), out.stride(0), out.stride(1),
-                          row_scale.stride(0), CAUSAL=causal, **cfg)
-        ctx.save_for_backward(qz, kz, v, row_scale, gq, bq, gk, bk)
-        ctx.causal = causal
-        return out
+def _forward(qz: torch.Tensor, kz: torch.Tensor, v: torch.Tensor, row_scale: torch.Tensor, gq: torch.Tensor,
+             bq: torch.Tensor, gk: torch.Tensor, bk: torch.Tensor, causal: bool) -> torch.Tensor:
+    """O = c relu(Q K^T)^2 M V by the forward kernel (inputs checked, contiguous and of one dtype)."""
+    b, n, s = qz.shape
+    e = v.shape[-1]
+    out = torch.empty_like(v)
+    cfg = _launch_config(s, v.dtype)
+    kern = _kernels(interpreting())
+    grid = (triton.cdiv(n, cfg["BLOCK_M"]), triton.cdiv(e, cfg["BLOCK_E"]), b)
+    kern["fwd"][grid](qz, kz, v, gq, bq, gk, bk, row_scale, out, n, s, e,
+                      qz.stride(0), qz.stride(1), v.stride(0), v.stride(1), out.stride(0), out.stride(1),
+                      row_scale.stride(0), CAUSAL=causal, **cfg)
+    return out
 
-    @staticmethod
-    def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        qz, kz, v, row_scale, gq, bq, gk, bk = ctx.saved_tensors
-        b, n, s = qz.shape
-        e = v.shape[-1]
-        grad_out = grad_out.to(v.dtype).contiguous()
-        cfg = _launch_config(s, v.dtype)
-        kern = _kernels(interpreting())
-        dq = torch.zeros(b, n, s, dtype=torch.float32, device=qz.device)  # w.r.t. Q (after the scale-offset)
-        dk = torch.zeros_like(dq)
-        dv = torch.empty_like(v)
-        kern["bwd_qk"][(triton.cdiv(n, cfg["BLOCK_N"]), b)](
-            qz, kz, v, gq, bq, gk, bk, row_scale, grad_out, dq, dk, n, s, e, qz.stride(0), qz.stride(1),
-            v.stride(0), v.stride(1), grad_out.stride(0), grad_out.stride(1), dq.stride(0), dq.stride(1),
-            row_scale.stride(0), CAUSAL=ctx.causal, **cfg)
-        kern["bwd_v"][(triton.cdiv(n, cfg["BLOCK_N"]), triton.cdiv(e, cfg["BLOCK_E"]), b)](
-            qz, kz, gq, bq, gk, bk, row_scale, grad_out, dv, n, s, e, qz.stride(0), qz.stride(1),
-            grad_out.stride(0), grad_out.stride(1), dv.stride(0), dv.stride(1), row_scale.stride(0),
-            CAUSAL=ctx.causal, **cfg)
-        # Q = Z_q gamma_q + beta_q: dZ_q = dQ gamma_q, dgamma_q = sum dQ Z_q, dbeta_q = sum dQ (likewise for K)
-        zq, zk = qz.float(), kz.float()
-        grads = (
-            (dq * gq.float()).to(qz.dtype), (dk * gk.float()).to(kz.dtype), dv, None,
-            (dq * zq).sum((0, 1)).to(gq.dtype), dq.sum((0, 1)).to(bq.dtype),
-            (dk * zk).sum((0, 1)).to(gk.dtype), dk.sum((0, 1)).to(bk.dtype), None,
-        )
-        return grads
+
+def _backward(qz: torch.Tensor, kz: torch.Tensor, v: torch.Tensor, row_scale: torch.Tensor, gq: torch.Tensor,
+              bq: torch.Tensor, gk: torch.Tensor, bk: torch.Tensor, grad_out: torch.Tensor,
+              causal: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """dQ, dK (float32, w.r.t. Q and K after the scale-offsets) and dV by the two backward kernels."""
+    b, n, s = qz.shape
+    e = v.shape[-1]
+    cfg = _launch_config(s, v.dtype)
+    kern = _kernels(interpreting())
+    dq = torch.zeros(b, n, s, dtype=torch.float32, device=qz.device)
+    dk = torch.zeros_like(dq)
+    dv = torch.empty_like(v)
+    kern["bwd_qk"][(triton.cdiv(n, cfg["BLOCK_N"]), b)](
+        qz, kz, v, gq, bq, gk, bk, row_scale, grad_out, dq, dk, n, s, e, qz.stride(0), qz.stride(1),
+        v.stride(0), v.stride(1), grad_out.stride(0), grad_out.stride(1), dq.stride(0), dq.stride(1),
+        row_scale.stride(0), CAUSAL=causal, **cfg)
+    kern["bwd_v"][(triton.cdiv(n, cfg["BLOCK_N"]), triton.cdiv(e, cfg["BLOCK_E"]), b)](
+        qz, kz, gq, bq, gk, bk, row_scale, grad_out, dv, n, s, e, qz.stride(0), qz.stride(1),
+        grad_out.stride(0), grad_out.stride(1), dv.stride(0), dv.stride(1), row_scale.stride(0),
+        CAUSAL=causal, **cfg)
+    return dq, dk, dv
+
+
+# The kernels enter autograd and torch.compile as two custom operators: opaque to the compiler, which then neither
+# traces into the Triton launches (whose helper functions Inductor's own code generation cannot see) nor breaks
+# the graph around them; their fake versions give it the output shapes.
+_ARGS = "Tensor qz, Tensor kz, Tensor v, Tensor row_scale, Tensor gq, Tensor bq, Tensor gk, Tensor bk"
+_fwd_op = torch.library.custom_op("analysis::relu2_fwd", _forward, mutates_args=(),
+                                  schema=f"({_ARGS}, bool causal) -> Tensor")
+_bwd_op = torch.library.custom_op("analysis::relu2_bwd", _backward, mutates_args=(),
+                                  schema=f"({_ARGS}, Tensor grad_out, bool causal) -> (Tensor, Tensor, Tensor)")
+
+
+@_fwd_op.register_fake
+def _forward_fake(qz: torch.Tensor, kz: torch.Tensor, v: torch.Tensor, *rest: Any) -> torch.Tensor:
+    return torch.empty_like(v)
+
+
+@_bwd_op.register_fake
+def _backward_fake(qz: torch.Tensor, kz: torch.Tensor, v: torch.Tensor,
+                   *rest: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    b, n, s = qz.shape
+    dq = qz.new_empty(b, n, s, dtype=torch.float32)
+    return dq, torch.empty_like(dq), torch.empty_like(v)
+
+
+def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
+    ctx.save_for_backward(*inputs[:8])
+    ctx.causal = inputs[8]
+
+
+def _autograd_backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+    qz, kz, v, row_scale, gq, bq, gk, bk = ctx.saved_tensors
+    dq, dk, dv = _bwd_op(qz, kz, v, row_scale, gq, bq, gk, bk, grad_out.to(v.dtype).contiguous(), ctx.causal)
+    # Q = Z_q gamma_q + beta_q: dZ_q = dQ gamma_q, dgamma_q = sum dQ Z_q, dbeta_q = sum dQ (likewise for K)
+    zq, zk = qz.float(), kz.float()
+    return (
+        (dq * gq.float()).to(qz.dtype), (dk * gk.float()).to(kz.dtype), dv, None,
+        (dq * zq).sum((0, 1)).to(gq.dtype), dq.sum((0, 1)).to(bq.dtype),
+        (dk * zk).sum((0, 1)).to(gk.dtype), dk.sum((0, 1)).to(bk.dtype), None,
+    )
+
+
+_fwd_op.register_autograd(_autograd_backward, setup_context=_setup_context)
 
 
 def relu2_attention_fused(qz: torch.Tensor, kz: torch.Tensor, v: torch.Tensor, row_scale: torch.Tensor,
@@ -291,7 +326,7 @@ def relu2_attention_fused(qz: torch.Tensor, kz: torch.Tensor, v: torch.Tensor, r
     v = v.contiguous()
     row_scale = row_scale.float().contiguous()
     gammas = tuple(t.float().contiguous() for t in gammas)
-    out: torch.Tensor = _Relu2Fused.apply(qz, kz, v, row_scale, *gammas, bool(causal))
+    out: torch.Tensor = _fwd_op(qz, kz, v, row_scale, *gammas, bool(causal))
     return out
 
 

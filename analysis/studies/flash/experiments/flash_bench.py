@@ -68,7 +68,7 @@ class Config:
     query_block: int = 256  # rows per block of the lean GAU
     compile_backend: str = "inductor"  # torch.compile's; smoke uses aot_eager (the same tracing, no C++ build)
     isolate: bool = True  # each point in its own capped process (smoke runs them in this one, to save start-ups)
-    process_cap_gb: float = 16.0  # address space of each point's process: over it, the point is out of memory
+    process_cap_gb: float = 16.0  # address space each point's process may add once started: over it, out of memory
     seed: int = 0
 
 
@@ -253,29 +253,50 @@ def peak_resident_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def cap_address_space(extra_gb: float) -> int:
+    """Cap this process's address space (RLIMIT_AS) at what it maps now plus ``extra_gb`` GiB; the cap in bytes.
+
+    Relative, not absolute: a CUDA build of torch maps gigabytes of libraries on import, so an absolute cap would
+    fail the interpreter before the point starts. Where /proc is missing, the cap is ``extra_gb`` GiB alone."""
+    if not extra_gb > 0:
+        raise ValueError(f"extra_gb must be > 0; got {extra_gb}")
+    mapped = 0
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    mapped = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    cap = mapped + int(extra_gb * 2**30)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    return cap
+
+
 def _child(cfg: Config, name: str, n: int) -> dict[str, Any]:
-    """measure_point in a fresh interpreter whose address space is capped at the memory cap: a point that would
-    exhaust the machine fails alone (recorded as out of memory), and its peak resident memory is its own."""
+    """measure_point in a fresh interpreter whose address space may grow by the memory cap once torch and this
+    module are imported: a point that would exhaust the machine fails alone (recorded as out of memory), and its peak
+    resident memory is its own. A child that fails before its point starts raises (that is no measurement)."""
     code = ("import importlib, json, sys; b = importlib.import_module(sys.argv[4]); "
+            "b.cap_address_space(float(sys.argv[5])); print('STARTED', flush=True); "
             "cfg = b.Config(**json.loads(sys.argv[1])); "
             "print('RESULT ' + json.dumps(b.measure_point(cfg, sys.argv[2], int(sys.argv[3]))))")
-    cap = int(cfg.process_cap_gb * 2**30)
-
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-
     fields = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(cfg).items()}
-    argv = [sys.executable, "-c", code, json.dumps(fields), name, str(n), __name__]
-    proc = subprocess.run(argv, capture_output=True, text=True, preexec_fn=limit, check=False)
-    for line in proc.stdout.splitlines():
+    argv = [sys.executable, "-c", code, json.dumps(fields), name, str(n), __name__, repr(cfg.process_cap_gb)]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    lines = proc.stdout.splitlines()
+    for line in lines:
         if line.startswith("RESULT "):
             return dict(json.loads(line[len("RESULT "):]))
     err = proc.stderr.lower()
-    if proc.returncode < 0 or any(w in err for w in ("memoryerror", "alloc", "cannot allocate", "out of memory", "failed to map")):
-        return {"status": f"out of memory (process capped at {cfg.process_cap_gb:g} GiB)"}
     if "no module named 'flash_pytorch'" in err:
         return {"status": "not installed"}
-    raise RuntimeError(f"benchmark point {name} n = {n} failed:\n{proc.stderr[-2000:]}")
+    started = "STARTED" in lines
+    if started and (proc.returncode < 0 or any(w in err for w in ("memoryerror", "alloc", "cannot allocate",
+                                                                   "out of memory", "failed to map"))):
+        return {"status": f"out of memory (process capped at {cfg.process_cap_gb:g} GiB over its start)"}
+    raise RuntimeError(f"benchmark point {name} n = {n} failed{'' if started else ' before it started'}:\n"
+                       f"{proc.stderr[-2000:]}")
 
 
 def run(cfg: Config, progress: bool = False, names: tuple[str, ...] = IMPLEMENTATIONS + LAYERS) -> dict[str, Any]:
