@@ -329,7 +329,9 @@ def cmd_lease(args: argparse.Namespace) -> None:
 
         xz = lease.compress_corpus(ensure_pinned_corpus())
         wheels = lease.download_wheels()
-        files = [xz, *wheels]
+        stamp = lease.LEASE_DIR / lease.SOURCE_STAMP
+        lease.write_source_stamp(stamp)
+        files = [xz, *wheels, stamp]
         size = sum(f.stat().st_size for f in files)
         for f in files:
             print(f"{f.relative_to(lease.REPO_ROOT)}: {f.stat().st_size:,} bytes")

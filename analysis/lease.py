@@ -5,7 +5,9 @@ and brings back at most 8 files from ``$OUT``. Three steps make such a session c
 
 * here, ``python -m analysis lease prepare`` fills ``.lease/`` (git-ignored, carried to the device): the gpu corpus
   compressed with xz (the device has other versions of the packages it is built from, so it cannot rebuild the same
-  bytes) and the wheels of the pure-Python peers that flash-bench and gau-kernel compare against;
+  bytes), the wheels of the pure-Python peers that flash-bench and gau-kernel compare against, and a source stamp
+  (HEAD and its files' object names: the device's copy can carry the .git of an earlier commit, so its records take
+  the commit, and whether their code differs from it, from the stamp);
 * on the device, ``bash scripts/lease.sh 9m`` runs :func:`run_lease`: it restores the corpus (hash checked), installs
   the wheels, runs the steps :func:`plan_lease` picks from what ``results/`` already holds for this device, each in a
   child process with a deadline, and packs every results file that is new or changed into
@@ -34,11 +36,21 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from analysis.results import REPO_ROOT, device_name, device_tag, git_commit, results_dir, write_json_atomic
+from analysis.results import (
+    REPO_ROOT,
+    SOURCE_ENV,
+    device_name,
+    device_tag,
+    git_commit,
+    results_dir,
+    write_json_atomic,
+    write_source_stamp,
+)
 from analysis.scale import validate_scale
 
 LEASE_DIR = REPO_ROOT / ".lease"
 CORPUS_XZ = "pinned-sources.txt.xz"
+SOURCE_STAMP = "source.json"  # the commit the carried checkout is, and its files' object names (results.SOURCE_ENV)
 WHEELS = "wheels"
 PEERS = ("FLASH-pytorch", "rotary-embedding-torch")  # the peers' pure-Python wheels, at requirements.txt's pins
 ARCHIVE = "lease-results.tar.gz"  # then lease-results.2.tar.gz, ... when one would exceed MAX_RETURN_BYTES
@@ -210,7 +222,7 @@ def plan_lease(scale: str = "gpu", only: Sequence[str] | None = None, directory:
     """The steps a lease runs, from what ``directory`` (default: results/) holds for the device tagged ``tag``
     (default: this machine's): the first experiments while any is incomplete, the efficiency targets and the step
     times while this device has no record of them, then the campaign (every experiment, or ``only``)."""
-    from analysis.core.campaign import campaign_plans, priority_of
+    from analysis.core.campaign import campaign_plans, priority_of, runs_on
     from analysis.experiments import EXPERIMENTS
 
     scale = validate_scale(scale)
@@ -220,7 +232,9 @@ def plan_lease(scale: str = "gpu", only: Sequence[str] | None = None, directory:
     unknown = [n for n in names if n not in EXPERIMENTS]
     if unknown:
         raise ValueError(f"only must name experiments ({', '.join(sorted(EXPERIMENTS))}); got {', '.join(unknown)}")
-    first = [n for n in names if priority_of(EXPERIMENTS[n]) < FIRST_STAGE_PRIORITY]
+    # a CPU benchmark (DEVICE "cpu") needs no GPU: it is left to the campaign, which starts it only if it fits
+    first = [n for n in names if priority_of(EXPERIMENTS[n]) < FIRST_STAGE_PRIORITY
+             and runs_on(EXPERIMENTS[n], "cuda") == "cuda"]
     bench = root / "benchmarks"
     steps = []
     if first and any(p.status.missing for p in campaign_plans(scale, first, root)):
@@ -295,6 +309,9 @@ def run_lease(budget_s: float, out: str | os.PathLike[str], scale: str = "gpu", 
     site = install_wheels(lease_dir)
     print(f"lease: the gpu corpus {'checked' if had_corpus else 'restored and checked' if corpus else 'not here'}; "
           f"peer wheels {'installed' if site else 'not carried'}", flush=True)
+    stamp = Path(lease_dir) / SOURCE_STAMP
+    if stamp.is_file():  # the device's copy may hold another commit's .git: records take the commit from the stamp
+        os.environ[SOURCE_ENV] = str(stamp.resolve())
     summary = LeaseSummary(device_name(), validate_scale(scale), budget_s, git_commit())
     before = snapshot(root)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}

@@ -85,14 +85,68 @@ def device_name() -> str:
     return f"CPU: {platform.processor() or platform.machine()} ({os.cpu_count()} cores)"
 
 
+# A copy of the checkout made elsewhere (a lent GPU machine's) may carry a .git of another commit than its files are:
+# there this variable names a source stamp, written here from HEAD (write_source_stamp), which then says the commit
+# and whether the files differ from it.
+SOURCE_ENV = "ANALYSIS_SOURCE"
+
+
+def blob_sha(data: bytes) -> str:
+    """Git's object name of a file's bytes: SHA-1 of 'blob <size>\\0' followed by them."""
+    import hashlib
+
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def write_source_stamp(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Write HEAD's commit and the object name of each tracked file outside results/ (git ls-tree -r HEAD) to
+    ``path`` as JSON; the stamp written."""
+    commit = _git("rev-parse", "HEAD")
+    listing = _git("ls-tree", "-r", "HEAD")
+    if commit is None or listing is None:
+        raise ValueError("a source stamp needs a git checkout with a commit")
+    blobs = {}
+    for line in listing.splitlines():
+        meta, name = line.split("\t", 1)
+        mode, kind, sha = meta.split()
+        if kind == "blob" and not name.startswith("results/"):
+            blobs[name] = [mode, sha]
+    stamp = {"commit": commit, "blobs": blobs}
+    Path(path).write_text(json.dumps(stamp))
+    return stamp
+
+
+def _source_stamp() -> dict[str, Any] | None:
+    path = os.environ.get(SOURCE_ENV)
+    return json.loads(Path(path).read_text()) if path else None
+
+
+def stamp_differs(stamp: dict[str, Any], root: str | os.PathLike[str] = REPO_ROOT) -> bool:
+    """Whether a tracked file of ``stamp`` is missing under ``root`` or holds other bytes (a link: another target)."""
+    base = Path(root)
+    for name, (mode, sha) in stamp["blobs"].items():
+        path = base / name
+        if mode == "120000":
+            if not path.is_symlink() or blob_sha(os.readlink(path).encode()) != sha:
+                return True
+        elif not path.is_file() or path.is_symlink() or blob_sha(path.read_bytes()) != sha:
+            return True
+    return False
+
+
 def git_commit() -> str | None:
-    """The repository's HEAD commit, None outside a git checkout."""
-    return _git("rev-parse", "HEAD")
+    """The repository's HEAD commit (a source stamp's, where $ANALYSIS_SOURCE names one), None outside git."""
+    stamp = _source_stamp()
+    return str(stamp["commit"]) if stamp is not None else _git("rev-parse", "HEAD")
 
 
 def tree_dirty() -> bool | None:
     """Whether the checkout has uncommitted changes to tracked files outside results/ (None outside git): records
-    written earlier in the same session do not make the code dirty."""
+    written earlier in the same session do not make the code dirty. With a source stamp: whether the files differ
+    from the stamp's."""
+    stamp = _source_stamp()
+    if stamp is not None:
+        return stamp_differs(stamp)
     status = _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results")
     return None if status is None else bool(status)
 

@@ -81,8 +81,11 @@ def test_the_corpus_travels_compressed_and_is_checked_when_restored(tmp_path):
 
 
 def test_the_steps_follow_what_results_hold_for_the_device(tmp_path):
-    names = [s.name for s in lease.plan_lease("smoke", ["flash-bench", "gau-length"], tmp_path, tag="h100")]
+    names = [s.name for s in lease.plan_lease("smoke", ["gau-kernel", "gau-length"], tmp_path, tag="h100")]
     assert names == ["first", "steptimes", "campaign"]  # a selection leaves the efficiency targets out
+    # flash-bench, a CPU benchmark, is never a lease's first step: the campaign starts it only where it fits
+    names = [s.name for s in lease.plan_lease("smoke", ["flash-bench", "gau-length"], tmp_path, tag="h100")]
+    assert names == ["steptimes", "campaign"]
     bench = tmp_path / "benchmarks"
     bench.mkdir()
     (bench / "steptimes.smoke.h100.json").write_text("{}")
@@ -100,7 +103,7 @@ def test_the_steps_follow_what_results_hold_for_the_device(tmp_path):
     (bench / "efficiency.smoke.h100.json").write_text(json.dumps({"rows": rows}))
     steps = lease.plan_lease("smoke", None, tmp_path, tag="h100")
     assert [s.name for s in steps] == ["first", "campaign"]
-    assert steps[0].argv[:5] == ("campaign", "--scale", "smoke", "--only", "flash-bench")
+    assert steps[0].argv[:5] == ("campaign", "--scale", "smoke", "--only", "gau-kernel")
     assert "--only" not in steps[1].argv  # the whole campaign, in priority order
     with pytest.raises(ValueError, match="only must name experiments"):
         lease.plan_lease("smoke", ["no-such-experiment"], tmp_path)
@@ -234,3 +237,28 @@ def test_cli_plans_and_unpacks(tmp_path, capsys):
     assert capsys.readouterr().out.strip().splitlines() == ["added: results/trials/a.gpu/t.json",
                                                             "1 added, 0 replaced, 0 already here"]
     assert json.loads((tmp_path / "results" / "trials" / "a.gpu" / "t.json").read_text()) == {"y": 1}
+
+
+def test_a_source_stamp_gives_the_commit_and_whether_the_copied_files_differ(tmp_path, monkeypatch):
+    """A device's copy of the checkout may hold another commit's .git: records made there take the commit from the
+    stamp written here, and are dirty exactly when a stamped file's bytes differ."""
+    from analysis import results
+
+    assert results.blob_sha(b"hello\n") == "ce013625030ba8dba906f756967f9e9ca394464a"  # git hash-object's name
+    stamp = results.write_source_stamp(tmp_path / "source.json")
+    assert stamp["commit"] == results._git("rev-parse", "HEAD") and "README.md" in stamp["blobs"]
+    assert not any(name.startswith("results/") for name in stamp["blobs"])
+    (tmp_path / "a.txt").write_bytes(b"hello\n")
+    (tmp_path / "link").symlink_to("a.txt")
+    fake = {"commit": "f" * 40, "blobs": {"a.txt": ["100644", results.blob_sha(b"hello\n")],
+                                          "link": ["120000", results.blob_sha(b"a.txt")]}}
+    assert not results.stamp_differs(fake, tmp_path)
+    (tmp_path / "a.txt").write_bytes(b"hello!\n")
+    assert results.stamp_differs(fake, tmp_path)
+    path = tmp_path / "stamp.json"
+    path.write_text(json.dumps({"commit": "f" * 40, "blobs": {"README.md": ["100644", "0" * 40]}}))
+    monkeypatch.setenv(results.SOURCE_ENV, str(path))
+    assert results.git_commit() == "f" * 40 and results.tree_dirty() is True
+    readme = (results.REPO_ROOT / "README.md").read_bytes()
+    path.write_text(json.dumps({"commit": "f" * 40, "blobs": {"README.md": ["100644", results.blob_sha(readme)]}}))
+    assert results.tree_dirty() is False

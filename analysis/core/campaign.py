@@ -87,17 +87,32 @@ def workload_flops(workloads: Sequence[Any]) -> float:
     return flops
 
 
+def runs_on(module: Any, device_type: str) -> str:
+    """The device type an experiment's trials run on: its module's DEVICE ("cpu" for a CPU benchmark, whatever the
+    machine has), else the machine's ``device_type``."""
+    device = getattr(module, "DEVICE", None)
+    if device not in (None, "cpu"):
+        raise ValueError(f"an experiment's DEVICE must be 'cpu' or absent; got {device!r}")
+    return device or device_type
+
+
 @dataclass
 class Estimator:
-    """Expected seconds of the trials of one experiment at one scale on this device."""
+    """Expected seconds of the trials of one experiment at one scale on this device.
+
+    A trial's time is overhead + FLOPs / rate. Uncalibrated, the rate is the device's step model (analysis.plan's
+    fitted GPU steps, or :data:`CPU_ASSUMED_FLOPS`) and the overhead the workloads' own. Each stored trial timed on
+    this device calibrates it: its time beyond the model's is overhead (compiling kernels, start-up), averaged over
+    those trials; once they span two FLOP counts, a least-squares line through (FLOPs, seconds) with a positive
+    slope and an intercept of at least zero replaces both. A single trial's time is never scaled by a FLOP ratio,
+    which would multiply its fixed overhead too (a short check trial dominated by compiling once sized the longest
+    trials of its experiment at days)."""
 
     exp: Experiment
     cfg: Any
     device_type: str
     gpu_tag: str = "h100"  # on CUDA, the kind whose measured steps size an unmeasured trial (analysis.plan.gpu_steps)
-    measured_flops: float = 0.0  # of the stored trials whose plan counts FLOPs
-    measured_s: float = 0.0  # their seconds
-    measured_n: int = 0  # how many stored trials were timed on this device
+    points: list[tuple[float, float, float]] = field(default_factory=list)  # counted trials: (FLOPs, s, model's s)
     uncounted_s: float = 0.0  # seconds of the stored trials whose plan counts no FLOPs
     uncounted_n: int = 0
 
@@ -105,36 +120,56 @@ class Estimator:
     def from_status(cls, exp: Experiment, cfg: Any, status: TrialStatus, device: str, device_type: str,
                     gpu_tag: str = "h100") -> Estimator:
         """Calibrated on the stored trials of ``status`` that ran on ``device``."""
-        est = cls(exp, cfg, device_type, gpu_tag)
+        est = cls(exp, cfg, runs_on(exp.module, device_type), gpu_tag)
         by_key = {t.key: t for t in status.trials}
         for tf in status.stored.values():
             if tf.provenance.get("device") == device and tf.key in by_key:
-                flops = workload_flops(exp.trial_plan(cfg, by_key[tf.key]))
+                workloads = exp.trial_plan(cfg, by_key[tf.key])
+                flops = workload_flops(workloads)
                 if flops > 0:
-                    est.measured_flops += flops
-                    est.measured_s += tf.wall_time_s
+                    est.points.append((flops, tf.wall_time_s, est.model_seconds(workloads)))
                 else:
                     est.uncounted_s += tf.wall_time_s
                     est.uncounted_n += 1
-                est.measured_n += 1
         return est
 
     @property
     def measured(self) -> bool:
         """Whether a stored trial timed on this device calibrates the estimate."""
-        return self.measured_n > 0
+        return bool(self.points) or self.uncounted_n > 0
+
+    def model_seconds(self, workloads: Sequence[Any]) -> float:
+        """Seconds of ``workloads`` by the device's step model alone, their stated overhead included."""
+        if self.device_type == "cuda":
+            return gpu_seconds(workloads, self.gpu_tag)
+        return workload_flops(workloads) / CPU_ASSUMED_FLOPS + sum(w.overhead_s for w in workloads)
+
+    def line(self) -> tuple[float, float] | None:
+        """(intercept s, slope s/FLOP) of the least-squares line through the counted trials, when they span two
+        FLOP counts and the fit has a positive slope and an intercept >= 0 (else None)."""
+        xs = [f for f, _, _ in self.points]
+        if len(set(xs)) < 2:
+            return None
+        ys = [t for _, t, _ in self.points]
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+        intercept = my - slope * mx
+        return (intercept, slope) if slope > 0 and intercept >= 0 else None
 
     def seconds(self, trial: Any) -> float:
         """Expected seconds of ``trial``."""
         workloads = self.exp.trial_plan(self.cfg, trial)
         flops = workload_flops(workloads)
-        if flops > 0 and self.measured_flops > 0:
-            return flops * self.measured_s / self.measured_flops
         if flops <= 0:
             return self.uncounted_s / self.uncounted_n if self.uncounted_n else UNKNOWN_TRIAL_S
-        if self.device_type == "cuda":
-            return gpu_seconds(workloads, self.gpu_tag)
-        return flops / CPU_ASSUMED_FLOPS + sum(w.overhead_s for w in workloads)
+        fit = self.line()
+        if fit is not None:
+            return fit[0] + fit[1] * flops
+        model = self.model_seconds(workloads)
+        if not self.points:
+            return model
+        overhead = sum(max(0.0, t - m) for _, t, m in self.points) / len(self.points)
+        return model + overhead
 
 
 @dataclass
@@ -219,11 +254,18 @@ def status_lines(plans: Sequence[ExperimentPlan], scale: str, estimate_on: str |
     left = sum(len(p.status.missing) for p in plans)
     lines.append(f"left: {left} trials, about {_minutes(total)}")
     if scale == "gpu" and any(p.first_tier for p in plans):
-        first = [p for p in plans if p.first_tier]
+        # lent GPU sessions count the trials that need a GPU; a CPU benchmark runs on any machine with the time
+        on_cpu = [p for p in plans if runs_on(p.exp.module, "cuda") == "cpu" and p.status.missing]
+        gpu = [p for p in plans if p not in on_cpu]
+        first = [p for p in gpu if p.first_tier]
         first_s = sum(p.missing_s for p in first)
+        gpu_s = sum(p.missing_s for p in gpu)
         lines.append(f"  first tier (priority below {FIRST_TIER_PRIORITY}): {sum(len(p.status.missing) for p in first)}"
                      f" trials, about {_minutes(first_s)}, {lease_count(first_s):.1f} lent sessions of one "
-                     f"{GPU_LEASE_S / 60:.0f}-minute command; everything: {lease_count(total):.1f}")
+                     f"{GPU_LEASE_S / 60:.0f}-minute command; everything: {lease_count(gpu_s):.1f}")
+        if on_cpu:
+            lines.append("  on a CPU (no GPU needed, left out of those sessions): " + ", ".join(
+                f"{p.exp.name}, about {_minutes(p.missing_s)}" for p in on_cpu))
     return lines
 
 

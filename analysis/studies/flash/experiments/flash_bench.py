@@ -38,6 +38,7 @@ from analysis.verify import Claim
 
 NAME = "flash-bench"
 PRIORITY = 10  # the gpu campaign's order (lower first; 50 by default): the order of the claims' stakes at gpu scale
+DEVICE = "cpu"  # a CPU benchmark at every scale: its trials are sized at CPU rates, and a lease leaves it out
 DATA_VERSION = 3  # raised when the layout or meaning of run()'s data changes (2: the lean stack and the single-layer
 # sweep; 3: peak memory is the point's own high-water mark, not one inherited from the parent)
 SOURCE = "Su 2022, kexue.fm/archives/8934; Hua et al. 2022"
