@@ -223,7 +223,7 @@ def plan_lease(scale: str = "gpu", only: Sequence[str] | None = None, directory:
     (default: this machine's): the first experiments while any is incomplete, the efficiency targets and the step
     times while this device has no record of them, then the campaign (every experiment, or ``only``)."""
     from analysis.core.campaign import campaign_plans, priority_of, runs_on
-    from analysis.experiments import EXPERIMENTS
+    from analysis.experiments import EXPERIMENTS, config_for
 
     scale = validate_scale(scale)
     root = Path(directory) if directory is not None else results_dir()
@@ -234,7 +234,7 @@ def plan_lease(scale: str = "gpu", only: Sequence[str] | None = None, directory:
         raise ValueError(f"only must name experiments ({', '.join(sorted(EXPERIMENTS))}); got {', '.join(unknown)}")
     # a CPU benchmark (DEVICE "cpu") needs no GPU: it is left to the campaign, which starts it only if it fits
     first = [n for n in names if priority_of(EXPERIMENTS[n]) < FIRST_STAGE_PRIORITY
-             and runs_on(EXPERIMENTS[n], "cuda") == "cuda"]
+             and runs_on(EXPERIMENTS[n], "cuda", config_for(EXPERIMENTS[n], scale)) == "cuda"]
     bench = root / "benchmarks"
     steps = []
     if first and any(p.status.missing for p in campaign_plans(scale, first, root)):

@@ -83,9 +83,11 @@ def test_the_corpus_travels_compressed_and_is_checked_when_restored(tmp_path):
 def test_the_steps_follow_what_results_hold_for_the_device(tmp_path):
     names = [s.name for s in lease.plan_lease("smoke", ["gau-kernel", "gau-length"], tmp_path, tag="h100")]
     assert names == ["first", "steptimes", "campaign"]  # a selection leaves the efficiency targets out
-    # flash-bench, a CPU benchmark, is never a lease's first step: the campaign starts it only where it fits
+    # at smoke scale flash-bench is a CPU benchmark, never a lease's first step; at gpu scale it runs on the GPU
     names = [s.name for s in lease.plan_lease("smoke", ["flash-bench", "gau-length"], tmp_path, tag="h100")]
     assert names == ["steptimes", "campaign"]
+    steps = lease.plan_lease("gpu", ["flash-bench", "gau-kernel"], tmp_path, tag="h100")
+    assert steps[0].name == "first" and "flash-bench" in steps[0].argv
     bench = tmp_path / "benchmarks"
     bench.mkdir()
     (bench / "steptimes.smoke.h100.json").write_text("{}")

@@ -9,7 +9,10 @@ warm-up, with every implementation timed in the same process, threads and sizes;
 saved for backward (``saved_tensors_hooks``, per sequence), the part of memory that grows with n, and the peak
 resident memory of the point's own process (each point runs in a fresh interpreter whose address space is capped). A point over the memory budget or the time budget is
 recorded as such and the sweep goes on. The machine's float32 matmul throughput is measured in the same run, so
-each implementation's model-FLOP utilisation can be stated against it.
+each implementation's model-FLOP utilisation can be stated against it. At gpu scale every point runs on the GPU in
+this process, under bf16 autocast (the Transformer++'s attention then takes scaled_dot_product_attention's flash
+kernel), timed to its last kernel; its bf16 matmul throughput is the ceiling, a point out of device memory is recorded
+as such, and its peak device memory is recorded beside the process's.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import resource
 import statistics
 import subprocess
@@ -29,6 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from analysis.core.trial import Trial
 from analysis.experiments.base import Workload
 from analysis.models.gau import GAU, GAUConfig
 from analysis.models.lm import LanguageModel, ModelConfig
@@ -38,9 +43,9 @@ from analysis.verify import Claim
 
 NAME = "flash-bench"
 PRIORITY = 10  # the gpu campaign's order (lower first; 50 by default): the order of the claims' stakes at gpu scale
-DEVICE = "cpu"  # a CPU benchmark at every scale: its trials are sized at CPU rates, and a lease leaves it out
-DATA_VERSION = 3  # raised when the layout or meaning of run()'s data changes (2: the lean stack and the single-layer
-# sweep; 3: peak memory is the point's own high-water mark, not one inherited from the parent)
+DATA_VERSION = 4  # raised when the layout or meaning of run()'s data changes (2: the lean stack and the single-layer
+# sweep; 3: peak memory is the point's own high-water mark, not one inherited from the parent; 4: one trial per
+# implementation, and at gpu scale every point on the GPU under bf16 autocast)
 SOURCE = "Su 2022, kexue.fm/archives/8934; Hua et al. 2022"
 TARGET = "this book's target for its GAU layer"
 IMPLEMENTATIONS = ("FLASH-Quad (ours)", "FLASH-Quad lean (ours)", "FLASH (ours)", "Transformer++", "FLASH-pytorch GAU",
@@ -71,6 +76,7 @@ class Config:
     isolate: bool = True  # each point in its own capped process (smoke runs them in this one, to save start-ups)
     process_cap_gb: float = 16.0  # address space each point's process may add once started: over it, out of memory
     seed: int = 0
+    device: str = "cpu"  # "cuda" at gpu scale: every point on the GPU under bf16 autocast, in this process
 
 
 CONFIGS: dict[str, Config] = {
@@ -82,7 +88,7 @@ CONFIGS: dict[str, Config] = {
                   time_budget_s=20.0),
     "gpu": Config(d=768, layers=6, s=128, chunk=256, tokens=16384, lengths=(512, 1024, 2048, 4096, 8192, 16384),
                   layer_lengths=(2048, 4096, 8192, 16384), repeats=5, warmup=3, threads=16, memory_budget_gb=40.0,
-                  time_budget_s=30.0, query_block=1024),
+                  time_budget_s=30.0, query_block=1024, isolate=False, device="cuda"),
 }
 
 
@@ -169,34 +175,56 @@ def saved_bytes(module: nn.Module, x: torch.Tensor) -> int:
     return sum(size for _, size in saved_tensors(lambda: module(x).pow(2).mean()))
 
 
+def autocast(device: torch.device) -> Any:
+    """bf16 autocast on CUDA (where the Transformer++'s scaled_dot_product_attention takes its flash kernel); float32,
+    no autocast, on the CPU."""
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def step_time(module: nn.Module, x: torch.Tensor, repeats: int, warmup: int) -> list[float]:
-    """Seconds of each training step (forward, backward, AdamW): ``warmup`` untimed ones (their first, which
-    compiles a compiled module, is reported apart), then ``repeats`` timed ones; all are returned, warm-up first."""
+    """Seconds of each training step (forward, backward, AdamW) on ``x``'s device: ``warmup`` untimed ones (their
+    first, which compiles a compiled module, is reported apart), then ``repeats`` timed ones; all are returned,
+    warm-up first. On CUDA each step runs under bf16 autocast and is timed to its last kernel."""
     opt = torch.optim.AdamW(module.parameters(), lr=1e-4)
     times = []
     for _ in range(warmup + repeats):
+        _synchronize(x.device)
         start = time.perf_counter()
-        loss = module(x).pow(2).mean()
+        with autocast(x.device):
+            loss = module(x).float().pow(2).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+        _synchronize(x.device)
         times.append(time.perf_counter() - start)
     return times
 
 
-def matmul_throughput(threads: int, size: int = 2048, repeats: int = 10, warmup: int = 3) -> float:
-    """Float32 FLOP/s of a size x size matmul on this CPU: the best of ``repeats`` after ``warmup``, the ceiling for
-    these layers (the best, not the median: a ceiling should not move with the machine's momentary load)."""
+def matmul_throughput(threads: int, size: int = 2048, repeats: int = 10, warmup: int = 3,
+                      device: str = "cpu") -> float:
+    """FLOP/s of a size x size matmul, 2 size^3 / the best of ``repeats`` seconds after ``warmup``: float32 on the CPU,
+    bf16 on CUDA (then at least 8,192 wide); the ceiling for these layers (the best, not the median: a ceiling should
+    not move with the machine's momentary load)."""
+    dev = torch.device(device)
+    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    size = max(size, 8192) if dev.type == "cuda" else size
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        a, b = torch.randn(size, size), torch.randn(size, size)
+        a, b = torch.randn(size, size, dtype=dtype, device=dev), torch.randn(size, size, dtype=dtype, device=dev)
         for _ in range(warmup):
             a @ b
         times = []
         for _ in range(repeats):
+            _synchronize(dev)
             start = time.perf_counter()
             a @ b
+            _synchronize(dev)
             times.append(time.perf_counter() - start)
     finally:
         torch.set_num_threads(previous)
@@ -221,12 +249,17 @@ def model_flops_per_token(name: str, cfg: Config, n: int) -> float:
 def measure_point(cfg: Config, name: str, n: int) -> dict[str, Any]:
     """One implementation at one length, in this process: saved activations, then timed training steps."""
     torch.set_num_threads(cfg.threads)
+    device = torch.device(cfg.device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
     batch = max(1, cfg.tokens // n)
     torch.manual_seed(cfg.seed)
-    module = build(name, cfg)
-    x = torch.randn(batch, n, cfg.d, generator=torch.Generator().manual_seed(cfg.seed))
+    module = build(name, cfg).to(device)
+    x = torch.randn(batch, n, cfg.d, generator=torch.Generator().manual_seed(cfg.seed)).to(device)
     start = time.perf_counter()
-    saved = saved_bytes(module, x)  # a compiled module compiles its forward here
+    with autocast(device):
+        saved = saved_bytes(module, x)  # a compiled module compiles its forward here
+    _synchronize(device)
     first_forward = time.perf_counter() - start
     row: dict[str, Any] = {"batch": batch, "saved_bytes_per_sequence": saved / batch,
                            "parameters": sum(p.numel() for p in module.parameters())}
@@ -237,7 +270,20 @@ def measure_point(cfg: Config, name: str, n: int) -> dict[str, Any]:
     median = statistics.median(timed)
     return {**row, "status": "ok", "seconds": median, "all_seconds": timed, "tokens_per_s": batch * n / median,
             "first_forward_seconds": first_forward, "first_step_seconds": times[0],
-            "peak_rss_bytes": peak_resident_bytes()}
+            "peak_rss_bytes": peak_resident_bytes(),
+            **({"peak_device_bytes": torch.cuda.max_memory_allocated(device)} if device.type == "cuda" else {})}
+
+
+def _in_process(cfg: Config, name: str, n: int) -> dict[str, Any]:
+    """measure_point here; on CUDA, a point that runs out of device memory is recorded as such and its memory freed
+    for the next (the address-space cap of :func:`_child` bounds CPU memory only)."""
+    try:
+        return measure_point(cfg, name, n)
+    except torch.cuda.OutOfMemoryError:
+        return {"status": "out of memory (CUDA)"}
+    finally:
+        if torch.device(cfg.device).type == "cuda":
+            torch.cuda.empty_cache()
 
 
 def peak_resident_bytes() -> int:
@@ -300,54 +346,104 @@ def _child(cfg: Config, name: str, n: int) -> dict[str, Any]:
                        f"{proc.stderr[-2000:]}")
 
 
-def run(cfg: Config, progress: bool = False, names: tuple[str, ...] = IMPLEMENTATIONS + LAYERS) -> dict[str, Any]:
-    """Every implementation at each of its lengths (stacks: ``lengths``, single layers: ``layer_lengths``), each
-    point in a fresh process with the same threads; plain data."""
-    for name in names:
-        kind(name)  # validates
-    peak = matmul_throughput(cfg.threads)
+@dataclass
+class Sweep:
+    """One implementation at each of its lengths: a trial's result."""
+
+    implementation: str
+    matmul_flops_per_s: float  # the machine's matmul ceiling, measured before and after the sweep: the larger
+    rows: list[dict[str, Any]]  # per length: status, and for a measured point its sizes, times and memory
+    unfused_saved_bytes_per_sequence: float | None  # the Transformer++'s trial only (unfused_transformer_saved_bytes)
+
+
+def trial_key(name: str) -> str:
+    """A file-name key of an implementation: 'GAU layer, lean, compiled (ours)' -> 'gau-layer-lean-compiled'."""
+    kind(name)  # validates
+    return re.sub(r"[^a-z0-9]+", "-", name.replace("(ours)", "").replace("++", "").lower()).strip("-")
+
+
+def trials(cfg: Config) -> list[Trial]:
+    """One trial per implementation, its lengths swept in it (a sweep stops where its extrapolated memory or time
+    passes a budget, so it needs its own shorter lengths): stacks, then single layers."""
+    return [Trial(trial_key(name), cfg.seed, {"implementation": name}) for name in IMPLEMENTATIONS + LAYERS]
+
+
+def sweep(cfg: Config, name: str, progress: bool = False) -> Sweep:
+    """``name`` at each of its lengths (stacks: ``lengths``, single layers: ``layer_lengths``), shortest first, each
+    point in a fresh capped process (on CUDA, in this one); a point over a budget, measured or extrapolated linearly
+    in n from the last, ends the sweep."""
+    kind(name)  # validates
+    if torch.device(cfg.device).type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"flash-bench's config runs on {cfg.device}, which this machine does not have")
+    peak = matmul_throughput(cfg.threads, device=cfg.device)
     rows: list[dict[str, Any]] = []
-    skipped: dict[str, str] = {}
-    last: dict[str, tuple[int, float, float]] = {}  # per implementation: (n, saved bytes per step, seconds)
-    # lengths outside, implementations inside: drift of the machine over the run hits all of them alike
-    for n in sorted(set(cfg.lengths) | set(cfg.layer_lengths)):
-        for name in names:
-            if n not in (cfg.layer_lengths if name in LAYERS else cfg.lengths):
-                continue
-            row: dict[str, Any] = {"implementation": name, "n": n}
-            batch = max(1, cfg.tokens // n)
-            if name in last and name not in skipped:
-                # at fixed tokens per step, quadratic work and memory per step grow like n: extrapolate first
-                n0, saved0, seconds0 = last[name]
-                if saved0 * n / n0 > cfg.memory_budget_gb * 1e9:
-                    skipped[name] = "over the memory budget (extrapolated)"
-                elif seconds0 * n / n0 > 2 * cfg.time_budget_s:
-                    skipped[name] = "over the time budget (extrapolated)"
-            if name in skipped:
-                rows.append({**row, "status": skipped[name]})
-                continue
-            point = _child(cfg, name, n) if cfg.isolate else measure_point(cfg, name, n)
-            rows.append({**row, **point})
-            if point["status"] != "ok":
-                skipped[name] = point["status"]
-                continue
-            last[name] = (n, point["saved_bytes_per_sequence"] * batch, point["seconds"])
-            if point["seconds"] > cfg.time_budget_s:
-                skipped[name] = "over the time budget"
-            if progress:
-                print(f"{name:32s} n = {n:6d}: {point['seconds']:.3f} s/step, {point['tokens_per_s']:,.0f} tokens/s, "
-                      f"peak {point['peak_rss_bytes'] / 2**30:.2f} GiB", flush=True)
-    peak = max(peak, matmul_throughput(cfg.threads))  # measured before and after the sweep: the larger
-    at = memory_length(cfg)
-    unfused = unfused_transformer_saved_bytes(cfg, at) if "Transformer++" in names else None
+    skipped = ""
+    last: tuple[int, float, float] | None = None  # (n, saved bytes per step, seconds) of the last point measured
+    for n in sorted(cfg.layer_lengths if name in LAYERS else cfg.lengths):
+        row: dict[str, Any] = {"implementation": name, "n": n}
+        batch = max(1, cfg.tokens // n)
+        if last is not None and not skipped:
+            # at fixed tokens per step, quadratic work and memory per step grow like n: extrapolate first
+            n0, saved0, seconds0 = last
+            if saved0 * n / n0 > cfg.memory_budget_gb * 1e9:
+                skipped = "over the memory budget (extrapolated)"
+            elif seconds0 * n / n0 > 2 * cfg.time_budget_s:
+                skipped = "over the time budget (extrapolated)"
+        if skipped:
+            rows.append({**row, "status": skipped})
+            continue
+        point = _child(cfg, name, n) if cfg.isolate else _in_process(cfg, name, n)
+        rows.append({**row, **point})
+        if point["status"] != "ok":
+            skipped = point["status"]
+            continue
+        last = (n, point["saved_bytes_per_sequence"] * batch, point["seconds"])
+        if point["seconds"] > cfg.time_budget_s:
+            skipped = "over the time budget"
+        if progress:
+            print(f"{name:32s} n = {n:6d}: {point['seconds']:.3f} s/step, {point['tokens_per_s']:,.0f} tokens/s, "
+                  f"peak {point['peak_rss_bytes'] / 2**30:.2f} GiB", flush=True)
+    peak = max(peak, matmul_throughput(cfg.threads, device=cfg.device))
+    unfused = unfused_transformer_saved_bytes(cfg, memory_length(cfg)) if name == "Transformer++" else None
+    return Sweep(name, peak, rows, unfused)
+
+
+def run_trial(cfg: Config, trial: Trial, device: torch.device) -> Sweep:
+    """One implementation's sweep, on the config's device (the CPU below gpu scale, whatever the machine has)."""
+    return sweep(cfg, str(trial.params["implementation"]))
+
+
+def assemble(cfg: Config, results: list[Sweep], device_type: str) -> dict[str, Any]:
+    """The sweeps as one benchmark: every point's FLOP utilisation against the highest matmul ceiling any trial
+    measured, the points in implementation and length order; plain data."""
+    names = IMPLEMENTATIONS + LAYERS
+    peak = max(r.matmul_flops_per_s for r in results)
+    rows = [dict(row) for r in results for row in r.rows]
     for row in rows:
         if row["status"] == "ok":
-            batch = row["batch"]
-            flops = 3 * model_flops_per_token(row["implementation"], cfg, row["n"]) * batch * row["n"]
+            flops = 3 * model_flops_per_token(row["implementation"], cfg, row["n"]) * row["batch"] * row["n"]
             row["utilisation"] = flops / row["seconds"] / peak  # forward + backward ~ 3 forwards
     rows.sort(key=lambda r: (names.index(r["implementation"]), r["n"]))
-    return {"device_type": "cpu", "threads": cfg.threads, "matmul_flops_per_s": peak, "query_block": cfg.query_block,
-            "memory_length": at, "unfused_transformer_saved_bytes_per_sequence": unfused, "rows": rows}
+    unfused = next((r.unfused_saved_bytes_per_sequence for r in results
+                    if r.unfused_saved_bytes_per_sequence is not None), None)
+    return {"device_type": torch.device(cfg.device).type, "threads": cfg.threads, "matmul_flops_per_s": peak,
+            "query_block": cfg.query_block, "memory_length": memory_length(cfg),
+            "unfused_transformer_saved_bytes_per_sequence": unfused, "rows": rows}
+
+
+def run(cfg: Config, progress: bool = False, names: tuple[str, ...] = IMPLEMENTATIONS + LAYERS) -> dict[str, Any]:
+    """The sweeps of ``names`` in this process, assembled (the trials a campaign runs, for a direct call)."""
+    return assemble(cfg, [sweep(cfg, name, progress) for name in names], torch.device(cfg.device).type)
+
+
+def where(data: dict[str, Any]) -> str:
+    """Where a run measured, for its claims: "CPU, 16 threads" or "GPU, bf16 autocast"."""
+    return f"CPU, {data['threads']} threads" if data["device_type"] == "cpu" else "GPU, bf16 autocast"
+
+
+def precision(data: dict[str, Any]) -> str:
+    """The arithmetic of a run's steps: float32 on the CPU, bf16 autocast on a GPU."""
+    return "float32" if data["device_type"] == "cpu" else "bf16 autocast"
 
 
 def memory_length(cfg: Config) -> int:
@@ -362,10 +458,12 @@ def unfused_transformer_saved_bytes(cfg: Config, n: int) -> float:
     model = LanguageModel(_transformer_config(cfg))
     for attention in model.attention_layers():
         attention.track_softmax_gradient = True
-    stack = _Stack(model)
+    device = torch.device(cfg.device)
+    stack = _Stack(model).to(device)
     batch = max(1, cfg.tokens // n)
-    x = torch.randn(batch, n, cfg.d, generator=torch.Generator().manual_seed(cfg.seed))
-    return saved_bytes(stack, x) / batch
+    x = torch.randn(batch, n, cfg.d, generator=torch.Generator().manual_seed(cfg.seed)).to(device)
+    with autocast(device):  # the same arithmetic as the benchmarked stacks
+        return saved_bytes(stack, x) / batch
 
 
 def _series(data: dict[str, Any], name: str, key: str) -> tuple[np.ndarray, np.ndarray]:
@@ -483,10 +581,10 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         if not both:
             continue
         never = not math.isfinite(cross)
-        where = (f"no crossover up to n = {both[-1]}, the longest length measured: the crossover is beyond it"
-                 if never else "log-interpolated")
+        span = (f"no crossover up to n = {both[-1]}, the longest length measured: the crossover is beyond it"
+                if never else "log-interpolated")
         out.append(Claim(f"{key}", f"{what} training step overtakes the Transformer++'s in tokens/s at about "
-                         f"n = 256 (equal parameters, CPU, {data['threads']} threads; {where}; {label})", SOURCE,
+                         f"n = 256 (equal parameters, {where(data)}; {span}; {label})", SOURCE,
                          256.0, float(both[-1]) if never else cross, 0.0, 256.0 * (math.sqrt(2) - 1),
                          "half a grid step: lengths are powers of 2", unit="n", measured_bound="≥" if never else ""))
     versions = (("batch_ratio_vs_transformer",
@@ -523,7 +621,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         error = ratios[worst] * math.hypot(_spread(data, ours, worst), _spread(data, peer, worst))
         out.append(Claim(f"lean-gau-over-peer-{'matched' if peer == MATCHED_PEER else 'defaults'}",
                          f"This book's lean GAU layer trains at least 1.5× the tokens/s of FLASH-pytorch's GAU "
-                         f"{which}, causal, float32, at $n \\geq 2048$ (the smallest ratio over $n$ = "
+                         f"{which}, causal, {precision(data)}, at $n \\geq 2048$ (the smallest ratio over $n$ = "
                          f"{', '.join(str(n) for n in long)}, at $n = {worst}$; {label})", TARGET, 1.5, ratios[worst],
                          error, error, "the timing error of the two points: half the range of each one's repeats, "
                          "relative, added in quadrature", kind="lower_bound", unit="x",
@@ -545,7 +643,8 @@ def table(data: dict[str, Any]) -> str:
     stacks, FLASH-pytorch's matched GAU for the single layers), saved activations and FLOP utilisation."""
     s = summary(data)
     width = max(len(name) for name in IMPLEMENTATIONS + LAYERS)
-    lines = [f"float32 matmul: {data['matmul_flops_per_s'] / 1e9:.0f} GFLOP/s on {data['threads']} threads",
+    matmul = "float32" if data["device_type"] == "cpu" else "bf16"
+    lines = [f"{matmul} matmul: {data['matmul_flops_per_s'] / 1e9:.0f} GFLOP/s ({where(data)})",
              f"{'implementation':{width}s} {'n':>6s} {'batch':>5s} {'s/step':>8s} {'tokens/s':>10s} {'x base':>6s} "
              f"{'MiB/seq':>9s} {'MFU':>5s}   (base: Transformer++ for stacks, the matched peer for layers)"]
     for r in data["rows"]:
@@ -583,24 +682,30 @@ def model_config(name: str, cfg: Config, n: int) -> ModelConfig:
                        chunk=cfg.chunk, ctx=n, gau_backend=gau_backend(name), gau_query_block=cfg.query_block)
 
 
-def plan(cfg: Config) -> list[Workload]:
-    """Per length, warm-up plus repeats of one training step of each kind of stack and of single layer (the peer's
-    counted as ours of its kind); lengths whose n x n matrices exceed the memory budget are skipped, as the benchmark
-    skips them."""
-    out = []
+# Seconds no FLOP count captures, per point: building the stack and its saved-activation forward (2 s, assumed), and
+# for a compiled layer inductor's compile, 2 to 4 s on the CPU in the cpu record (15 s assumed on a GPU's larger graphs)
+POINT_OVERHEAD_S = 2.0
+COMPILE_OVERHEAD_S = 15.0
+
+
+def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:
+    """Warm-up plus repeats of one training step of the trial's implementation at each of its lengths (the peer's
+    counted as ours of its kind); stack lengths whose n x n matrices exceed the memory budget are skipped, as the
+    sweep's extrapolation skips them; each point with its overhead (:data:`POINT_OVERHEAD_S`)."""
+    name = str(trial.params["implementation"])
     steps = cfg.warmup + cfg.repeats
-    groups = (("Transformer++", 1), ("FLASH (ours)", 2), ("FLASH-Quad (ours)", 2), ("FLASH-Quad lean (ours)", 1))
-    for n in cfg.lengths:
-        batch = max(1, cfg.tokens // n)
-        for name, count in groups:
-            # costed on the meta device, attention saves its n x n matrices (no fused kernel): over budget, skipped
-            if kind(name) != "flash" and quadratic_saved_bytes(cfg, n, name) > cfg.memory_budget_gb * 1e9:
-                continue
-            out.append(Workload(f"{name} and peer, n = {n}" if count == 2 else f"{name}, n = {n}",
-                                model_config(name, cfg, n), batch, n, steps, 0, count))
-    for n in cfg.layer_lengths:
-        batch = max(1, cfg.tokens // n)
-        out.append(Workload(f"GAU layers (ours and the peer's, dense), n = {n}", model_config(LAYERS[0], cfg, n),
-                            batch, n, steps, 0, 4))
-        out.append(Workload(f"GAU layers, lean, n = {n}", model_config(LAYERS[2], cfg, n), batch, n, steps, 0, 2))
+    overhead = POINT_OVERHEAD_S + (COMPILE_OVERHEAD_S if "compiled" in name else 0.0)
+    out = []
+    for n in (cfg.layer_lengths if name in LAYERS else cfg.lengths):
+        # costed on the meta device, attention saves its n x n matrices (no fused kernel): over budget, skipped
+        if (name not in LAYERS and kind(name) != "flash"
+                and quadratic_saved_bytes(cfg, n, name) > cfg.memory_budget_gb * 1e9):
+            continue
+        out.append(Workload(f"{name}, n = {n}", model_config(name, cfg, n), max(1, cfg.tokens // n), n, steps, 0, 1,
+                            overhead_s=overhead))
     return out
+
+
+def plan(cfg: Config) -> list[Workload]:
+    """Every trial's workloads (:func:`trial_plan`), in trial order."""
+    return [w for t in trials(cfg) for w in trial_plan(cfg, t)]
