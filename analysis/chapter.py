@@ -220,8 +220,13 @@ class Chapter:
         exp = Experiment(get_experiment(name))
         cfg = config_for(exp.module, "gpu")
         status = trial_status(exp, "gpu", cfg, self.directory)
-        partial = (f" Its gpu campaign is partial: {status.describe()} stored, so no record is shown."
-                   if status.done else "")
+        if status.done and not status.complete:
+            partial = f" Its gpu campaign is partial: {status.describe()} stored, so no record is shown."
+        elif status.stale:  # every trial stored, some by older code: the stale record is theirs
+            partial = (f" All {status.total} of its gpu trials are stored, {len(status.stale)} made by older code; "
+                       f"`python -m analysis campaign --scale gpu --only {name} --refresh-stale` runs those again.")
+        else:
+            partial = ""
         est = plan_experiment(name, "gpu", execute=False)
         chunks = (", in commands of nine minutes or less (`--budget 9m`)" if est.h100_seconds > 9 * 60 else "")
         trials = f"{status.total} trial{'' if status.total == 1 else 's'}"

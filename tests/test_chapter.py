@@ -158,3 +158,23 @@ def test_gpu_status_says_when_the_only_gpu_record_is_stale():
     assert text.startswith("**No current GPU-scale run of `flash-counts`:** its gpu record is stale (config differs "
                            "(ctx: 128 -> 512)); it is shown, marked stale, but no verdict rests on it.")
     assert "On one H100 it would take an estimated" in text and "Estimated, not measured" in text
+
+
+def test_gpu_status_of_a_campaign_stored_whole_by_older_code(tmp_path):
+    """Every trial stored, one by other code: not 'partial' (the stale record is assembled from them), and the
+    command that runs the stale ones again."""
+    from analysis.chapter import Chapter, RenderedClaims
+    from analysis.core.trials import Experiment, TrialFile, save_trial
+
+    exp = Experiment(EXPERIMENTS["gau-kernel"])
+    cfg = config_for(exp.module, "gpu")
+    trials = exp.trials(cfg)
+    for i, t in enumerate(trials):
+        code = "older" if i == 0 else exp.code
+        save_trial(TrialFile(exp.name, "gpu", t.key, exp.trial_id(cfg, t), t.seed, dict(t.params), {"x": 1},
+                             provenance(1.0), {"config": "c", "code": code, "data_version": 1}), tmp_path)
+    ch = Chapter("d", "t", "smoke", RenderedClaims("d", "t"), runs={"gau-kernel": []}, directory=str(tmp_path))
+    status = ch.gpu_status("gau-kernel").data
+    assert "partial" not in status
+    assert f"All {len(trials)} of its gpu trials are stored, 1 made by older code" in status
+    assert "--only gau-kernel --refresh-stale" in status
