@@ -232,9 +232,9 @@ def plan_lease(scale: str = "gpu", only: Sequence[str] | None = None, directory:
     unknown = [n for n in names if n not in EXPERIMENTS]
     if unknown:
         raise ValueError(f"only must name experiments ({', '.join(sorted(EXPERIMENTS))}); got {', '.join(unknown)}")
-    # a CPU benchmark (DEVICE "cpu") needs no GPU: it is left to the campaign, which starts it only if it fits
+    # an experiment whose config runs on the CPU needs no GPU: it is left to the campaign, which starts it if it fits
     first = [n for n in names if priority_of(EXPERIMENTS[n]) < FIRST_STAGE_PRIORITY
-             and runs_on(EXPERIMENTS[n], "cuda", config_for(EXPERIMENTS[n], scale)) == "cuda"]
+             and runs_on(config_for(EXPERIMENTS[n], scale), "cuda") == "cuda"]
     bench = root / "benchmarks"
     steps = []
     if first and any(p.status.missing for p in campaign_plans(scale, first, root)):

@@ -11,8 +11,7 @@ from analysis.experiments.base import Workload
 class _Exp:
     """An experiment whose trial ``k`` is k x 10^12 counted FLOPs."""
 
-    def __init__(self, device: str | None = None) -> None:
-        self.module = types.SimpleNamespace(**({"DEVICE": device} if device else {}))
+    module = types.SimpleNamespace()
 
     def trial_plan(self, cfg, trial):
         return [Workload(f"trial {trial}", flops=trial * 1e12)]
@@ -40,15 +39,14 @@ def test_trials_at_two_flop_counts_fit_a_line():
 
 def test_a_cpu_benchmark_is_sized_at_cpu_rates_on_a_gpu_machine():
     """An experiment whose config says device "cpu" runs there whatever the machine has: its trials are sized at
-    CPU rates; a config's device outranks its module's DEVICE, and anything else is refused."""
+    CPU rates; a config without a device runs on the machine's, and any other device is refused."""
     cpu_cfg, gpu_cfg = types.SimpleNamespace(device="cpu"), types.SimpleNamespace(device="cuda")
-    assert runs_on(_Exp().module, "cuda", cpu_cfg) == "cpu" and runs_on(_Exp().module, "cpu", gpu_cfg) == "cuda"
-    assert runs_on(_Exp("cpu").module, "cuda") == "cpu" and runs_on(_Exp().module, "cuda") == "cuda"
-    assert runs_on(_Exp("cpu").module, "cuda", gpu_cfg) == "cuda"
-    est = Estimator(_Exp(), cpu_cfg, runs_on(_Exp().module, "cuda", cpu_cfg))
+    assert runs_on(cpu_cfg, "cuda") == "cpu" and runs_on(gpu_cfg, "cpu") == "cuda"
+    assert runs_on(types.SimpleNamespace(), "cuda") == "cuda" and runs_on(None, "cpu") == "cpu"
+    est = Estimator(_Exp(), cpu_cfg, runs_on(cpu_cfg, "cuda"))
     assert est.seconds(1) == pytest.approx(1e12 / CPU_ASSUMED_FLOPS)
     with pytest.raises(ValueError, match="device must be 'cpu' or 'cuda'"):
-        runs_on(types.SimpleNamespace(DEVICE="tpu"), "cuda")
+        runs_on(types.SimpleNamespace(device="tpu"), "cuda")
 
 
 def test_flash_bench_runs_on_the_gpu_at_gpu_scale_and_on_the_cpu_below():
@@ -56,5 +54,5 @@ def test_flash_bench_runs_on_the_gpu_at_gpu_scale_and_on_the_cpu_below():
     one process, where the address-space cap means nothing), its smoke and cpu configs on the CPU."""
     from analysis.studies.flash.experiments import flash_bench as fb
 
-    assert runs_on(fb, "cpu", fb.CONFIGS["gpu"]) == "cuda" and not fb.CONFIGS["gpu"].isolate
-    assert {runs_on(fb, "cuda", fb.CONFIGS[s]) for s in ("smoke", "cpu")} == {"cpu"}
+    assert runs_on(fb.CONFIGS["gpu"], "cpu") == "cuda" and not fb.CONFIGS["gpu"].isolate
+    assert {runs_on(fb.CONFIGS[s], "cuda") for s in ("smoke", "cpu")} == {"cpu"}

@@ -49,7 +49,7 @@ def test_every_gpu_trial_fits_a_command_and_the_campaign_fits_its_leases():
     for name in sorted(EXPERIMENTS):
         exp = Experiment(EXPERIMENTS[name])
         cfg = EXPERIMENTS[name].CONFIGS["gpu"]
-        if runs_on(EXPERIMENTS[name], "cuda", cfg) == "cpu":  # a CPU benchmark needs no lent GPU
+        if runs_on(cfg, "cuda") == "cpu":  # a CPU benchmark needs no lent GPU
             continue
         tier = priority_of(EXPERIMENTS[name]) < FIRST_TIER_PRIORITY
         for t in exp.trials(cfg):

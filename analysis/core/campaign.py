@@ -87,11 +87,10 @@ def workload_flops(workloads: Sequence[Any]) -> float:
     return flops
 
 
-def runs_on(module: Any, device_type: str, cfg: Any = None) -> str:
+def runs_on(cfg: Any, device_type: str) -> str:
     """The device type an experiment's trials run on: its config's ``device`` where it names one ("cpu": a CPU
-    benchmark whatever the machine has; "cuda"), else its module's DEVICE, else the machine's ``device_type``."""
-    device = getattr(cfg, "device", None) if cfg is not None else None
-    device = device or getattr(module, "DEVICE", None)
+    benchmark whatever the machine has; "cuda"), else the machine's ``device_type``."""
+    device = getattr(cfg, "device", None)
     if device not in (None, "cpu", "cuda"):
         raise ValueError(f"an experiment's device must be 'cpu' or 'cuda'; got {device!r}")
     return device or device_type
@@ -121,7 +120,7 @@ class Estimator:
     def from_status(cls, exp: Experiment, cfg: Any, status: TrialStatus, device: str, device_type: str,
                     gpu_tag: str = "h100") -> Estimator:
         """Calibrated on the stored trials of ``status`` that ran on ``device``."""
-        est = cls(exp, cfg, runs_on(exp.module, device_type, cfg), gpu_tag)
+        est = cls(exp, cfg, runs_on(cfg, device_type), gpu_tag)
         by_key = {t.key: t for t in status.trials}
         for tf in status.stored.values():
             if tf.provenance.get("device") == device and tf.key in by_key:
@@ -256,7 +255,7 @@ def status_lines(plans: Sequence[ExperimentPlan], scale: str, estimate_on: str |
     lines.append(f"left: {left} trials, about {_minutes(total)}")
     if scale == "gpu" and any(p.first_tier for p in plans):
         # lent GPU sessions count the trials that need a GPU; a CPU benchmark runs on any machine with the time
-        on_cpu = [p for p in plans if runs_on(p.exp.module, "cuda", p.cfg) == "cpu" and p.status.missing]
+        on_cpu = [p for p in plans if runs_on(p.cfg, "cuda") == "cpu" and p.status.missing]
         gpu = [p for p in plans if p not in on_cpu]
         first = [p for p in gpu if p.first_tier]
         first_s = sum(p.missing_s for p in first)

@@ -286,18 +286,24 @@ def _in_process(cfg: Config, name: str, n: int) -> dict[str, Any]:
             torch.cuda.empty_cache()
 
 
+def _proc_status_bytes(field: str) -> int | None:
+    """A memory field of /proc/self/status ("VmHWM", "VmSize"), in bytes; None where there is no /proc."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith(f"{field}:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
 def peak_resident_bytes() -> int:
     """This process's peak resident memory: VmHWM of /proc/self/status, the high-water mark of its own address
     space (ru_maxrss instead keeps the parent's high-water mark across fork and exec); ru_maxrss where there is no
     /proc."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = _proc_status_bytes("VmHWM")
+    return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def cap_address_space(extra_gb: float) -> int:
@@ -307,15 +313,7 @@ def cap_address_space(extra_gb: float) -> int:
     fail the interpreter before the point starts. Where /proc is missing, the cap is ``extra_gb`` GiB alone."""
     if not extra_gb > 0:
         raise ValueError(f"extra_gb must be > 0; got {extra_gb}")
-    mapped = 0
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmSize:"):
-                    mapped = int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    cap = mapped + int(extra_gb * 2**30)
+    cap = (_proc_status_bytes("VmSize") or 0) + int(extra_gb * 2**30)
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     return cap
 
