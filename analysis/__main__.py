@@ -408,7 +408,8 @@ def cmd_corpus(args: argparse.Namespace) -> None:
 def cmd_plan(args: argparse.Namespace) -> None:
     """Estimate every experiment's cost at a scale; build and step each model once (a dry run)."""
     from analysis.experiments import EXPERIMENTS
-    from analysis.plan import gpu_steps_basis, h100_step_model, plan_experiment, plan_table
+    from analysis.plan import gpu_basis, gpu_steps_basis, h100_step_model, plan_experiment, plan_table
+    from analysis.train import COMPILE_MIN_STEPS
 
     names = [args.experiment] if args.experiment else sorted(EXPERIMENTS)
     for name in names:
@@ -426,10 +427,14 @@ def cmd_plan(args: argparse.Namespace) -> None:
                           for e in estimates], indent=1))
         return
     fit = h100_step_model()
+    compiling = gpu_basis("h100").compile_fit
     print(f"Estimated cost at {args.scale} scale. H100 minutes come from {gpu_steps_basis('h100')}: "
           f"{1e3 * fit.layer_s:.1f} ms per layer and step plus the FLOPs at {fit.flops_per_s / 1e12:.0f} TFLOP/s "
-          f"(fitted; within {100 * fit.worst_error:.0f}% of each measured step). Memory = 16 bytes per parameter + "
-          "activations saved for backward. Estimates, not measurements.\n")
+          f"(fitted; within {100 * fit.worst_error:.0f}% of each measured step), a measured model by its own step. "
+          + (f"A compiled run (runs of {COMPILE_MIN_STEPS} steps or more) adds {compiling[0]:.0f} s + "
+             f"{compiling[1]:.2f} s per layer of compiling (fitted to the measured ones). " if compiling else
+             f"Compiling (runs of {COMPILE_MIN_STEPS} steps or more train compiled) is not yet timed and is left out. ")
+          + "Memory = 16 bytes per parameter + activations saved for backward. Estimates, not measurements.\n")
     print(plan_table(estimates))
 
 

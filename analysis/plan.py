@@ -50,6 +50,10 @@ class MeasuredStep:
     ctx: int
     seconds: float
     source: str
+    compiled: bool | None = None  # True: torch.compile ran; False: it failed and the run was eager; None: eager as asked
+    overhead_s: float | None = None  # what its run's untimed first steps took beyond as many timed ones (compiling,
+    #                                  capturing CUDA graphs, moving the model to the device); None: not measured
+    eager_seconds: float | None = None  # the same model's eager step, timed beside a compiled one; None: not timed
 
 
 def h100_steps() -> tuple[MeasuredStep, ...]:
@@ -157,10 +161,99 @@ def h100_step_model() -> StepTimeModel:
     return gpu_step_model("h100")
 
 
-@lru_cache(maxsize=8)
 def gpu_step_model(tag: str = "h100") -> StepTimeModel:
     """The step-time model fitted to :func:`gpu_steps` of ``tag`` (t = L a + F / rate, in relative error)."""
-    return fit_step_model(gpu_steps(tag))
+    return gpu_basis(tag).model
+
+
+def cost_key(model: Any, batch: int, ctx: int) -> tuple[Any, int, int]:
+    """(model, batch, ctx) with the fields that change no count (:data:`COST_FREE_FIELDS`) set to one value: the
+    key under which a measured step stands for every model that costs the same."""
+    if dataclasses.is_dataclass(model) and all(hasattr(model, f) for f in COST_FREE_FIELDS):
+        model = dataclasses.replace(model, **COST_FREE_FIELDS)
+    return model, int(batch), int(ctx)
+
+
+def run_compiles(steps: int) -> bool:
+    """Whether a training run of ``steps`` steps on CUDA is compiled (the trainer's "auto": CUDA graphs for runs of at
+    least :data:`analysis.train.COMPILE_MIN_STEPS` steps)."""
+    from analysis.train import resolve_compile_mode
+
+    return steps > 0 and resolve_compile_mode("auto", "cuda", steps) is not None
+
+
+def fit_compile_overhead(steps: tuple[MeasuredStep, ...]) -> tuple[float, float] | None:
+    """(base s, s per layer) of a compiled run's overhead o = base + L x per_layer, by least squares with both >= 0
+    over the measured compiled steps that carry their overhead; with one such step (or one layer count) o is
+    proportional to L through it; None when none was measured."""
+    from scipy.optimize import nnls
+
+    pts = [(m.model.layers, m.overhead_s) for m in steps if m.compiled is True and m.overhead_s is not None]
+    if not pts:
+        return None
+    if len({layers for layers, _ in pts}) < 2:
+        return 0.0, sum(o / layers for layers, o in pts) / len(pts)
+    (base, per_layer), _ = nnls(np.array([[1.0, layers] for layers, _ in pts]), np.array([o for _, o in pts]))
+    return float(base), float(per_layer)
+
+
+@dataclass(frozen=True)
+class StepBasis:
+    """The measured steps that size work on a GPU: a measured (model, batch, length) is sized by its own step and
+    the overhead its run measured; any other by the step model fitted to all of them and, when its run compiles,
+    the compiling overhead fitted to the measured ones (:func:`fit_compile_overhead`; left out while none is)."""
+
+    model: StepTimeModel
+    measured: dict[tuple[Any, int, int], MeasuredStep]
+    compile_fit: tuple[float, float] | None  # (base s, s per layer), None: no compiled run's overhead measured
+
+    def compile_overhead_s(self, layers: int) -> float:
+        """Seconds a compiled run of ``layers`` layers spends compiling, by the fit (0 while none was measured)."""
+        if self.compile_fit is None:
+            return 0.0
+        base, per_layer = self.compile_fit
+        return base + layers * per_layer
+
+    def run_seconds(self, w: Any) -> float:
+        """Seconds of one run of workload ``w`` (a trained or evaluated model): steps x step + eval batches x a
+        third of a step + the run's overhead when it compiles, from its own measured step where there is one."""
+        _, fwd, fwd_bwd, _ = cached_step_cost(w.model, w.batch, w.ctx)
+        layers = int(w.model.layers)
+        compiles = run_compiles(w.steps)
+        m = self.measured.get(cost_key(w.model, w.batch, w.ctx))
+        if m is not None and (m.compiled is not None) == compiles:  # timed as this run trains
+            overhead = m.overhead_s if m.overhead_s is not None else (self.compile_overhead_s(layers) if compiles
+                                                                      else 0.0)
+            return w.steps * m.seconds + w.eval_batches * m.seconds / 3.0 + overhead
+        if m is not None and not compiles and m.eager_seconds is not None:  # an eager run of a model timed compiled
+            return w.steps * m.eager_seconds + w.eval_batches * m.eager_seconds / 3.0
+        overhead = self.compile_overhead_s(layers) if compiles else 0.0
+        return w.steps * self.model.step_s(layers, fwd_bwd) + w.eval_batches * self.model.eval_s(layers, fwd) + overhead
+
+    def seconds(self, workloads: Any) -> float:
+        """Expected seconds of a list of workloads: each run by :meth:`run_seconds`, times its count; counted FLOPs
+        of sampling work at the fitted rate; plus each workload's stated overhead."""
+        total = 0.0
+        for w in workloads:
+            total += w.overhead_s
+            if w.model is None:
+                total += w.count * w.flops / self.model.flops_per_s
+            else:
+                total += w.count * self.run_seconds(w)
+        return total
+
+
+def step_basis(steps: tuple[MeasuredStep, ...]) -> StepBasis:
+    """The :class:`StepBasis` of measured ``steps``: their fitted step model, each by its cost key, their compiling
+    overhead fit."""
+    return StepBasis(fit_step_model(steps), {cost_key(m.model, m.batch, m.ctx): m for m in steps},
+                     fit_compile_overhead(steps))
+
+
+@lru_cache(maxsize=8)
+def gpu_basis(tag: str = "h100") -> StepBasis:
+    """The :class:`StepBasis` of :func:`gpu_steps` of ``tag``."""
+    return step_basis(gpu_steps(tag))
 
 
 def h100_seconds(workloads: Any) -> float:
@@ -169,20 +262,11 @@ def h100_seconds(workloads: Any) -> float:
 
 
 def gpu_seconds(workloads: Any, tag: str = "h100") -> float:
-    """Expected seconds of a list of workloads on a GPU tagged ``tag``: :meth:`StepTimeModel.step_s` per training
-    step, :meth:`StepTimeModel.eval_s` per forward-only batch, counted FLOPs at the fitted rate, plus each workload's
-    stated overhead (compiling), with the model of :func:`gpu_step_model`."""
-    model = gpu_step_model(tag)
-    total = 0.0
-    for w in workloads:
-        total += w.overhead_s
-        if w.model is None:
-            total += w.count * w.flops / model.flops_per_s
-            continue
-        _, fwd, fwd_bwd, _ = cached_step_cost(w.model, w.batch, w.ctx)
-        layers = int(w.model.layers)
-        total += w.count * (w.steps * model.step_s(layers, fwd_bwd) + w.eval_batches * model.eval_s(layers, fwd))
-    return total
+    """Expected seconds of a list of workloads on a GPU tagged ``tag`` (:meth:`StepBasis.seconds` of
+    :func:`gpu_basis`): a model's own measured step and overhead where it was timed, else the fitted step model
+    (:meth:`StepTimeModel.step_s` per training step, :meth:`StepTimeModel.eval_s` per forward-only batch) and the
+    fitted compiling overhead; counted FLOPs at the fitted rate; plus each workload's stated overhead."""
+    return gpu_basis(tag).seconds(workloads)
 
 
 # ModelConfig fields that change no count of a step (a scalar factor on the logits, the initial draw): models that
@@ -193,9 +277,7 @@ COST_FREE_FIELDS = {"attn_alpha": 1.0, "cosine_scale": 10.0, "init": "xavier"}
 def cached_step_cost(model: Any, batch: int, ctx: int) -> tuple[int, float, float, float]:
     """:func:`analysis.cost.step_cost`, counted once per (model config, batch, ctx) up to :data:`COST_FREE_FIELDS`:
     an experiment split into trials lists the same model in many of them, or a model at many logit scales."""
-    if dataclasses.is_dataclass(model) and all(hasattr(model, f) for f in COST_FREE_FIELDS):
-        model = dataclasses.replace(model, **COST_FREE_FIELDS)
-    return _counted_step_cost(model, batch, ctx)
+    return _counted_step_cost(*cost_key(model, batch, ctx))
 
 
 @lru_cache(maxsize=None)

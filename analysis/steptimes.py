@@ -7,15 +7,18 @@ each step between the trainer's per-step callbacks (the device synchronised at e
 the one the experiments run: on a GPU bf16 autocast, fused AdamW, clipping and the compiled model (``compile_mode``
 "auto": CUDA graphs; the warm-up steps absorb the compilation and the graph capture). The median of the timed
 steps is kept, with the smallest and largest, tokens per second, achieved FLOP/s (the step's counted FLOPs, from
-:func:`analysis.plan.cached_step_cost`) and, on a GPU, the fraction of the H100's dense bf16 peak.
+:func:`analysis.plan.cached_step_cost`) and, on a GPU, the fraction of the H100's dense bf16 peak. So is the
+overhead: what the untimed first steps took beyond as many median steps (compiling, capturing the graphs); and,
+for a compiled model, its eager step timed beside, so that the steps after which compiling pays are measured too.
 
 A GPU's measurements are written to ``results/benchmarks/steptimes.<scale>.<device>.json``;
-:func:`analysis.plan.h100_steps` reads the H100 ones beside the steps measured before, so that the campaign's
-estimates follow them.
+:func:`analysis.plan.gpu_steps` reads them, so that the campaign's estimates follow them: a timed model by its own
+step and overhead, any other by the fit.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import statistics
@@ -26,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from analysis.plan import H100_BF16_DENSE_FLOPS, MeasuredStep, cached_step_cost
@@ -52,6 +56,18 @@ class StepTiming:
     steps: int  # timed steps (after the warm-up ones)
     compile_mode: str = "auto"  # "auto": as the experiments' run trains (CUDA graphs on a GPU for long runs), or another
     compiled: bool | None = None  # whether torch.compile ran (False: it failed and the steps were eager); None: not asked
+    overhead_s: float | None = None  # the untimed first steps' time beyond as many median steps: compiling, capturing
+    #                                  CUDA graphs, moving the model to the device (None: a file from before)
+    eager_seconds: float | None = None  # median eager step of the same model, when the timed steps were compiled
+
+    @property
+    def break_even_steps(self) -> float | None:
+        """Steps after which compiling pays: overhead_s / (eager_seconds - seconds); inf when the compiled step is
+        not faster; None when either time was not measured."""
+        if self.overhead_s is None or self.eager_seconds is None:
+            return None
+        saved = self.eager_seconds - self.seconds
+        return self.overhead_s / saved if saved > 0 else math.inf
 
     @property
     def tokens_per_s(self) -> float:
@@ -67,7 +83,8 @@ class StepTiming:
         """This timing as a MeasuredStep (the median seconds), for the step-time fit."""
         from analysis.models.lm import ModelConfig
 
-        return MeasuredStep(self.label, ModelConfig(**self.model), self.batch, self.ctx, self.seconds, source)
+        return MeasuredStep(self.label, ModelConfig(**self.model), self.batch, self.ctx, self.seconds, source,
+                            self.compiled, self.overhead_s, self.eager_seconds)
 
 
 def training_models(scale: str, only: list[str] | None = None) -> list[tuple[str, Any, int, int, int]]:
@@ -101,12 +118,14 @@ COMPILE_MODES = ("auto", "eager", "default", "reduce-overhead", "max-autotune-no
 
 
 def time_steps(label: str, model_cfg: Any, batch: int, ctx: int, device: torch.device, repeats: int = 5,
-               warmup: int = 3, compile_mode: str = "auto", run_steps: int | None = None) -> StepTiming:
-    """Median seconds of ``repeats`` training steps of ``model_cfg`` after ``warmup`` untimed ones (train_lm on
-    random bytes, learning rate 1e-4), compiled as ``compile_mode`` says: "auto" as a run of ``run_steps`` steps
-    (default: the steps timed here) trains on ``device``, "eager" not at all."""
-    from analysis.models.lm import LanguageModel
-    from analysis.train import TrainConfig, resolve_compile_mode, train_lm
+               warmup: int = 3, compile_mode: str = "auto", run_steps: int | None = None,
+               eager_too: bool = True) -> StepTiming:
+    """Median seconds of the training steps of ``model_cfg`` after the ``warmup`` + 1 untimed ones (train_lm on
+    random bytes, learning rate 1e-4, ``warmup + repeats`` steps), compiled as ``compile_mode`` says: "auto" as a run
+    of ``run_steps`` steps (default: the steps timed here) trains on ``device``, "eager" not at all. The overhead is
+    the untimed steps' time, from the call, beyond as many median steps; when the steps were compiled and
+    ``eager_too``, the same model is timed again eagerly (:attr:`StepTiming.break_even_steps`)."""
+    from analysis.train import resolve_compile_mode
 
     if repeats < 1 or warmup < 0:
         raise ValueError(f"repeats must be >= 1 and warmup >= 0; got {repeats}, {warmup}")
@@ -114,6 +133,30 @@ def time_steps(label: str, model_cfg: Any, batch: int, ctx: int, device: torch.d
         raise ValueError(f"compile_mode must be one of {', '.join(COMPILE_MODES)}; got {compile_mode!r}")
     mode = (resolve_compile_mode("auto", device.type, run_steps or warmup + repeats) if compile_mode == "auto"
             else None if compile_mode == "eager" else compile_mode)
+    durations, overhead, params, compiled = _timed_run(label, model_cfg, batch, ctx, device, repeats, warmup, mode)
+    eager = None
+    if compiled and eager_too:
+        if device.type == "cuda":  # the compiled run's graphs and memory pool go before the eager run allocates
+            gc.collect()
+            torch.cuda.empty_cache()
+        try:
+            eager = float(statistics.median(_timed_run(label, model_cfg, batch, ctx, device, repeats, warmup,
+                                                       None)[0]))
+        except torch.OutOfMemoryError:  # an eager step can need more memory than the compiled one: not timed
+            eager = None
+    flops = cached_step_cost(model_cfg, batch, ctx)[2]
+    return StepTiming(label, asdict(model_cfg), batch, ctx, int(model_cfg.layers), int(params), float(flops),
+                      float(statistics.median(durations)), float(durations.min()), float(durations.max()),
+                      int(durations.size), compile_mode, compiled, overhead, eager)
+
+
+def _timed_run(label: str, model_cfg: Any, batch: int, ctx: int, device: torch.device, repeats: int, warmup: int,
+               mode: str | None) -> tuple[npt.NDArray[np.float64], float, int, bool | None]:
+    """One train_lm run of ``warmup + repeats`` steps timed at each step: (durations of the steps after the
+    ``warmup`` + 1 untimed ones, overhead s, parameters, whether compile ran)."""
+    from analysis.models.lm import LanguageModel
+    from analysis.train import TrainConfig, train_lm
+
     gen = np.random.default_rng(0)
     # bytes where the vocabulary fits one (the corpora's own dtype), else int32 (a recall task's larger vocabulary)
     dtype = np.uint8 if model_cfg.vocab <= 256 else np.int32
@@ -128,15 +171,14 @@ def time_steps(label: str, model_cfg: Any, batch: int, ctx: int, device: torch.d
             torch.cuda.synchronize()
         stamps.append(time.perf_counter())
 
+    start = time.perf_counter()
     log = train_lm(model, tokens, TrainConfig(steps=warmup + repeats, batch=batch, lr=1e-4, seed=0), ctx, device,
                    on_step=on_step, progress=False, explode_factor=math.inf, compile_mode=mode)
     durations = np.diff(stamps)[warmup:]
     if durations.size < 1:
         raise RuntimeError(f"{label}: training stopped after {len(stamps) - 1} of {warmup + repeats} steps")
-    flops = cached_step_cost(model_cfg, batch, ctx)[2]
-    return StepTiming(label, asdict(model_cfg), batch, ctx, int(model_cfg.layers), int(params), float(flops),
-                      float(statistics.median(durations)), float(durations.min()), float(durations.max()),
-                      int(durations.size), compile_mode, log.compiled)
+    overhead = max(0.0, stamps[warmup] - start - (warmup + 1) * float(np.median(durations)))
+    return durations, overhead, params, log.compiled
 
 
 def measure(scale: str, device: torch.device, budget_s: float = math.inf, only: list[str] | None = None,
@@ -158,7 +200,9 @@ def measure(scale: str, device: torch.device, budget_s: float = math.inf, only: 
             on_timing(out)
         if progress:
             print(f"{timing.label}: {1e3 * timing.seconds:.1f} ms a step ({timing.layers} layers, "
-                  f"{timing.flops_per_s / 1e12:.3g} TFLOP/s)", flush=True)
+                  f"{timing.flops_per_s / 1e12:.3g} TFLOP/s), {timing.overhead_s:.1f} s of overhead"
+                  + (f"; eager {1e3 * timing.eager_seconds:.1f} ms" if timing.eager_seconds is not None else ""),
+                  flush=True)
     return out
 
 

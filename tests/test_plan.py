@@ -76,8 +76,10 @@ def test_the_step_model_recovers_its_parameters_and_fits_the_h100_steps():
     assert max(errors) == pytest.approx(model.worst_error)
     assert model.worst_error < 0.25  # two terms account for every measured step to within a quarter
     one = Workload("x", model=base[0].model, batch=base[0].batch, ctx=base[0].ctx, steps=10)
-    assert h100_seconds([one]) == pytest.approx(10 * model.step_s(base[0].model.layers,
-                                                                  step_cost(base[0].model, 32, 512)[2]))
+    assert h100_seconds([one]) == pytest.approx(10 * base[0].seconds)  # a measured model: its own step, not the fit
+    other = dataclasses.replace(one, batch=16)  # a model not measured at this batch: the fit
+    assert h100_seconds([other]) == pytest.approx(10 * model.step_s(base[0].model.layers,
+                                                                    step_cost(base[0].model, 16, 512)[2]))
     with pytest.raises(ValueError, match="at least 2"):
         fit_step_model(base[:1])
     with pytest.raises(ValueError, match="positive and finite"):

@@ -1,5 +1,6 @@
 """Step-time benchmark: the models a scale trains, timed through the trainer, saved, read back and fitted."""
 
+import dataclasses
 import json
 
 import pytest
@@ -205,3 +206,97 @@ def test_step_times_of_a_vocabulary_wider_than_a_byte():
     timing = time_steps("wide", ModelConfig(vocab=300, d=32, layers=1, block="transformer", ctx=16), 2, 16,
                         torch.device("cpu"), 1, 0, compile_mode="eager")
     assert timing.model["vocab"] == 300 and timing.seconds > 0
+
+
+def _trainer_that_compiles(monkeypatch, first_step_sleep: float):
+    """train_lm as on a GPU where compile ran (log.compiled True whenever a mode is asked), its first step slowed by
+    ``first_step_sleep`` seconds as compiling slows it; returns the modes it was called with."""
+    import time
+
+    import analysis.train as train
+
+    real, modes = train.train_lm, []
+
+    def fake(model, tokens, cfg, ctx, device, on_step=None, compile_mode=None, **kw):
+        modes.append(compile_mode)
+
+        def slowed(step, m):
+            if step == 0 and compile_mode is not None:
+                time.sleep(first_step_sleep)
+            on_step(step, m)
+
+        log = real(model, tokens, cfg, ctx, device, on_step=slowed, compile_mode=None, **kw)
+        log.compiled = True if compile_mode is not None else None
+        return log
+
+    monkeypatch.setattr(train, "train_lm", fake)
+    return modes
+
+
+def test_a_compiled_model_is_timed_with_its_overhead_and_beside_its_eager_step(monkeypatch, tmp_path):
+    """The untimed first steps' time beyond as many median steps is the run's overhead (a compile's 0.3 s shows in
+    it); a compiled model is timed again eagerly, so that the steps after which compiling pays are measured."""
+    modes = _trainer_that_compiles(monkeypatch, 0.3)
+    cfg = ModelConfig(d=32, layers=2, block="transformer", ctx=16)
+    t = time_steps("c", cfg, 4, 16, torch.device("cpu"), repeats=3, warmup=1, compile_mode="default")
+    assert modes == ["default", None] and t.compiled is True
+    assert 0.3 <= t.overhead_s < 0.3 + 5.0 and t.eager_seconds is not None and t.eager_seconds > 0
+    assert t.break_even_steps == (t.overhead_s / (t.eager_seconds - t.seconds) if t.eager_seconds > t.seconds
+                                  else float("inf"))
+    assert load(save([t], "smoke", tmp_path)) == [t]
+    step = t.measured_step("f.json")
+    assert (step.compiled, step.overhead_s, step.eager_seconds) == (True, t.overhead_s, t.eager_seconds)
+    modes.clear()
+    lone = time_steps("c", cfg, 4, 16, torch.device("cpu"), repeats=3, warmup=1, compile_mode="default",
+                      eager_too=False)
+    assert modes == ["default"] and lone.eager_seconds is None and lone.break_even_steps is None
+    modes.clear()
+    eager = time_steps("c", cfg, 4, 16, torch.device("cpu"), repeats=3, warmup=1, compile_mode="eager")
+    assert modes == [None] and eager.compiled is None and eager.eager_seconds is None
+    assert 0 <= eager.overhead_s < 0.3  # no compile: nothing of the slowed first step
+    faster = dataclasses.replace(t, seconds=0.01, eager_seconds=0.03, overhead_s=40.0)
+    slower = dataclasses.replace(t, seconds=0.03, eager_seconds=0.02)
+    assert faster.break_even_steps == pytest.approx(2000.0) and slower.break_even_steps == float("inf")
+
+
+def _measured(model, batch, ctx, seconds, compiled=None, overhead=None, eager=None):
+    from analysis.plan import MeasuredStep
+
+    return MeasuredStep("m", model, batch, ctx, seconds, "steptimes.gpu.h100.json", compiled, overhead, eager)
+
+
+def test_a_measured_model_is_sized_by_its_own_step_and_overhead_any_other_by_the_fits():
+    """A run of a timed model costs its own measured step (compiled or eager, as the run trains) and the overhead its
+    timing measured; any other model the fitted step and, when its run compiles, the compile overhead fitted to the
+    timed ones (a + b L, both >= 0); the cost-free fields (logit scale, init) do not make a model another."""
+    from analysis.experiments.base import Workload
+    from analysis.plan import fit_compile_overhead, run_compiles, step_basis
+    from analysis.train import COMPILE_MIN_STEPS
+
+    small = ModelConfig(d=32, layers=2, block="transformer", ctx=16)
+    deep = ModelConfig(d=32, layers=8, block="transformer", ctx=16)
+    other = ModelConfig(d=64, layers=4, block="gau", s=16, ctx=16)
+    steps = (_measured(small, 4, 16, 0.010, True, 12.0, 0.030), _measured(deep, 4, 16, 0.020, True, 30.0, 0.050))
+    basis = step_basis(steps)
+    assert basis.compile_fit == pytest.approx((6.0, 3.0)) and basis.compile_overhead_s(4) == pytest.approx(18.0)
+    long, short = COMPILE_MIN_STEPS, COMPILE_MIN_STEPS - 1
+    assert run_compiles(long) and not run_compiles(short) and not run_compiles(0)
+    scaled = dataclasses.replace(small, attn_alpha=2.0, init="std0.02")
+    assert basis.seconds([Workload("a", model=scaled, batch=4, ctx=16, steps=long, count=2)]) == pytest.approx(
+        2 * (long * 0.010 + 12.0))
+    assert basis.seconds([Workload("b", model=small, batch=4, ctx=16, steps=short)]) == pytest.approx(short * 0.030)
+    fwd_bwd = cached_step_cost(other, 4, 16)[2]
+    assert basis.seconds([Workload("c", model=other, batch=4, ctx=16, steps=long)]) == pytest.approx(
+        long * basis.model.step_s(4, fwd_bwd) + 18.0)
+    assert basis.seconds([Workload("d", model=other, batch=4, ctx=16, steps=short)]) == pytest.approx(
+        short * basis.model.step_s(4, fwd_bwd))
+    eager_only = step_basis(tuple(dataclasses.replace(m, compiled=None, overhead_s=0.5, eager_seconds=None)
+                                  for m in steps))
+    assert eager_only.compile_fit is None and eager_only.compile_overhead_s(96) == 0.0  # none measured: left out
+    assert eager_only.seconds([Workload("e", model=small, batch=4, ctx=16, steps=short)]) == pytest.approx(
+        short * 0.010 + 0.5)
+    # a compiled run of a model timed only eagerly: the fit (a compile is not what its timing measured)
+    assert eager_only.seconds([Workload("f", model=small, batch=4, ctx=16, steps=long)]) == pytest.approx(
+        long * eager_only.model.step_s(2, cached_step_cost(small, 4, 16)[2]))
+    assert fit_compile_overhead(steps[:1]) == pytest.approx((0.0, 6.0))  # one layer count: proportional to L
+    assert fit_compile_overhead(()) is None

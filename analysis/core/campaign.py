@@ -28,7 +28,8 @@ from typing import Any
 
 from analysis.core.runner import QueueItem, QueueReport, pick_device, run_trials
 from analysis.core.trials import Experiment, TrialFile, TrialStatus, assemble_record, trial_status
-from analysis.plan import cached_step_cost, gpu_seconds, gpu_steps
+from analysis.plan import cached_step_cost, gpu_basis, gpu_seconds, gpu_steps, run_compiles
+from analysis.train import COMPILE_MIN_STEPS
 from analysis.results import device_name, device_tag
 from analysis.scale import validate_scale
 
@@ -239,10 +240,19 @@ def status_lines(plans: Sequence[ExperimentPlan], scale: str, estimate_on: str |
     where = device_name() if estimate_on is None else f"an unmeasured {estimate_on} device (estimates only)"
     lines = [f"campaign at {scale} scale on {where}, in the order it runs:"]
     unmeasured = "from plan"
+    uncompiled_note = ""
     if (estimate_on or pick_device().type) == "cuda":
-        steps = gpu_steps(device_tag(device_name()) if estimate_on is None else "h100")
+        tag = device_tag(device_name()) if estimate_on is None else "h100"
+        steps = gpu_steps(tag)
         timed = {s.source for s in steps if s.source.startswith("steptimes.")}
         unmeasured = f"from {', '.join(sorted(timed))}" if timed else "from H100 step times"
+        if gpu_basis(tag).compile_fit is None:
+            compiling = sum(any(w.model is not None and run_compiles(w.steps) for w in p.exp.trial_plan(p.cfg, t))
+                            for p in plans if not p.measured for t in p.status.missing)
+            if compiling:
+                uncompiled_note = (f"  compiling not yet timed on this kind of GPU: {compiling} of the trials left "
+                                   f"train compiled (runs of {COMPILE_MIN_STEPS} steps or more), and their estimates "
+                                   "leave out its overhead until `steptimes` measures it")
     for p in plans:
         left = len(p.status.missing)
         basis = "measured here" if p.measured else unmeasured
@@ -266,6 +276,8 @@ def status_lines(plans: Sequence[ExperimentPlan], scale: str, estimate_on: str |
         if on_cpu:
             lines.append("  on a CPU (no GPU needed, left out of those sessions): " + ", ".join(
                 f"{p.exp.name}, about {_minutes(p.missing_s)}" for p in on_cpu))
+    if uncompiled_note:
+        lines.append(uncompiled_note)
     return lines
 
 
