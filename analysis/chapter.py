@@ -203,16 +203,21 @@ class Chapter:
 
     def gpu_status(self, name: str) -> Any:
         """Markdown: that the GPU run is included, or that none was recorded, or that the only one is stale (made by
-        other code or another config: shown, marked stale, but no verdict rests on it), with the command and its
-        estimate."""
+        other code or another config: shown, marked stale; its verdicts count only where no current run measured the
+        claim, :data:`analysis.verify.EVIDENCE_RANK`), with the command and its estimate."""
         from IPython.display import Markdown
 
         gpu = [r for r in self.runs[name] if r.scale == "gpu"]
         if any(not r.stale for r in gpu):
             return Markdown(f"The GPU-scale run of `{name}` is included.")
-        head = (f"**No current GPU-scale run of `{name}`:** its gpu record is stale ({'; '.join(gpu[-1].stale)}); it "
-                "is shown, marked stale, but no verdict rests on it." if gpu else
-                f"**No GPU-scale run of `{name}` has been recorded yet.**")
+        if gpu:
+            rests = ("its verdicts are this chapter's for now, marked stale, since no current run measured those "
+                     "claims" if self.best(name) is gpu[-1] else
+                     f"its verdicts are listed beside the current {self.best(name).scale}-scale ones, which count")
+            head = (f"**No current GPU-scale run of `{name}`:** its gpu record is stale ({'; '.join(gpu[-1].stale)}); "
+                    f"it is shown, marked stale, and {rests}.")
+        else:
+            head = f"**No GPU-scale run of `{name}` has been recorded yet.**"
         from analysis.core.trials import Experiment, trial_status
         from analysis.experiments import config_for, get_experiment
         from analysis.plan import plan_experiment
@@ -220,22 +225,28 @@ class Chapter:
         exp = Experiment(get_experiment(name))
         cfg = config_for(exp.module, "gpu")
         status = trial_status(exp, "gpu", cfg, self.directory)
+        trials = f"{status.total} trial{'' if status.total == 1 else 's'}"
+        command = f"python -m analysis campaign --scale gpu --only {name}"
+        runs = f"runs its {trials}"
         if status.done and not status.complete:
             partial = f" Its gpu campaign is partial: {status.describe()} stored, so no record is shown."
         elif status.stale:  # every trial stored, some by older code: the stale record is theirs
-            partial = (f" All {status.total} of its gpu trials are stored, {len(status.stale)} made by older code; "
-                       f"`python -m analysis campaign --scale gpu --only {name} --refresh-stale` runs those again.")
+            k = len(status.stale)
+            partial = (f" All {status.total} of its gpu trials are stored; {k} of them {'was' if k == 1 else 'were'} "
+                       "made by code that has changed since.")
+            command += " --refresh-stale"
+            runs = (f"{runs} again" if k == status.total else "runs that one again" if k == 1 else
+                    f"runs those {k} again")
         else:
             partial = ""
         est = plan_experiment(name, "gpu", execute=False)
         chunks = (", in commands of nine minutes or less (`--budget 9m`)" if est.h100_seconds > 9 * 60 else "")
-        trials = f"{status.total} trial{'' if status.total == 1 else 's'}"
         return Markdown(
-            f"{head}{partial} On one H100 it would take an estimated "
+            f"{head}{partial} On one H100 its {trials} would take an estimated "
             f"{duration_text(est.h100_seconds)} (from training-step times measured on an H100; {est.flops:.2g} "
-            f"FLOPs, peak memory about {est.peak_memory_gb:.2g} GB): `python -m analysis campaign --scale gpu --only "
-            f"{name}` runs its {trials}, resumable{chunks}.{seeds_words(cfg)} "
-            "Estimated, not measured: no GPU number appears in this book that was not measured on a GPU."
+            f"FLOPs, peak memory about {est.peak_memory_gb:.2g} GB): `{command}` {runs}, resumable{chunks}."
+            f"{seeds_words(cfg)} "
+            "That time is an estimate; every number this book gives as measured on a GPU was measured on one."
         )
 
 
@@ -294,8 +305,11 @@ def verdict_line(claim: Claim, doc: str | None = None, number: int | None = None
     line = f"- {link}{math_markdown(claim.statement)}: **{claim.verdict_text()}**"
     if claim.verdict == "fails":  # which side it fails on: a 'fails' of '= 0' may be a win
         unit = f" {claim.unit}" if claim.unit else ""
+        # a bound fails past the prediction plus its tolerance (analysis.verify.judge): that is the number to show
+        limit = {"upper_bound": claim.predicted + claim.tolerance,
+                 "lower_bound": claim.predicted - claim.tolerance}.get(claim.kind, claim.predicted)
         line += (f" (measured {bounded(claim, fmt(claim.measured))}{unit} against {SIGNS[claim.kind]} "
-                 f"{fmt(claim.predicted)}{unit})")
+                 f"{fmt(limit)}{unit})")
     if claim.verdict == "inconclusive":
         line += f" ({math_markdown(claim.inconclusive_reason)})"
     if claim.corrected is not None:

@@ -88,7 +88,7 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
     "quad-batch": "against a Transformer that stores its attention matrix (unfused) FLASH-Quad fits the larger batch: "
                   "see the claim on the unfused Transformer in this chapter",
     "kernel-exact-float16": "the bound is first order in the unit roundoff and counts seven roundings on the longest "
-                            "chain; float16's measured error passes it by about 6% on the GPU (the same check holds on "
+                            "chain; float16's measured error exceeds it by about 6% on the GPU (the same check holds on "
                             "the CPU's interpreter), and no second-order bound is derived here: the measured error is "
                             "the number",
     "kernel-peak-": "a target this book set its kernel, not a prediction of the sources: the attention's measured "

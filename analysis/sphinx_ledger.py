@@ -559,7 +559,7 @@ RECORDS_FOLDER = "records"  # beside the reproduction page: the records' JSON fi
 def reproduce_html(timings: dict[str, tuple[str, str, float]], chapter_uri: dict[str, str] | None = None,
                    titles: dict[str, str] | None = None) -> str:
     """Per experiment: its chapter (linked), this build's live time, its cpu record (wall time, date, commit,
-    current or stale, a link to its JSON), the gpu record or estimate, and the command that regenerates it."""
+    current or stale, a link to its JSON), the gpu record or estimate, and the commands that regenerate each."""
     from analysis.core.trials import Experiment, trial_status
     from analysis.experiments import EXPERIMENTS, config_for, current_record
     from analysis.plan import plan_experiment
@@ -595,7 +595,8 @@ def reproduce_html(timings: dict[str, tuple[str, str, float]], chapter_uri: dict
                  if chapter in chapter_uri else html.escape(chapter))
         rows.append(f"<tr><td><code>{name}</code><br><small>{where}</small></td>"
                     f"<td>{html.escape(live)}</td><td>{records[0]}</td><td>{gpu}</td>"
-                    f"<td><code>python -m analysis campaign --scale cpu --only {name}</code></td></tr>")
+                    f"<td><code>python -m analysis campaign --scale cpu --only {name}</code><br>on a GPU: "
+                    f"<code>python -m analysis campaign --scale gpu --only {name}</code></td></tr>")
     return (claims_table_css() + '<div class="ledger-scroll"><table class="claims-table"><thead><tr>'
             + "".join(f"<th>{h}</th>" for h in head) + f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 

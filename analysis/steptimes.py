@@ -424,3 +424,41 @@ def save_targets(results: list[TargetResult], scale: str, directory: str | Path 
                "rows": sorted(rows.values(), key=lambda r: order.index(r["name"]) if r["name"] in order else 99)}
     write_json_atomic(path, payload)
     return path
+
+
+def efficiency_table(scale: str = "gpu", directory: str | Path | None = None) -> str:
+    """Markdown: each efficiency record of ``scale`` (one per GPU kind) as a table, per target: parameters, the
+    compiled step (ms), the eager step timed beside it, eager over compiled, the counted-FLOP fraction of the bf16
+    peak, and the target with whether it is met; a sentence when no GPU has timed them."""
+    import re
+
+    folder = Path(directory) if directory is not None else BENCH_DIR
+    parts = []
+    for path in sorted(folder.glob(f"efficiency.{validate_scale(scale)}.*.json")):
+        tag = path.name.split(".")[2]
+        prov = json.loads(path.read_text()).get("provenance", {})
+        rows = recorded_targets(scale, folder, tag)
+        if not rows:
+            continue
+        lines = ["| model | parameters | step, compiled | eager | speed-up | bf16 peak | target: met? |",
+                 "|---|--:|--:|--:|--:|--:|---|"]
+        for r in rows.values():
+            met = {True: "yes", False: "**no**", None: "not a measurement"}[r.get("met")]
+            if r.get("min_peak_fraction") is not None:
+                goal = f"≥ {100 * r['min_peak_fraction']:.0f}% of the peak: {met}"
+            else:
+                got = f"{r['speedup']:.1f}x, " if r.get("speedup") is not None else ""
+                goal = (f"≥ {r['min_speedup']:g}x the {1e3 * r['reference']['seconds']:.0f} ms eager step's "
+                        f"tokens/s: {got}{met}")
+            label = re.sub(r", [0-9.]+ M parameters", "", r["label"])
+            lines.append(f"| {label} | {r['parameters'] / 1e6:.1f} M | {1e3 * r['seconds']:.1f} ms | "
+                         f"{1e3 * r['eager_seconds']:.1f} ms | {r['eager_speedup']:.2f}x | "
+                         f"{100 * r['bf16_peak_fraction']:.1f}% | {goal} |")
+        where = (f"{prov.get('device', tag)}, torch {prov.get('torch', '?')}, commit "
+                 f"{str(prov.get('git_commit', '?'))[:10]}, {str(prov.get('date', '?'))[:10]}")
+        parts.append(f"Measured on {where} (`{path.name}`; speed-up: the eager step over the compiled one):\n\n"
+                     + "\n".join(lines))
+    if not parts:
+        return ("No GPU has timed the efficiency targets yet (`python -m analysis steptimes --targets` on a GPU "
+                "records them).")
+    return "\n\n".join(parts)

@@ -133,6 +133,13 @@ def test_a_failing_verdict_line_says_on_which_side_it_fails():
     c = Claim("k", "FLASH matches FLASH-Quad", "src", 0.0, -0.129, 0.01, 0.05, "t", unit="nats/byte")
     assert c.verdict == "fails"
     assert verdict_line(c).endswith("**fails** (measured -0.129 nats/byte against = 0 nats/byte)")
+    # a bound fails past the prediction plus its tolerance: the line names that limit, not the bare prediction
+    bound = Claim("b", "error within its rounding bound", "src", 0.0, 0.0037, 0.0, 0.0035, "t", kind="upper_bound",
+                  unit="relative")
+    assert bound.verdict == "fails"
+    assert verdict_line(bound).endswith("**fails** (measured 0.0037 relative against ≤ 0.0035 relative)")
+    floor = Claim("f", "speed at least 0.9x", "src", 1.0, 0.53, 0.0, 0.1, "t", kind="lower_bound")
+    assert floor.verdict == "fails" and verdict_line(floor).endswith("(measured 0.53 against ≥ 0.9)")
 
 
 def test_a_runs_settings_are_its_records_own_config_else_todays():
@@ -152,12 +159,17 @@ def test_gpu_status_says_when_the_only_gpu_record_is_stale():
     gpu = RunSet("recorded, gpu scale", {}, "p", "gpu", recorded=True)
     stale = dataclasses.replace(gpu, stale=("config differs (ctx: 128 -> 512)",))
     ch = Chapter("doc", "t", "smoke", RenderedClaims("doc", "t"))
-    ch.runs = {"gau-length": [live, gpu], "flash-counts": [live, stale]}
+    cpu = RunSet("recorded, cpu scale", {}, "p", "cpu", recorded=True)
+    ch.runs = {"gau-length": [live, gpu], "flash-counts": [live, stale], "gau-init": [live, cpu, stale]}
     assert ch.gpu_status("gau-length").data == "The GPU-scale run of `gau-length` is included."
-    text = ch.gpu_status("flash-counts").data
+    text = ch.gpu_status("flash-counts").data  # the stale gpu record is the strongest run: its verdicts count
     assert text.startswith("**No current GPU-scale run of `flash-counts`:** its gpu record is stale (config differs "
-                           "(ctx: 128 -> 512)); it is shown, marked stale, but no verdict rests on it.")
-    assert "On one H100 it would take an estimated" in text and "Estimated, not measured" in text
+                           "(ctx: 128 -> 512)); it is shown, marked stale, and its verdicts are this chapter's for "
+                           "now, marked stale, since no current run measured those claims.")
+    assert "On one H100 its 1 trial would take an estimated" in text and "That time is an estimate" in text
+    beside = ch.gpu_status("gau-init").data  # a current cpu record outranks it
+    assert ("it is shown, marked stale, and its verdicts are listed beside the current cpu-scale ones, which count."
+            in beside)
 
 
 def test_gpu_status_of_a_campaign_stored_whole_by_older_code(tmp_path):
@@ -176,5 +188,5 @@ def test_gpu_status_of_a_campaign_stored_whole_by_older_code(tmp_path):
     ch = Chapter("d", "t", "smoke", RenderedClaims("d", "t"), runs={"gau-kernel": []}, directory=str(tmp_path))
     status = ch.gpu_status("gau-kernel").data
     assert "partial" not in status
-    assert f"All {len(trials)} of its gpu trials are stored, 1 made by older code" in status
-    assert "--only gau-kernel --refresh-stale" in status
+    assert f"All {len(trials)} of its gpu trials are stored; 1 of them was made by code that has changed" in status
+    assert "`python -m analysis campaign --scale gpu --only gau-kernel --refresh-stale` runs that one again" in status

@@ -84,7 +84,7 @@ def test_staleness_names_config_and_code_changes():
     changed = Record("ffn-basics", "smoke", 0, {**dataclasses.asdict(cfg), "grid": 7}, {}, provenance(0.0),
                      {**fp, "config": "x", "code": "y"})
     reasons = staleness(changed)
-    assert any(r.startswith("config differs (grid: 7 ->") for r in reasons)
+    assert any(r.startswith("config differs (grid: 7 →") for r in reasons)
     assert "the experiment's code has changed since" in reasons
     old = Record("ffn-basics", "smoke", 0, dataclasses.asdict(cfg), {}, provenance(0.0), None)
     assert staleness(old) == ["recorded before records carried fingerprints"]

@@ -326,3 +326,20 @@ def test_previous_facts_give_the_branch_exponent_of_a_recorded_sweep():
     coord = RunSet("x", {"rows": [{"block": "gau", "step": 0, "width": 64, "depth": 2, "median": 0.9}]}, "live",
                    "smoke")
     assert st.previous_facts(init, coord)["prev_half_p"] == "9.00"
+
+
+def test_the_gpu_reach_says_what_one_seed_and_a_short_run_leave_open():
+    import dataclasses
+
+    from analysis.studies.deep_gau import gpu_reach
+    from analysis.studies.deep_gau.experiments import deep_gau as dg
+
+    gpu = dg.CONFIGS["gpu"]
+    one = dataclasses.replace(gpu, seeds=(0,), steps=300)
+    text = gpu_reach(240, one)
+    assert text.startswith(f"The gpu configuration trains d = {gpu.d} at depths 12 and 48")
+    assert "with 1 seed per setting" in text and "fixed margin" in text
+    assert "Its 300 steps are less than twice this run's 240" in text
+    three_long = dataclasses.replace(gpu, seeds=(0, 1, 2), steps=1000)
+    text = gpu_reach(240, three_long)
+    assert "with 3 seeds per setting" in text and "fixed margin" not in text and "less than twice" not in text

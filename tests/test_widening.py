@@ -185,3 +185,17 @@ def test_widen_command_bad_files(tmp_path: Path, capsys: pytest.CaptureFixture[s
         if before is not None:
             assert src.read_bytes() == before
     assert exists.read_bytes() == b"keep"
+
+
+def test_the_gpu_config_has_the_seeds_its_claim_needs_at_the_cpu_records_spread() -> None:
+    """The gpu campaign's widening run must be able to tell no saving from bert2BERT's 45%: at the seed spread the
+    cpu record measured (its SD of the FLOPs saving), seeds_needed seeds detect 45% with 80% power; the gpu config
+    has at least that many (a run that cannot decide its claim would spend GPU time for an inconclusive)."""
+    from analysis.experiments import current_record
+    from analysis.studies.widening.experiments.widening import BERT2BERT_SAVING, saving_estimate, seeds_needed
+
+    record, _ = current_record("widening", "cpu", str(Path(__file__).resolve().parent.parent / "results"))
+    assert record is not None
+    est = saving_estimate(record.data)
+    needed = seeds_needed(est.se * math.sqrt(est.n), BERT2BERT_SAVING)
+    assert needed is not None and CONFIGS["gpu"].seeds >= needed

@@ -255,12 +255,25 @@ def config_fingerprint(config: dict[str, Any]) -> str:
 
 
 def config_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """The top-level fields whose values differ between two config dicts, as 'field: old -> new'."""
+    """The top-level fields whose values differ between two config dicts, as 'field: old → new', each value as a
+    reader writes it (none, a word, numbers separated by commas)."""
     def norm(v: Any) -> Any:
         return json.loads(json.dumps(v, default=str))
+
+    def plain(v: Any) -> str:
+        if v is None:
+            return "none"
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, list):
+            return "(" + ", ".join(plain(x) for x in v) + ")" if v else "()"
+        if isinstance(v, dict):
+            return "(" + ", ".join(f"{k} {plain(x)}" for k, x in v.items()) + ")"
+        return str(v)
+
     out = []
     for key in sorted(set(old) | set(new)):
         a, b = norm(old.get(key)), norm(new.get(key))
         if a != b:
-            out.append(f"{key}: {a!r} -> {b!r}")
+            out.append(f"{key}: {plain(a)} → {plain(b)}")
     return out

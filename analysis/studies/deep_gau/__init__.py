@@ -53,11 +53,28 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "deep_failures": Markdown(failure_sentence(s)),
         "deep_gradients": Markdown(gradient_sentence(s)),
         "deep_drift": Markdown(drift_sentence(s)),
-        "deep_gpu_steps": f"{dg.CONFIGS['gpu'].steps}",
-        "deep_gpu_depths": " and ".join(str(d) for d in dg.CONFIGS["gpu"].depths),
+        "deep_gpu_reach": Markdown(gpu_reach(int(best.settings("deep-gau")["steps"]), dg.CONFIGS["gpu"])),
         "verdict_list": ch.verdicts("deep-gau"),
         **depth_facts(ch),
     }
+
+
+def gpu_reach(steps: int, gpu: dg.Config) -> str:
+    """What the gpu configuration can decide beside a run of ``steps`` steps: its depths, width, steps and seeds, and
+    what its single seed (a fixed margin for 'trained') or its length (no longer than twice this run's) leaves open."""
+    seeds = len(gpu.seeds)
+    text = (f"The gpu configuration trains d = {gpu.d} at depths {' and '.join(str(d) for d in gpu.depths)} "
+            f"(Transformer layers; twice as many GAU layers) for {gpu.steps} steps, with {seeds} "
+            f"seed{'' if seeds == 1 else 's'} per setting: it puts the boundary's fall with depth to a wider, deeper "
+            "model.")
+    if seeds == 1:
+        text += (" With one seed, whether a run trained is read against a fixed margin below the unigram entropy, "
+                 "not against a seed spread, and no comparison of two settings has an error estimate.")
+    if gpu.steps < 2 * steps:
+        text += (f" Its {gpu.steps} steps are less than twice this run's {steps}, so a run that stalls at this "
+                 "budget is not told apart from one that would train later: that needs a longer run than the "
+                 "campaign affords.")
+    return text
 
 
 def figures(ch: Chapter) -> dict[str, Figure]:

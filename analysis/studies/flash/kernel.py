@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from analysis.steptimes import efficiency_table
+from analysis.train import COMPILE_MIN_STEPS
 from analysis.studies.display import Markdown
 from analysis.studies.flash.experiments import gau_kernel as gk
 
@@ -34,12 +36,37 @@ def timing_table(data: dict[str, Any]) -> Markdown:
     return Markdown("\n".join(rows) + "\n\nTokens/s relative to the Transformer++ layer (SDPA) at each length.")
 
 
+def gpu_section(ch: Any) -> Markdown:
+    """The gpu record of the kernel when it is not the chapter's strongest run (a stale one beside a current cpu
+    record): where it ran, its exactness table, its timings and its verdicts, which count only where no current run
+    measured the claim; empty when there is no such record."""
+    best = ch.best("gau-kernel")
+    gpu = next((r for r in ch.runs["gau-kernel"] if r.scale == "gpu" and r.recorded), None)
+    if gpu is None or gpu is best:
+        return Markdown("")
+    stale = f", stale: {'; '.join(gpu.stale)}" if gpu.stale else ""
+    return Markdown("\n\n".join([
+        f"**Measured on the GPU.** The gpu record ({gpu.provenance.removeprefix('recorded: ')}{stale}) ran the "
+        "same exactness checks with the kernel compiled on the GPU, where bfloat16 and float16 tiles are multiplied "
+        "by the tensor cores, and timed the layers:",
+        error_table(gpu.data).data,
+        timing_table(gpu.data).data,
+        f"Its verdicts, beside the {best.scale}-scale ones above (a stale record counts "
+        "only for a claim no current run measured):",
+        ch.verdicts("gau-kernel", run=gpu.key).data,
+    ]))
+
+
 def kernel_facts(ch: Any) -> dict[str, Any]:
-    """The kernel's run label, exactness table, check sizes and where it ran, GPU timings or their status, verdicts."""
+    """The kernel's run label, exactness table, check sizes and where it ran, GPU timings or their status, verdicts,
+    and the gpu record beside them when a current cpu record outranks it."""
     run = ch.best("gau-kernel")
     chk = run.data["check"]
     size = chk["sizes"]
     return {
+        "kernel_gpu": gpu_section(ch),
+        "efficiency_table": Markdown(efficiency_table("gpu")),
+        "compile_min_steps": f"{COMPILE_MIN_STEPS:,}",
         "kernel_label": run.label,
         "kernel_where": "Triton's interpreter on the CPU" if chk["interpreted"] else "compiled on a GPU",
         "kernel_sizes": f"n = {size['n']}, s = {size['s']}, e = {size['e']}, batch {size['batch']}",

@@ -1,0 +1,50 @@
+"""The FLASH chapter's GPU facts: the kernel's gpu record beside a current cpu one, and the efficiency records."""
+
+import json
+import shutil
+from pathlib import Path
+
+from analysis.chapter import Chapter, RenderedClaims, RunSet, _recorded_run
+from analysis.steptimes import BENCH_DIR, efficiency_table, recorded_targets
+from analysis.studies.flash.kernel import gpu_section
+
+RECORDS = str(Path(__file__).resolve().parent.parent / "results")  # the repository's records (tests write elsewhere)
+
+
+def test_the_kernels_gpu_record_is_shown_beside_a_current_cpu_record_and_only_then():
+    cpu = _recorded_run("gau-kernel", "cpu", RECORDS)
+    gpu = _recorded_run("gau-kernel", "gpu", RECORDS)
+    assert cpu is not None and gpu is not None
+    live = RunSet("this build", cpu.data, "p", "smoke")
+    current_cpu = RunSet(cpu.label, cpu.data, cpu.provenance, "cpu", recorded=True)
+    stale_gpu = RunSet(gpu.label, gpu.data, gpu.provenance, "gpu", recorded=True, stale=("its code has changed",))
+    ch = Chapter("flash", "t", "smoke", RenderedClaims("flash", "t"))
+    ch.runs = {"gau-kernel": [live, current_cpu, stale_gpu]}
+    text = gpu_section(ch).data
+    assert ch.best("gau-kernel") is current_cpu
+    assert text.startswith("**Measured on the GPU.** The gpu record (gau-kernel at gpu scale, measured on ")
+    assert "stale: its code has changed" in text and "beside the cpu-scale ones above" in text
+    assert "| float16 |" in text and "| bfloat16 |" in text  # its own exactness table
+    from analysis.studies.flash.experiments import gau_kernel as gk
+
+    timed = gk.summary(gpu.data)["lengths"]
+    assert timed and all(f"| {row['n']} | {100 * row['peak_fraction']:.1f}% |" in text for row in timed)
+    ch.runs = {"gau-kernel": [live, stale_gpu]}  # the gpu record is the strongest run: the tables above are its own
+    assert gpu_section(ch).data == ""
+    ch.runs = {"gau-kernel": [live, current_cpu]}
+    assert gpu_section(ch).data == ""
+
+
+def test_the_efficiency_table_shows_each_recorded_target_and_says_when_none_is(tmp_path):
+    assert efficiency_table("gpu", tmp_path).startswith("No GPU has timed the efficiency targets yet")
+    shutil.copy(BENCH_DIR / "efficiency.gpu.h100.json", tmp_path)
+    text = efficiency_table("gpu", tmp_path)
+    rows = recorded_targets("gpu", tmp_path, "h100")
+    prov = json.loads((tmp_path / "efficiency.gpu.h100.json").read_text())["provenance"]
+    assert rows and text.startswith(f"Measured on {prov['device']}, torch {prov['torch']}")
+    lines = [line for line in text.splitlines() if line.startswith("| ") and " ms |" in line]
+    assert len(lines) == len(rows)
+    for r, line in zip(rows.values(), lines):
+        assert line.startswith(f"| {r['label'].split(',')[0]},") and "M parameters" not in line
+        assert f"| {1e3 * r['seconds']:.1f} ms | {1e3 * r['eager_seconds']:.1f} ms | {r['eager_speedup']:.2f}x |" in line
+        assert line.endswith({True: " yes |", False: " **no** |"}[r["met"]])
