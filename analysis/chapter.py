@@ -211,11 +211,12 @@ class Chapter:
         if any(not r.stale for r in gpu):
             return Markdown(f"The GPU-scale run of `{name}` is included.")
         if gpu:
-            rests = ("its verdicts are this chapter's for now, marked stale, since no current run measured those "
-                     "claims" if self.best(name) is gpu[-1] else
-                     f"its verdicts are listed beside the current {self.best(name).scale}-scale ones, which count")
+            rests = ("it is shown and, since no current run measured its claims, its verdicts are this chapter's "
+                     "for now, marked stale" if self.best(name) is gpu[-1] else
+                     f"it is shown, marked stale, and its verdicts are listed beside the current "
+                     f"{self.best(name).scale}-scale ones, which count")
             head = (f"**No current GPU-scale run of `{name}`:** its gpu record is stale ({'; '.join(gpu[-1].stale)}); "
-                    f"it is shown, marked stale, and {rests}.")
+                    f"{rests}.")
         else:
             head = f"**No GPU-scale run of `{name}` has been recorded yet.**"
         from analysis.core.trials import Experiment, trial_status

@@ -164,8 +164,8 @@ def test_gpu_status_says_when_the_only_gpu_record_is_stale():
     assert ch.gpu_status("gau-length").data == "The GPU-scale run of `gau-length` is included."
     text = ch.gpu_status("flash-counts").data  # the stale gpu record is the strongest run: its verdicts count
     assert text.startswith("**No current GPU-scale run of `flash-counts`:** its gpu record is stale (config differs "
-                           "(ctx: 128 -> 512)); it is shown, marked stale, and its verdicts are this chapter's for "
-                           "now, marked stale, since no current run measured those claims.")
+                           "(ctx: 128 -> 512)); it is shown and, since no current run measured its claims, its "
+                           "verdicts are this chapter's for now, marked stale.")
     assert "On one H100 its 1 trial would take an estimated" in text and "That time is an estimate" in text
     beside = ch.gpu_status("gau-init").data  # a current cpu record outranks it
     assert ("it is shown, marked stale, and its verdicts are listed beside the current cpu-scale ones, which count."
