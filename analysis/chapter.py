@@ -260,11 +260,11 @@ CHAPTER_TABLE_CSS = (
     "div.chapter-claims table.claims-table td,div.verdict-box table.claims-table td"
     "{overflow-wrap:normal;word-break:normal;hyphens:auto;overflow-x:auto}"
     + "".join(f"div.chapter-claims table.claims-table th:nth-child({i}){{width:{w}%}}"
-              for i, w in enumerate((10, 24, 13, 14, 14, 11, 14), 1))
+              for i, w in enumerate((9, 24, 12, 14, 13, 15, 13), 1))
     + "div.verdict-box{margin:0.5em 0 1em}div.verdict-box table.claims-table{table-layout:fixed;width:100%}"
     + "div.verdict-box summary{cursor:pointer}"
     + "".join(f"div.verdict-box table.claims-table th:nth-child({i}){{width:{w}%}}"
-              for i, w in enumerate((6, 43, 20, 15, 16), 1))
+              for i, w in enumerate((6, 40, 19, 18, 17), 1))
     + "</style>"
 )
 

@@ -78,7 +78,10 @@ def test_tokens_are_pinned():
 def test_config_fingerprint_and_differences():
     assert fp.config_fingerprint({"a": 1, "b": (1, 2)}) == fp.config_fingerprint({"b": [1, 2], "a": 1})
     assert fp.config_fingerprint({"a": 1}) != fp.config_fingerprint({"a": 2})
-    assert fp.config_differences({"a": 1, "b": 2}, {"a": 1, "b": 3, "c": 0}) == ["b: 2 -> 3", "c: None -> 0"]
+    assert fp.config_differences({"a": 1, "b": 2}, {"a": 1, "b": 3, "c": 0}) == ["b: 2 → 3", "c: none → 0"]
+    assert fp.config_differences({"s": [0, 1], "f": "x.txt", "t": True, "d": {"k": 2}},
+                                 {"s": [0, 1, 2], "f": None, "t": False, "d": {"k": 3}}) == [
+        "d: (k 2) → (k 3)", "f: x.txt → none", "s: (0, 1) → (0, 1, 2)", "t: true → false"]
     with pytest.raises(ValueError, match="module of the analysis package"):
         fp.code_fingerprint("numpy")
 
