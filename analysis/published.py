@@ -276,9 +276,12 @@ def distinct_digits(a: float, b: float, least: int = 3, most: int = 12) -> tuple
     return f"{a:.{least}g}", f"{b:.{least}g}"  # alike to the most digits: shown as alike as they print
 
 
-def _shown(value: Any) -> Any:
-    """A config value as the table prints it: stored lists as the tuples the configs hold."""
-    return tuple(_shown(v) for v in value) if isinstance(value, (list, tuple)) else value
+def _shown(value: Any) -> str:
+    """A config value as the table prints it, in words: a list or tuple as 'a, b and c'."""
+    if isinstance(value, (list, tuple)):
+        items = [_shown(v) for v in value]
+        return " and ".join(items) if len(items) <= 2 else ", ".join(items[:-1]) + " and " + items[-1]
+    return str(value)
 
 
 def config_field(cfg: Any, name: str) -> Any:
@@ -298,7 +301,7 @@ def _scale_text(ch: Any, experiment: str) -> str:
     for name in SCALE_FIELDS.get(experiment, ()):
         shown.append(f"{name.rsplit('.', 1)[-1]} = {_shown(config_field(cfg, name))}")
     key = f"{run.key}, stale" if run.stale else run.key
-    return f"{key}{': ' + ', '.join(shown) if shown else ''}"
+    return f"{key}{': ' + '; '.join(shown) if shown else ''}"
 
 
 def _ours(ch: Any, row: Published) -> str:

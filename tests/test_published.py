@@ -93,11 +93,14 @@ def test_a_stale_record_shows_its_own_stored_sizes_and_is_marked_stale():
             return run
 
     text = _scale_text(Stub(), "gau-length")
-    assert text == "recorded-gpu, stale: d = 256, layers = 2, ctx = 128, text_steps = 1200, seeds = (0, 1)"
+    assert text == "recorded-gpu, stale: d = 256; layers = 2; ctx = 128; text_steps = 1200; seeds = 0 and 1"
     nested = RunSet("recorded, cpu scale", {}, "note", "cpu", recorded=True,
                     config={"model": {"d": 96, "layers": 2, "ctx": 64}, "train": {"steps": 600}})
     run = nested
-    assert _scale_text(Stub(), "entropy-lm") == "recorded-cpu: d = 96, layers = 2, ctx = 64, steps = 600"
+    assert _scale_text(Stub(), "entropy-lm") == "recorded-cpu: d = 96; layers = 2; ctx = 64; steps = 600"
+    run = RunSet("recorded, cpu scale", {}, "note", "cpu", recorded=True,
+                 config={"d": 32, "depths": [2, 24], "steps": 240, "seeds": [0, 1, 2]})
+    assert _scale_text(Stub(), "deep-gau") == "recorded-cpu: d = 32; depths = 2 and 24; steps = 240; seeds = 0, 1 and 2"
 
 
 def test_a_row_gives_each_claim_its_number_link_and_relation():

@@ -211,8 +211,8 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         m = data["masking"][name]
         fill = "refuses" if m["masked_fill_error"] else "accepts"
         out.append(Claim(f"mask-1e9-{name}",
-                         f"The notes' −1e9 mask gives finite attention weights in {name} (measured: NaN weights "
-                         f"among the {m['weights']} of a partly and a fully masked row, additive mask; −1e9 is "
+                         f"The notes' −1e9 mask gives finite attention weights in {name} (measured: how many of the "
+                         f"{m['weights']} weights of a partly and a fully masked row are NaN, additive mask; −1e9 is "
                          f"stored as {float(m['stored']):.4g}, the largest finite value being {float(m['finite_max']):.4g}; "
                          f"masked_fill {fill} the value; {label})",
                          SOURCE, predicted=0.0, measured=float(m["nan_weights"]), uncertainty=0.0,
