@@ -102,6 +102,11 @@ def test_the_steps_follow_what_results_hold_for_the_device(tmp_path):
     (bench / "efficiency.smoke.h100.json").write_text(json.dumps({"rows": rows[1:]}))
     steps = lease.plan_lease("smoke", None, tmp_path, tag="h100")
     assert [s.name for s in steps] == ["first", "targets", "campaign"] and targets[0].name in steps[1].why
+    # an H100 has timed some targets: an H200 (whose step times are stored) leaves the rest to H100s
+    assert [s.name for s in lease.plan_lease("smoke", None, tmp_path, tag="h200")] == ["first", "campaign"]
+    (bench / "efficiency.smoke.h100.json").rename(bench / "efficiency.smoke.a100.json")
+    assert "targets" in [s.name for s in lease.plan_lease("smoke", None, tmp_path, tag="h200")]  # no H100 has
+    (bench / "efficiency.smoke.a100.json").unlink()
     (bench / "efficiency.smoke.h100.json").write_text(json.dumps({"rows": rows}))
     steps = lease.plan_lease("smoke", None, tmp_path, tag="h100")
     assert [s.name for s in steps] == ["first", "campaign"]
