@@ -47,7 +47,8 @@ class Published:
 PUBLISHED: tuple[Published, ...] = (
     Published(
         "Hua, Dai, Liu and Le 2022, *Transformer Quality in Linear Time* (ICML)", "https://arxiv.org/abs/2202.10447",
-        "FLASH matches the perplexity of Transformer++ at 512 and 8K tokens of context, and trains up to 4.9x faster "
+        "FLASH matches the perplexity of improved Transformers (the paper's Transformer+ and Transformer++) at 512 and "
+        "8K tokens of context, and trains up to 4.9x faster "
         "on Wiki-40B and 12.1x on PG-19 (auto-regressive) and 4.8x on C4 (masked LM).",
         "Language models of about 110 M parameters and more (the paper's smallest), on TPUs, at 512 to 8K tokens.",
         ("flash",), (("flash-bench", "quad-overtakes-transformer"), ("flash-bench", "flash-linear-time")),
@@ -57,7 +58,8 @@ PUBLISHED: tuple[Published, ...] = (
     ),
     Published(
         "Hua, Dai, Liu and Le 2022, *Transformer Quality in Linear Time* (ICML)", "https://arxiv.org/abs/2202.10447",
-        "FLASH, built of GAU layers, matches the perplexity of Transformer++ over short (512) and long (8K) "
+        "FLASH, built of GAU layers, matches the perplexity of improved Transformers (the paper's Transformer+ and "
+        "Transformer++) over short (512) and long (8K) "
         "contexts.",
         "Language models of about 110 M parameters and more on Wiki-40B, PG-19 and C4, at 512 to 8K tokens.",
         ("gau_trained",), (("gau-quality", "flashquad-beats-transformer"), ("gau-quality", "flash-matches-flashquad")),
@@ -65,37 +67,41 @@ PUBLISHED: tuple[Published, ...] = (
         "ordering can change with scale. The gpu campaign trains 33 M-parameter models at 1,024 tokens.",
     ),
     Published(
-        "Su, Pan, Wen and Liu 2022, *GAU-α* (ZhuiyiAI; CLUE table as tabulated in JunnYu/GAU-alpha-pytorch)",
+        "Su, Pan, Wen and Liu 2022, *GAU-α* (ZhuiyiAI; the CLUE table of its README, dev-set scores)",
         "https://github.com/ZhuiyiTechnology/GAU-alpha",
-        "A base GAU model (24 GAU layers, hidden size 768: a 12-layer BERT's parameters) scores at or above BERT, "
-        "RoBERTa and RoFormer on most CLUE tasks: CMNLI 81.82 (BERT 79.56, RoBERTa 81.24), C3 68.24 (60.54, 67.66), "
-        "CHID 87.91 (85.69, 86.71); below RoBERTa on TNEWS, OCNLI and WSC.",
-        "Chinese character-level masked-LM pre-training at base size, then fine-tuning on CLUE.",
+        "A base GAU model (24 GAU layers, hidden size 768: about a 12-layer BERT's parameters) scores at or above "
+        "BERT, RoBERTa and RoFormer on 8 of 11 CLUE dev-set tasks: CMNLI 81.82 (BERT 79.56, RoBERTa 81.24), C3 68.24 "
+        "(60.54, 67.66), CHID 87.91 (85.69, 86.71); below RoBERTa on TNEWS, OCNLI and WSC (79.93 against 87.50) and "
+        "below RoFormer on OCNLI and WSC.",
+        "Chinese masked-LM pre-training at base size (character vocabulary, whole-word masking, 512 tokens), then "
+        "fine-tuning on CLUE.",
         ("gau_trained",), (("gau-quality", "flashquad-beats-transformer"),),
-        "GAU-α is not the source's GAU: it uses softmax attention scaled by log n (a row below), post-norm and a "
-        "depth-scaled init, and is compared on fine-tuned accuracy, not pre-training loss.",
+        "GAU-α is not the source's GAU: it uses softmax attention scaled by log n / log 512 (a row below), post-norm "
+        "and a depth-scaled init, and is compared on fine-tuned accuracy, not pre-training loss.",
     ),
     Published(
         "Su, Pan, Wen and Liu 2022, *GAU-α* (ZhuiyiAI; its released models.py)",
         "https://github.com/ZhuiyiTechnology/GAU-alpha",
         "GAU-α's own choices: post-norm (GAU, add, then a norm without centring, scale or offset), softmax attention "
-        "scaled by log n ('softmax_plus') rather than relu², no biases, RoPE, and weights drawn from a truncated "
-        "normal of standard deviation $L^{-1/3}/\\sqrt{\\text{fan-in}}$ ($0.35/\\sqrt{\\text{fan-in}}$ at $L = 24$), "
-        "not a fixed 0.02.",
+        "with its logits scaled by log n / log 512, n at least 16 ('softmax_plus') rather than relu², no biases, "
+        "RoPE, and weights drawn from a truncated normal of standard deviation $L^{-1/3}/\\sqrt{\\text{fan-in}}$ "
+        "($0.35/\\sqrt{\\text{fan-in}}$ at $L = 24$), not a fixed 0.02. Its released train.py pre-trains with LAMB "
+        "(learning rate 1.76e-3) and no warm-up.",
         "The released base model (24 GAU layers, hidden size 768).",
         ("deep_gau", "gau_init"),
         (("deep-gau", "gau-lr-depth"), ("deep-gau", "gau-lr-no-warmup"), ("deep-gau", "gau-vs-postnorm-transformer"),
          ("gau-init", "rms-source"),
          ("gau-init", "lambda7")),
         "The released model shrinks its init with depth instead of relying on the small size of a GAU layer at "
-        "initialisation, on which the source rests its case against warm-up; this book measures that size under "
+        "initialisation, on which the source rests its case against warm-up (it too trains without warm-up, but with "
+        "LAMB); this book measures that size under "
         "LeCun and 0.02 inits, and trains the source's setting with Xavier init.",
     ),
     Published(
         "Su, Pan, Wen and Liu 2022, *GAU-α* (ZhuiyiAI; its released models.py)",
         "https://github.com/ZhuiyiTechnology/GAU-alpha",
-        "GAU-α normalises attention with softmax scaled by log n ('softmax_plus'), not the relu² of the FLASH paper "
-        "or of the source.",
+        "GAU-α normalises attention with softmax, its logits scaled by log n / log 512, n at least 16 "
+        "('softmax_plus'), not the relu² of the FLASH paper or of the source.",
         "The released base model (24 GAU layers, hidden size 768).",
         ("gau_trained",), (("gau-length", "log-scaling-beats-softmax"), ("gau-length", "relu2-length-text")),
         "A choice made for length transfer at base size; this book measures the length transfer of each "
@@ -152,9 +158,9 @@ PUBLISHED: tuple[Published, ...] = (
     # the chapters on foundations: what the papers that introduced each construction report, beside the notes' claims
     Published(
         "Vaswani et al. 2017, *Attention Is All You Need* (NeurIPS)", "https://arxiv.org/abs/1706.03762",
-        "Dot products are scaled by $1/\\sqrt{d_k}$ because for large $d_k$ they grow large and push the softmax into "
-        "regions of extremely small gradients: if the components of $q$ and $k$ are independent with mean 0 and "
-        "variance 1, $q\\cdot k$ has mean 0 and variance $d_k$.",
+        "Dot products are scaled by $1/\\sqrt{d_k}$ because, the authors suspect, for large $d_k$ they grow large and "
+        "push the softmax into regions of extremely small gradients: if the components of $q$ and $k$ are independent "
+        "with mean 0 and variance 1, $q\\cdot k$ has mean 0 and variance $d_k$.",
         "Stated as the reason for the scale; the base model has 8 heads of $d_k = 64$ (WMT 2014 translation).",
         ("attention_basics",),
         (("attention-basics", "qk-variance"), ("attention-basics", "qk-normal"),
@@ -217,10 +223,10 @@ PUBLISHED: tuple[Published, ...] = (
     ),
     Published(
         "Wang et al. 2022, *DeepNet: Scaling Transformers to 1,000 Layers*", "https://arxiv.org/abs/2203.00555",
-        "DeepNorm bounds the model update of a post-norm Transformer by up-weighting the residual, "
-        "$x \\leftarrow \\mathrm{LN}(\\alpha x + f(x))$, and down-scaling the branch init by $\\beta$: "
-        "$\\alpha = (2N)^{1/4}$, $\\beta = (8N)^{-1/4}$ for an $N$-layer "
-        "encoder, which trains stacks of up to 1,000 layers.",
+        "DeepNorm bounds the model update of a post-norm Transformer by up-weighting the residual, $x \\leftarrow "
+        "\\mathrm{LN}(\\alpha x + f(x))$, and down-scaling the branch init by $\\beta$: $\\alpha = (2N)^{1/4}$, "
+        "$\\beta = (8N)^{-1/4}$ for an $N$-layer encoder-only model (encoder-decoder models use other constants); "
+        "DeepNorm trains stacks of up to 1,000 layers.",
         "Machine translation, 200 to 1,000 layers, billions of parameters.",
         ("gau_init",), (("coord-check", "gau-branch-size"),),
         "The source equates a GAU branch of about 1% of its input at initialisation with DeepNorm at $\\alpha = 100$, "
@@ -231,9 +237,8 @@ PUBLISHED: tuple[Published, ...] = (
         "Cover and Thomas 2006, *Elements of Information Theory* (2nd edition, section 2.10)",
         "https://doi.org/10.1002/047174882X",
         "Fano's inequality in its stronger form: the entropy of $X$ given $Y$ is at most $H(P_e) + P_e\\log(K - 1)$ "
-        "for "
-        "an estimate of $X$ with error probability $P_e$, $K$ the number of values of $X$, with equality when the "
-        "error mass is spread evenly over the other $K - 1$ values.",
+        "for an estimate of $X$ with error probability $P_e$, $K$ the number of values of $X$, with equality (for $X$ "
+        "alone, the notes' case) when the error mass is spread evenly over the other $K - 1$ values.",
         "A theorem: every distribution over a finite alphabet.",
         ("entropy",),
         (("entropy-bound", "closed-form-vs-direct"), ("entropy-bound", "bound-sampled"), ("entropy-lm", "lm-bound")),
@@ -246,8 +251,8 @@ PUBLISHED: tuple[Published, ...] = (
         "Language models are miscalibrated in generation: the entropy rate of their own samples drifts upward, "
         "exp(entropy rate) against test perplexity: AWD-LSTM on PTB 93.1 against 58.3, a Transformer on the "
         "Billion Word benchmark 34.7 against 28.1, GPT-2 on WebText 61.2 against 23.7.",
-        "Word-level LSTM and Transformer language models up to GPT-2, on PTB, the Billion Word benchmark and "
-        "WebText.",
+        "LSTM and Transformer language models: word-level on PTB and the Billion Word benchmark, subword-level (GPT-2) "
+        "on WebText.",
         ("entropy",),
         (("entropy-lm", "lm-calibration"), ("entropy-lm", "lm-calibration-gau"),
          ("entropy-lm", "lm-calibration-flash")),
