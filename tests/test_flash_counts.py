@@ -1,3 +1,5 @@
+import math
+
 import pytest
 import sympy as sp
 import torch
@@ -142,3 +144,63 @@ def test_peer_gau_leak_is_one_minus_the_squared_prefix_share_times_a_fixed_dilut
     fix, note = peer_gau_leak(changes, lengths, 16)
     assert fix == pytest.approx(changes[-1], rel=1e-12) and "0.6" in note
     assert peer_gau_leak([0.0, 0.5], [16, 32], 16) == (None, "")
+
+
+def _speed_rows(device_type: str, quad_over_transformer: dict[int, float]) -> dict:
+    """A benchmark's data with only what the crossover claims read: tokens/s of FLASH-Quad and the Transformer++."""
+    rows = []
+    for n, ratio in quad_over_transformer.items():
+        rows.append({"implementation": "Transformer++", "n": n, "status": "ok", "tokens_per_s": 1000.0})
+        rows.append({"implementation": "FLASH-Quad (ours)", "n": n, "status": "ok", "tokens_per_s": 1000.0 * ratio})
+    return {"device_type": device_type, "threads": 2, "rows": rows}
+
+
+@pytest.mark.parametrize("device, ratios, measured, bound, verdict", [
+    # a GPU sweep that crosses inside its lengths: placed by log interpolation, judged against 256 +- 106
+    ("cuda", {128: 0.9, 256: 1.0, 512: 1.2}, 256.0, "", "holds"),
+    ("cuda", {128: 0.8, 256: 0.95, 512: 1.2}, 256 * 2 ** (math.log(0.95) / math.log(0.95 / 1.2)), "", "holds"),
+    ("cuda", {256: 0.6, 512: 0.9, 1024: 1.2}, 512 * 2 ** (math.log(0.9) / math.log(0.9 / 1.2)), "", "fails"),
+    # faster already at its shortest length, 512: the crossover is at or below 512, unplaced
+    ("cuda", {512: 1.1, 1024: 1.3}, 512.0, "≤", "inconclusive"),
+    # faster already at 64, below the least crossover the claim allows (150): a crossover below it fails the claim
+    ("cuda", {64: 1.1, 128: 1.3}, 64.0, "≤", "fails"),
+    ("cuda", {256: 0.5, 512: 0.7}, 512.0, "≥", "fails"),  # never faster: the crossover is beyond 512
+    # on a CPU the run cannot decide an accelerator's crossover, whatever it measures
+    ("cpu", {128: 0.9, 256: 1.0, 512: 1.2}, 256.0, "", "inconclusive"),
+    ("cpu", {256: 0.5, 512: 0.7}, 512.0, "≥", "inconclusive"),
+])
+def test_crossover_claims_say_what_a_sweep_can_place(device, ratios, measured, bound, verdict):
+    from analysis.studies.flash.experiments import flash_bench as fb
+
+    claim = fb.crossover_claim(_speed_rows(device, ratios), "FLASH-Quad (ours)", "quad-overtakes-transformer",
+                               "FLASH-Quad's", "test")
+    assert claim is not None
+    if measured is not None:
+        assert claim.measured == pytest.approx(measured)
+    assert claim.measured_bound == bound
+    assert claim.verdict == verdict
+    assert (claim.undecided == fb.CPU_SPEED_UNDECIDED) == (device == "cpu")
+
+
+def test_flash_saved_bytes_of_a_sequence_are_linear_and_the_superlinear_rest_is_shared_by_the_batch():
+    # the memory exponent's tolerance rests on this: one more sequence adds bytes linear in n, and what a batch of one
+    # saves beyond that (weights, position tables) does not depend on the batch
+    from analysis.studies.flash.experiments import flash_bench as fb
+
+    cfg = fb.CONFIGS["smoke"]
+    torch.manual_seed(0)
+    stack = fb.build("FLASH (ours)", cfg)
+    saved = {(b, n): fb.saved_bytes(stack, torch.randn(b, n, cfg.d)) for b in (1, 2, 3) for n in (64, 128)}
+    for n in (64, 128):
+        assert saved[(3, n)] - saved[(2, n)] == saved[(2, n)] - saved[(1, n)]  # a sequence's own bytes
+    per_sequence = {n: saved[(2, n)] - saved[(1, n)] for n in (64, 128)}
+    assert per_sequence[128] == 2 * per_sequence[64]  # linear in n
+    shared = {n: saved[(1, n)] - per_sequence[n] for n in (64, 128)}
+    assert shared[128] > shared[64] > 0  # shared tensors grow with n: over a batch of tokens / n, faster than n
+    # what the benchmark records: the same split, from the first sequence of any batch, for a compiled stack too
+    for n in (64, 128):
+        assert fb.sequence_bytes(stack, torch.randn(4, n, cfg.d)) == (per_sequence[n], shared[n])
+    layer = fb.build("GAU layer, lean, compiled (ours)", cfg)
+    own, common = fb.sequence_bytes(layer, torch.randn(3, 64, cfg.d))
+    assert own > 0 and common > 0 and own == fb.sequence_bytes(fb.build("GAU layer, lean (ours)", cfg),
+                                                               torch.randn(1, 64, cfg.d))[0]

@@ -94,7 +94,9 @@ def test_gradient_sentence_names_each_first_norm_and_what_the_clip_does_to_the_r
     assert "GAU's rises to 11.7 times its first by step 3;" in words
     assert "the median norm is 0.25. That median mixes the runs that stalled, whose gradients vanish, with the 2 " \
            "that trained: these end at a median of 7.5 and are clipped at 100% of their steps." in words
-    assert words.endswith("No run diverged: the clip bounds the size of every update.")
+    assert words.endswith("No run diverged. The clip is not what bounds an update: AdamW divides each gradient by "
+                          "its running RMS, so a weight moves by about the learning rate per step, clipped or not; "
+                          "clipping changes how much one step's gradient weighs in the running moments.")
     s["grads"]["post-norm GAU"] = _grads(5.0, 1.0, trained_n=0)
     words = st.gradient_sentence(s)
     assert "GAU's never exceeds its first;" in words and "No GAU run at that depth trained." in words

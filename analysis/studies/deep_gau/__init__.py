@@ -210,7 +210,9 @@ def gradient_sentence(s: dict[str, Any]) -> str:
             f"first step's gradient norm is {gau['first']:.3g} for post-norm GAU, against {others} (medians over seeds "
             f"and learning rates). {rise}; after the first tenth of the budget no GAU run exceeds {gau['late_peak']:.2g} times its first, and over "
             f"the last tenth the median norm is {gau['final']:.2g}." + _trained_clip_words(gau)
-            + (" No run diverged: the clip bounds the size of every update." if diverged == 0 else ""))
+            + (" No run diverged. The clip is not what bounds an update: AdamW divides each gradient by its running "
+               "RMS, so a weight moves by about the learning rate per step, clipped or not; clipping changes how much "
+               "one step's gradient weighs in the running moments." if diverged == 0 else ""))
 
 
 def _trained_clip_words(g: dict[str, float]) -> str:
