@@ -81,10 +81,6 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
                       "tends to 1 only as $d \\to \\infty$, and the chapter gives it per width",
     "quad-batch-unfused": "against the unfused Transformer++ FLASH-Quad fits the measured batch ratio, more than against "
                           "the fused one but outside 'about 2x' (1.5 to 2.5); the chapter gives both ratios",
-    "quad-overtakes-transformer": "no crossover exists up to the largest length measured: FLASH-Quad stays slower "
-                                  "than the Transformer++ with fused attention on this CPU",
-    "quad-lean-overtakes-transformer": "no crossover exists up to the largest length measured: the lean FLASH-Quad "
-                                       "stays slower than the Transformer++ with fused attention on this CPU",
     "quad-batch": "against a Transformer that stores its attention matrix (unfused) FLASH-Quad fits the larger batch: "
                   "see the claim on the unfused Transformer in this chapter",
     "kernel-exact-float16": "the bound is first order in the unit roundoff and counts seven roundings on the longest "

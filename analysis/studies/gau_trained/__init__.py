@@ -87,7 +87,7 @@ def quality_facts(data: dict[str, Any]) -> dict[str, Any]:
         "q_lrs": listed([f"{lr:g}" for lr in data["lrs"]]),
         "q_recall_lrs": listed([f"{lr:g}" for lr in data["recall_lrs"]]),
         "q_order": ", ".join(lab[a] for a in q["order"]),
-        "q_chance": f"{data['chance']:.3g}",
+        "q_chance": f"{data['chance']:.3g}, a guess among {round(1 / data['chance'])} values",
         "q_interval": interval_words(gau_quality.best_gap(data, "text", "flash-quad-post", "transformer")),
         "q_lr_sentence": lr_sentence(q, data["steps"]),
         "q_pre_recall": pre_norm_recall_sentence(data),
@@ -302,14 +302,50 @@ def gap_text(g: dict[str, Any]) -> str:
                            f"; a one-sided test detects ≥ {end.detectable(sided='one'):.4f}")
 
 
+def _side(gap: Estimate) -> str:
+    """Where FLASH ends against FLASH-Quad by a paired gap loss(FLASH) - loss(FLASH-Quad): 'above' or 'below' when
+    the two-sided 95% t interval excludes 0, else 'within its interval of'."""
+    if gap.resolved and gap.lower() > 0:
+        return "above"
+    if gap.resolved and gap.upper() < 0:
+        return "below"
+    return "within its interval of"
+
+
+def flash_quad_sentence(quality: dict[str, Any], quality_gap: Estimate | None, parts: dict[str, Any],
+                        parts_chunk: int, parts_gap: Estimate) -> str:
+    """The two runs that compare FLASH with FLASH-Quad (gau-quality's config ``quality``, flash-parts' config
+    ``parts`` and chunk length), each paired gap loss(FLASH) - loss(FLASH-Quad) with where its 95% t interval puts FLASH, whether they
+    agree, and how the two set-ups differ."""
+    if quality_gap is None:
+        return ""
+    q_side, p_side = _side(quality_gap), _side(parts_gap)
+    q_where = (f"windows of {quality['ctx']} bytes in {quality['ctx'] // quality['chunk']} chunks, width "
+               f"{quality['d']}, {quality['steps']} steps, each architecture at its best learning rate")
+    p_where = (f"windows of {parts['ctx']} bytes in {parts['ctx'] // parts_chunk} chunks, width "
+               f"{parts['d']}, {parts['steps']} steps, every arm at the learning rate {parts['lr']:g}")
+    gaps = (f"in the quality section ({q_where}) FLASH ends {q_side} FLASH-Quad, by {est_pm(quality_gap)}; here "
+            f"({p_where}) it ends {p_side} it, by {est_pm(parts_gap)} nats/byte")
+    if q_side == p_side:
+        return f"The two comparisons of FLASH with FLASH-Quad agree: {gaps}."
+    return (f"The two comparisons of FLASH with FLASH-Quad disagree: {gaps}. They differ in window, chunks per "
+            "window, width, budget and learning rate at once, so which of these turns the sign is not measured; "
+            "neither is the source's 'about as good' at its scale.")
+
+
 def parts_facts(ch: Chapter) -> dict[str, Any]:
     """The local-and-global section: its run, table, chunk length and the local-minus-global gap, from the best
-    flash-parts run."""
+    flash-parts run; and how its FLASH-Quad gap sits beside the quality section's."""
     best = ch.best("flash-parts")
     s = flash_parts.summary(best.data)
+    quality = ch.best("gau-quality")
+    q_gap = gau_quality.summary(quality.data)["gaps"]["flash-flash-quad-post"]
     return {"p_label": best.label, "p_table": Markdown(ablation_table(s, flash_parts.VARIANTS)),
             "p_chunk": str(best.data["chunk"]), "p_chunks": str(best.data["ctx"] // best.data["chunk"]),
             "p_local_global": gap_text(s["pair_gaps"]["local:global"]),
+            "p_vs_quality": flash_quad_sentence(quality.settings("gau-quality"), q_gap,
+                                                best.settings("flash-parts"), int(best.data["chunk"]),
+                                                s["gaps"]["quad"]["end"]),
             "p_gpu": ch.gpu_status("flash-parts"), "p_verdicts": ch.verdicts("flash-parts")}
 
 
