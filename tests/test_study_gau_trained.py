@@ -300,14 +300,21 @@ def test_flash_quad_sentence_says_where_each_run_puts_flash_and_whether_they_agr
     parts = {"ctx": 512, "d": 64, "steps": 300, "lr": 0.002}
     above = Estimate(0.074, 0.010, 3, "seeds")  # 95% two-sided t over 3 seeds: 0.074 ± 0.043, wholly above 0
     below = Estimate(-0.129, 0.027, 4, "seeds")
-    unresolved = Estimate(0.02, 0.010, 3, "seeds")  # ± 0.043 reaches 0
+    unresolved = Estimate(0.074, 0.040, 3, "seeds")  # ± 0.17 reaches 0
     words = gt.flash_quad_sentence(quality, above, parts, 64, below)
     assert words.startswith("The two comparisons of FLASH with FLASH-Quad disagree: in the quality section (windows "
                             "of 64 bytes in 4 chunks, width 96, 600 steps, each architecture at its best learning "
-                            "rate) FLASH ends above FLASH-Quad, by ")
-    assert "here (windows of 512 bytes in 8 chunks, width 64, 300 steps, every arm at the learning rate 0.002) it " \
-           "ends below it" in words and "which of these turns the sign is not measured" in words
+                            "rate) FLASH ends above FLASH-Quad, by 0.074 ± 0.010 (mean ± SE); here (windows of 512 "
+                            "bytes in 8 chunks, width 64, 300 steps, every arm at the learning rate 0.002) FLASH ends "
+                            "below FLASH-Quad, by 0.129 ± 0.027 (mean ± SE).")
+    assert "which of these turns the sign is not measured" in words
     assert gt.flash_quad_sentence(quality, below, parts, 64, below).startswith(
         "The two comparisons of FLASH with FLASH-Quad agree: in the quality section")
-    assert "ends within its interval of FLASH-Quad" in gt.flash_quad_sentence(quality, unresolved, parts, 64, below)
+    words = gt.flash_quad_sentence(quality, unresolved, parts, 64, below)
+    assert words.startswith("Of the two comparisons of FLASH with FLASH-Quad, one resolves a side: in the quality "
+                            "section")
+    assert "FLASH's gap to FLASH-Quad, 0.074 ± 0.040 (mean ± SE), is not resolved from 0" in words
+    assert "which of these moves the gap is not measured" in words
+    assert gt.flash_quad_sentence(quality, unresolved, parts, 64, unresolved).startswith(
+        "Of the two comparisons of FLASH with FLASH-Quad, neither resolves a side")
     assert gt.flash_quad_sentence(quality, None, parts, 64, below) == ""

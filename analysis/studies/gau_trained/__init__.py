@@ -304,19 +304,27 @@ def gap_text(g: dict[str, Any]) -> str:
 
 def _side(gap: Estimate) -> str:
     """Where FLASH ends against FLASH-Quad by a paired gap loss(FLASH) - loss(FLASH-Quad): 'above' or 'below' when
-    the two-sided 95% t interval excludes 0, else 'within its interval of'."""
+    the two-sided 95% t interval excludes 0, else '' (not resolved)."""
     if gap.resolved and gap.lower() > 0:
         return "above"
     if gap.resolved and gap.upper() < 0:
         return "below"
-    return "within its interval of"
+    return ""
+
+
+def _gap_words(gap: Estimate, side: str) -> str:
+    """'ends below FLASH-Quad, by 0.129 ± 0.009 (mean ± SE)', or the signed gap and that its interval reaches 0."""
+    if side:
+        return f"FLASH ends {side} FLASH-Quad, by {pm((abs(gap.value), gap.se))} (mean ± SE)"
+    return (f"FLASH's gap to FLASH-Quad, {est_pm(gap)} (mean ± SE), is not resolved from 0 (its 95% t interval "
+            "reaches it)")
 
 
 def flash_quad_sentence(quality: dict[str, Any], quality_gap: Estimate | None, parts: dict[str, Any],
                         parts_chunk: int, parts_gap: Estimate) -> str:
     """The two runs that compare FLASH with FLASH-Quad (gau-quality's config ``quality``, flash-parts' config
-    ``parts`` and chunk length), each paired gap loss(FLASH) - loss(FLASH-Quad) with where its 95% t interval puts FLASH, whether they
-    agree, and how the two set-ups differ."""
+    ``parts`` and chunk length), each paired gap loss(FLASH) - loss(FLASH-Quad) with where its 95% t interval puts
+    FLASH, whether they agree, and how the two set-ups differ."""
     if quality_gap is None:
         return ""
     q_side, p_side = _side(quality_gap), _side(parts_gap)
@@ -324,13 +332,16 @@ def flash_quad_sentence(quality: dict[str, Any], quality_gap: Estimate | None, p
                f"{quality['d']}, {quality['steps']} steps, each architecture at its best learning rate")
     p_where = (f"windows of {parts['ctx']} bytes in {parts['ctx'] // parts_chunk} chunks, width "
                f"{parts['d']}, {parts['steps']} steps, every arm at the learning rate {parts['lr']:g}")
-    gaps = (f"in the quality section ({q_where}) FLASH ends {q_side} FLASH-Quad, by {est_pm(quality_gap)}; here "
-            f"({p_where}) it ends {p_side} it, by {est_pm(parts_gap)} nats/byte")
-    if q_side == p_side:
+    gaps = (f"in the quality section ({q_where}) {_gap_words(quality_gap, q_side)}; here ({p_where}) "
+            f"{_gap_words(parts_gap, p_side)}")
+    differ = ("The two set-ups differ in window, chunks per window, width, budget and learning rate at once, so "
+              "which of these {} is not measured; neither run is at the source's scale.")
+    if q_side and q_side == p_side:
         return f"The two comparisons of FLASH with FLASH-Quad agree: {gaps}."
-    return (f"The two comparisons of FLASH with FLASH-Quad disagree: {gaps}. They differ in window, chunks per "
-            "window, width, budget and learning rate at once, so which of these turns the sign is not measured; "
-            "neither is the source's 'about as good' at its scale.")
+    if q_side and p_side:
+        return f"The two comparisons of FLASH with FLASH-Quad disagree: {gaps}. " + differ.format("turns the sign")
+    return (f"Of the two comparisons of FLASH with FLASH-Quad, {'neither' if not (q_side or p_side) else 'one'} "
+            f"resolves a side: {gaps}. " + differ.format("moves the gap"))
 
 
 def parts_facts(ch: Chapter) -> dict[str, Any]:

@@ -584,10 +584,10 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
 
 
 CPU_SPEED_UNDECIDED = (
-    "the source's crossover is an accelerator's (its author timed GPUs and puts the gap at long n down to "
-    "parallelism: 'the gap in speed shows in the degree of parallelism'); a 2-core CPU runs other kernels (its "
-    "Transformer++ a fused causal kernel that skips the masked half), so a CPU run cannot decide it: flash-bench's "
-    "gpu trials (n = 128 to 16,384 on a GPU) do")
+    "the source's crossover is an accelerator's: its author measured on GPUs and says the gap in speed at long n "
+    "'shows in the degree of parallelism'; a 2-core CPU runs other kernels, its Transformer++ a fused causal kernel "
+    "that skips the masked half, so a CPU run cannot decide it: flash-bench's gpu trials, n = 128 to 16,384 on a "
+    "GPU, do")
 
 
 def crossover_undecided(data: dict[str, Any], shortest: int, first: bool, lowest: float) -> str:
