@@ -40,4 +40,22 @@ def memory_facts(ch: Any) -> dict[str, Any]:
         "memory_saving_measured": f"{measured:.3g} = 1/{round(1 / measured)}",
         "memory_e_over_s": f"{z['e'] / z['s']:.0f}",
         "verdicts_memory": ch.verdicts("flash-memory"),
+        "memory_batch_base": batch_sentence(d),
     }
+
+
+def batch_sentence(data: dict[str, Any]) -> str:
+    """The batch census at the census's sizes, in words: the MiB a sequence of its own saves in two GAU layers and in
+    one Transformer++ layer (fused, and with its attention written out), and the batch ratios they give."""
+    if "batch" not in data:
+        return "This record predates the batch census at base size (data version 2)."
+    z, b = data["sizes"], data["batch"]
+    mib = {k: v / 2**20 for k, v in b.items()}
+    quad, lean = b["FLASH-Quad (ours)"], b["FLASH-Quad lean (ours)"]
+    fused, unfused = b["Transformer++"], b["Transformer++ unfused"]
+    return (f"At the source's own size (d = {z['d']}, n = {z['n']}, float32 on the CPU), a sequence of its own "
+            f"saves {mib['FLASH-Quad (ours)']:.1f} MiB in two GAU layers against {mib['Transformer++']:.1f} MiB in "
+            f"one Transformer++ layer with fused attention and {mib['Transformer++ unfused']:.1f} MiB with its "
+            f"attention written out: FLASH-Quad fits {unfused / quad:.2f}x the batch of a Transformer that stores "
+            f"its softmax, as the source's did, and {fused / quad:.2f}x that of the fused one (the lean GAU: "
+            f"{unfused / lean:.2f}x and {fused / lean:.2f}x).")

@@ -642,7 +642,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         if claim is not None:
             out.append(claim)
     versions = (("batch_ratio_vs_transformer",
-                 "the Transformer++ as benchmarked (fused causal attention, no n x n matrix saved)"),
+                 "the Transformer++ as benchmarked, whose fused causal attention saves no n x n matrix"),
                 ("batch_ratio_vs_unfused_transformer",
                  "the same Transformer++ with its attention computed explicitly, its n x n softmax saved for backward"))
     for key, versus in versions:
