@@ -60,7 +60,9 @@ def test_batch_census_counts_a_sequences_own_bytes_per_stack_and_judges_the_rati
 
     cfg = dataclasses.replace(fm.CONFIGS["smoke"], d=128, e=256, heads=2, n=128, chunks=(8, 32))  # heads of 64
     b = fm.batch_census(cfg)
-    assert set(b) == {"FLASH-Quad (ours)", "FLASH-Quad lean (ours)", "Transformer++", "Transformer++ unfused"}
+    assert set(b) == {"n", "FLASH-Quad (ours)", "FLASH-Quad lean (ours)", "Transformer++", "Transformer++ unfused"}
+    assert b["n"] == 128  # a config shorter than the source's 1024 counts at its own n; a longer one at 1024
+    assert fm.BATCH_LENGTH == 1024 and fm.CONFIGS["gpu"].n > fm.BATCH_LENGTH
     # the lean GAU saves no n x n matrix; the written-out attention saves its softmax per head, the fused one none
     assert b["FLASH-Quad lean (ours)"] < b["FLASH-Quad (ours)"]
     assert b["Transformer++ unfused"] - b["Transformer++"] >= 2 * cfg.n * cfg.n * 4  # 2 heads' float32 softmax

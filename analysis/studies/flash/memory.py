@@ -53,7 +53,7 @@ def batch_sentence(data: dict[str, Any]) -> str:
     mib = {k: v / 2**20 for k, v in b.items()}
     quad, lean = b["FLASH-Quad (ours)"], b["FLASH-Quad lean (ours)"]
     fused, unfused = b["Transformer++"], b["Transformer++ unfused"]
-    return (f"At the source's own size (d = {z['d']}, n = {z['n']}, float32 on the CPU), a sequence of its own "
+    return (f"At the source's own size (d = {z['d']}, n = {b['n']:.0f}, float32 on the CPU), a sequence of its own "
             f"saves {mib['FLASH-Quad (ours)']:.1f} MiB in two GAU layers against {mib['Transformer++']:.1f} MiB in "
             f"one Transformer++ layer with fused attention and {mib['Transformer++ unfused']:.1f} MiB with its "
             f"attention written out: FLASH-Quad fits {unfused / quad:.2f}x the batch of a Transformer that stores "
