@@ -655,14 +655,15 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
             f"its own saves for backward, at n = {s['memory_length']}; {label})", SOURCE, 2.0, ratio, 0.0, 0.5,
             "the source's 'about 2x' is one significant figure: 1.5 to 2.5 round to it; the byte counts are exact",
             unit="x"))
-    for key, what in (("flash_time_exponent", "time"), ("flash_memory_exponent", "activation memory")):
+    for key, what, tolerance, basis in (
+            ("flash_time_exponent", "time", 0.1,
+             "0.1 in the exponent: timing noise of a median of repeats over a factor 4 in n"),
+            ("flash_memory_exponent", "activation memory", 0.02, MEMORY_EXPONENT_BASIS)):
         value = s[key]
         if math.isfinite(value):
             out.append(Claim(f"flash-linear-{what.split()[0]}", f"FLASH's {what} per sequence is linear in n "
                              f"(log-log slope over the 3 largest of n = {stack_lengths[0]} to {stack_lengths[-1]}; "
-                             f"{label})", SOURCE, 1.0, value, 0.0, 0.1 if what == "time" else 0.02,
-                             "0.1 in the exponent: timing noise of a median of repeats over a factor 4 in n"
-                             if what == "time" else MEMORY_EXPONENT_BASIS, unit="exponent"))
+                             f"{label})", SOURCE, 1.0, value, 0.0, tolerance, basis, unit="exponent"))
     ours = LAYERS[2]
     for peer, which in ((MATCHED_PEER, "matched to ours (no input norm, residual or relative-position bias)"),
                         (DEFAULT_PEER, "with its defaults")):
