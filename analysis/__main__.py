@@ -517,8 +517,11 @@ def cmd_campaign(args: argparse.Namespace) -> None:
             raise UsageError(str(err)) from None
         if prepared.scale != args.scale:
             raise UsageError(f"--queue was prepared for the {prepared.scale} scale, not {args.scale}")
-        report = run_queued(prepared.trials, args.scale, budget, args.out, prepared.margin, after_trial=repack_from_env,
-                            progress=not args.quiet)
+        try:
+            report = run_queued(prepared.trials, args.scale, budget, args.out, prepared.margin,
+                                after_trial=repack_from_env, progress=not args.quiet)
+        except ValueError as err:  # a queue prepared from other code than this checkout's
+            raise UsageError(str(err)) from None
         print("\n".join(report_lines(report, args.scale, None, args.out, statuses=False)))
         return
     if args.address and args.executor != "ray":

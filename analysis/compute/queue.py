@@ -24,13 +24,14 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from analysis.core.campaign import UNKNOWN_TRIAL_S, Estimator, priority_of, runs_on
-from analysis.core.trials import Experiment, claim_reads, trial_status
+from analysis.core.runner import QueueItem, QueueReport, run_trials
+from analysis.core.trials import Experiment, MixedDevicesError, TrialFile, assemble_record, claim_reads, trial_status
 from analysis.plan import StepBasis, cost_key, gpu_basis, run_compiles
 from analysis.results import device_tag, find_record
 from analysis.scale import validate_scale
@@ -334,11 +335,10 @@ def lease_table(leases: Sequence[Lease], tag: str, shown: int = 3) -> list[str]:
 
 
 def queue_items(queue: Sequence[QueuedTrial], scale: str, directory: str | os.PathLike[str] | None = None
-                ) -> list[Any]:
+                ) -> list[QueueItem]:
     """The queue's trials that are still to run here, as the runner's items: a trial whose file today's code has
     stored is left out; one stored by older code, or missing, is run (no FLOP is counted here: the estimates came
     with the queue)."""
-    from analysis.core.runner import QueueItem
     from analysis.experiments import config_for, get_experiment
 
     out = []
@@ -363,16 +363,14 @@ def queue_items(queue: Sequence[QueuedTrial], scale: str, directory: str | os.Pa
 
 def run_queued(queue: Sequence[QueuedTrial], scale: str, budget_s: float | None,
                directory: str | os.PathLike[str] | None = None, margin: float = TRIAL_MARGIN,
-               after_trial: Any = None, progress: bool = True) -> Any:
+               after_trial: Callable[[], object] | None = None, progress: bool = True) -> QueueReport:
     """Run the queue's trials still to run here, in its order, within ``budget_s`` (each started only if its estimate
     times ``margin`` fits), in this process; ``after_trial()`` runs after each trial's file is stored (a lease packs
     what it has then). Every record whose trials are then all stored is assembled. Returns the runner's report."""
-    from analysis.core.runner import run_trials
-    from analysis.core.trials import MixedDevicesError, assemble_record
 
     items = queue_items(queue, scale, directory)
 
-    def on_finish(item: Any, tf: Any, k: int, n: int) -> None:
+    def on_finish(item: QueueItem, tf: TrialFile, k: int, n: int) -> None:
         if progress:
             print(f"[{k}/{n}] {item.exp.name} {item.trial.key}: {tf.wall_time_s:.1f} s (expected "
                   f"{item.expected_s(set()):.1f} s at most)", flush=True)
