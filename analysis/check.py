@@ -730,7 +730,8 @@ def check_module(module: nn.Module, kind: str = "layer", *, target: str = "modul
             else:
                 stack.enter_context(_restored(module))
                 mod = module
-            mod = mod.to(device=dev, dtype=variant.dtype)
+            # the own-dtype variant keeps any parameters or buffers the module holds in another dtype on purpose
+            mod = mod.to(device=dev) if variant.dtype == own else mod.to(device=dev, dtype=variant.dtype)
             mod.train(variant.mode == "train")
             if variant.mode == "train":
                 _disable_dropout(mod)
