@@ -714,8 +714,9 @@ def check_module(module: nn.Module, kind: str = "layer", *, target: str = "modul
     if own != torch.float64 or autocast != "none":
         variants.append(_Variant("eval", own, AUTOCASTS[autocast]))
     notes: list[str] = []
+    spare: nn.Module | None = None
     try:
-        copy.deepcopy(module)
+        spare = copy.deepcopy(module)  # the first variant's copy
         copyable = True
     except Exception as err:  # a lock, an open file, a generator: the module itself is used, then restored
         copyable = False
@@ -726,7 +727,7 @@ def check_module(module: nn.Module, kind: str = "layer", *, target: str = "modul
     for variant in variants:
         with contextlib.ExitStack() as stack:
             if copyable:
-                mod = copy.deepcopy(module)
+                mod, spare = spare or copy.deepcopy(module), None
             else:
                 stack.enter_context(_restored(module))
                 mod = module
@@ -795,12 +796,12 @@ def _run_variant(run: _Runner, variant: _Variant, checks: Sequence[str], lengths
     if not bool(torch.isfinite(first).all()):
         raise CheckInputError(f"the module's outputs are nan or inf on its own input of {longest} tokens {where}: "
                               f"it cannot be checked at that length (try shorter --lengths)")
-    moved = float((first - second).abs().max() / (first.abs().max() or 1.0))
-    if not moved <= threshold:
+    apart = float((first - second).abs().max() / (first.abs().max() or 1.0))
+    if not apart <= threshold:
         hint = "; its dropout was set to p = 0, so some other randomness or state remains" if variant.mode == "train" \
             else ""
         raise CheckInputError(f"the module is not deterministic {where}: the same input twice gave outputs "
-                              f"{moved:.2g} apart (relative to the largest){hint}; {DETERMINISM_HINT}"
+                              f"{apart:.2g} apart (relative to the largest){hint}; {DETERMINISM_HINT}"
                               + (", or pass --modes eval" if variant.mode == "train" else ""))
 
     def result(check: str, ref: torch.Tensor, outs: list[torch.Tensor], runs: list[int],

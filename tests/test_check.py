@@ -5,6 +5,7 @@ import json
 import math
 import re
 import threading
+from pathlib import Path
 
 import pytest
 import torch
@@ -499,11 +500,10 @@ def test_bad_targets_and_modules_give_one_line(tmp_path, monkeypatch):
 
 
 TARGETS = """
-import sys, threading
-import torch
+import sys
 from torch import nn
 sys.path.insert(0, {tests!r})
-from test_check import Attention, HiddenAndLogits, Locked, Planted, Stateful, TwoLayerNaN
+from test_check import HiddenAndLogits, Locked, Stateful, TwoLayerNaN  # noqa: F401 (targets by name)
 from analysis.models.gau import GAU, GAUConfig
 def good():
     return GAU(GAUConfig(d=16, e=32, s=8, causal=True))
@@ -525,7 +525,7 @@ def _cli(tmp_path, monkeypatch, capsys, *args):
     """The command in this process (as `python -m analysis check ...`): exit status, stdout, stderr."""
     from analysis.__main__ import main
 
-    (tmp_path / "check_targets.py").write_text(TARGETS.format(tests=str(__import__("pathlib").Path(__file__).parent)))
+    (tmp_path / "check_targets.py").write_text(TARGETS.format(tests=str(Path(__file__).parent)))
     (tmp_path / "exits_at_import.py").write_text("import sys\nsys.exit(0)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
