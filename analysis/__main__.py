@@ -10,6 +10,7 @@ import argparse
 import json
 import math
 import sys
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -318,70 +319,118 @@ def cmd_lease(args: argparse.Namespace) -> None:
     from analysis import lease
     from analysis.core.campaign import parse_budget
 
-    if args.action != "run" and (args.budget is not None or args.out is not None):
-        raise UsageError("--budget and --out apply only to 'lease run'")
-    if args.action in ("prepare", "unpack") and (args.only or args.scale != "gpu"):
+    if args.action != "run" and (args.limit is not None or args.out is not None or args.started_at is not None
+                                 or args.lease_dir is not None):
+        raise UsageError("--limit, --started-at, --out and --lease-dir apply only to 'lease run'")
+    if args.action != "rehearse" and args.kill_after is not None:
+        raise UsageError("--kill-after applies only to 'lease rehearse'")
+    if args.action in ("prepare", "unpack", "rehearse") and (args.only or args.scale != "gpu"):
         raise UsageError(f"--only and --scale do not apply to 'lease {args.action}'")
+    if args.action not in ("prepare", "plan") and args.device != "h100":
+        raise UsageError("--device applies only to 'lease prepare' and 'lease plan' (a run sizes by its own GPU)")
     if args.action != "unpack" and args.archives:
         raise UsageError(f"'lease {args.action}' takes no archive paths")
     if args.action == "prepare":
-        from analysis.data import ensure_pinned_corpus
-
-        xz = lease.compress_corpus(ensure_pinned_corpus())
-        wheels = lease.download_wheels()
-        stamp = lease.LEASE_DIR / lease.SOURCE_STAMP
-        lease.write_source_stamp(stamp)
-        files = [xz, *wheels, stamp]
-        size = sum(f.stat().st_size for f in files)
-        for f in files:
-            print(f"{f.relative_to(lease.REPO_ROOT)}: {f.stat().st_size:,} bytes")
-        travel = lease.travelling_bytes()
-        print(f".lease/ holds {size / 2**20:.1f} MiB to carry; with the checkout, {travel / 2**20:.1f} MiB travel "
-              f"(at most {lease.MAX_TRAVEL_BYTES / 2**20:.0f}). On the GPU machine, from the repository root: "
-              "bash scripts/lease.sh 9m (carry .lease; a command limit of 600 s). Then here: "
-              "python -m analysis lease unpack <the returned lease-results*.tar.gz>")
-        if travel > lease.MAX_TRAVEL_BYTES:
-            print(f"warning: {travel / 2**20:.1f} MiB is more than a device command takes along")
-        from analysis.results import tree_dirty
-
-        if tree_dirty():
-            print("warning: the checkout has uncommitted changes: records made from it will say git_dirty; "
-                  "commit before the lease")
+        _lease_prepare(args.device)
         return
     if args.action == "plan":
         for name in args.only or []:
             _experiment_or_usage(name)
-        steps = lease.plan_lease(args.scale, args.only)
-        for step in steps:
-            cap = f" (at most {step.cap_s:.0f} s)" if step.cap_s else ""
-            print(f"{step.name}: python -m analysis {' '.join(step.argv)}{cap}: {step.why}")
+        _lease_plan(args)
         return
     if args.action == "unpack":
-        if not args.archives:
-            raise UsageError("'lease unpack' needs the path of at least one lease-results archive")
-        missing = [a for a in args.archives if not Path(a).is_file()]
-        if missing:
-            raise UsageError(f"no such archive: {missing[0]}")
-        try:
-            report = lease.unpack(args.archives)
-        except lease.LeaseError as err:
-            raise UsageError(str(err)) from None
-        for label, names in (("added", report.added), ("replaced", report.replaced)):
-            for name in names:
-                print(f"{label}: results/{name}")
-        print(f"{len(report.added)} added, {len(report.replaced)} replaced, {len(report.same)} already here")
+        _lease_unpack(args.archives)
+        return
+    if args.action == "rehearse":
+        from analysis.compute.rehearse import rehearse
+
+        result = rehearse(kill_after_s=args.kill_after)
+        print("\n".join(result.lines()))
+        if not result.ok:
+            raise RuntimeError("the rehearsal lost a finished trial (above)")
         return
     if args.out is None:
         raise UsageError("'lease run' needs --out DIR (on the GPU machine: --out \"$OUT\")")
     try:
-        budget = lease.check_budget(parse_budget(args.budget or "9m"))
+        limit = parse_budget(args.limit or "9m")
     except ValueError as err:
-        raise UsageError(f"--{err}") from None  # both checks name the argument as "budget"
+        raise UsageError(f"--limit: {err}") from None
+    try:
+        lease.lease_deadline(limit, args.started_at)
+    except ValueError as err:
+        raise UsageError(f"--{err}") from None  # the checks name the argument: limit or started-at
     for name in args.only or []:
         _experiment_or_usage(name)
-    summary = lease.run_lease(budget, args.out, args.scale, args.only)
+    summary = lease.run_lease(limit, args.out, args.scale, args.only, started_at=args.started_at,
+                              lease_dir=args.lease_dir or lease.LEASE_DIR)
     if any(s.returncode not in (0, None) for s in summary.steps):
         raise RuntimeError("a lease step failed (its output is above); the files it left are packed")
+
+
+def _lease_prepare(device: str) -> None:
+    """Fill .lease/: the queue sized for ``device``, the corpus, the wheels, the source stamp; say what travels."""
+    from analysis import lease
+    from analysis.compute.queue import build_queue, lease_table, save_queue, split_leases
+    from analysis.data import ensure_pinned_corpus
+    from analysis.results import tree_dirty
+
+    queue = build_queue("gpu", device)
+    path = save_queue(queue, lease.LEASE_DIR / lease.QUEUE, "gpu", device)
+    xz = lease.compress_corpus(ensure_pinned_corpus())
+    wheels = lease.download_wheels()
+    stamp = lease.LEASE_DIR / lease.SOURCE_STAMP
+    lease.write_source_stamp(stamp)
+    files = [path, xz, *wheels, stamp]
+    for f in files:
+        print(f"{f.relative_to(lease.REPO_ROOT)}: {f.stat().st_size:,} bytes")
+    size = sum(f.stat().st_size for f in files)
+    travel = lease.travelling_bytes()
+    print("\n".join(lease_table(split_leases(queue, tag=device), device, shown=2)))
+    print(f".lease/ holds {size / 2**20:.1f} MiB to carry; with the checkout, {travel / 2**20:.1f} MiB travel "
+          f"(at most {lease.MAX_TRAVEL_BYTES / 2**20:.0f}). On the GPU machine, from the repository root, with the "
+          "command's limit in seconds: bash scripts/lease.sh 540 (carry .lease). Then here: "
+          "python -m analysis lease unpack <the returned lease-results*.tar.gz>")
+    if travel > lease.MAX_TRAVEL_BYTES:
+        print(f"warning: {travel / 2**20:.1f} MiB is more than a device command takes along")
+    if tree_dirty():
+        print("warning: the checkout has uncommitted changes: records made from it will say git_dirty; "
+              "commit before the lease")
+
+
+def _lease_plan(args: argparse.Namespace) -> None:
+    """Print the steps a run would take here, then the queue split into lent commands with what each decides."""
+    from analysis import lease
+    from analysis.compute.queue import COMMAND_S, build_queue, lease_table, split_leases
+
+    for step in lease.plan_lease(args.scale, args.only, tag=args.device, queue=lease.LEASE_DIR / lease.QUEUE):
+        cap = f" (at most {step.cap_s:.0f} s)" if step.cap_s else ""
+        print(f"{step.name}: python -m analysis {' '.join(step.argv)}{cap}: {step.why}")
+    if args.scale == "cpu":
+        return
+    leases = split_leases(build_queue(args.scale, args.device, args.only), tag=args.device)
+    print(f"The queue in lent commands of {COMMAND_S / 60:.0f} minutes on one {args.device.upper()} (estimates):")
+    print("\n".join(lease_table(leases, args.device, shown=args.leases)))
+
+
+def _lease_unpack(archives: list[str]) -> None:
+    """Take archives into results/, then assemble every gpu record whose trials are all stored."""
+    from analysis import lease
+
+    if not archives:
+        raise UsageError("'lease unpack' needs the path of at least one lease-results archive")
+    missing = [a for a in archives if not Path(a).is_file()]
+    if missing:
+        raise UsageError(f"no such archive: {missing[0]}")
+    try:
+        report = lease.unpack(archives)
+    except lease.LeaseError as err:
+        raise UsageError(str(err)) from None
+    for label, names in (("added", report.added), ("replaced", report.replaced)):
+        for name in names:
+            print(f"{label}: results/{name}")
+    print(f"{len(report.added)} added, {len(report.replaced)} replaced, {len(report.same)} already here")
+    for line in lease.assemble_taken_in(report):
+        print(line)
 
 
 def cmd_corpus(args: argparse.Namespace) -> None:
@@ -408,7 +457,7 @@ def cmd_corpus(args: argparse.Namespace) -> None:
 def cmd_plan(args: argparse.Namespace) -> None:
     """Estimate every experiment's cost at a scale; build and step each model once (a dry run)."""
     from analysis.experiments import EXPERIMENTS
-    from analysis.plan import gpu_basis, gpu_steps_basis, h100_step_model, plan_experiment, plan_table
+    from analysis.plan import COMPILE_PRIOR, gpu_basis, gpu_steps_basis, h100_step_model, plan_experiment, plan_table
     from analysis.train import COMPILE_MIN_STEPS
 
     names = [args.experiment] if args.experiment else sorted(EXPERIMENTS)
@@ -433,7 +482,8 @@ def cmd_plan(args: argparse.Namespace) -> None:
           f"(fitted; within {100 * fit.worst_error:.0f}% of each measured step), a measured model by its own step. "
           + (f"A compiled run (runs of {COMPILE_MIN_STEPS} steps or more) adds {compiling[0]:.0f} s + "
              f"{compiling[1]:.2f} s per layer of compiling (fitted to the measured ones). " if compiling else
-             f"Compiling (runs of {COMPILE_MIN_STEPS} steps or more train compiled) is not yet timed and is left out. ")
+             f"Compiling (runs of {COMPILE_MIN_STEPS} steps or more train compiled) is not yet timed: each compiled "
+             f"run is charged an assumed {COMPILE_PRIOR[0]:.0f} s + {COMPILE_PRIOR[1]:g} s per layer. ")
           + "Memory = 16 bytes per parameter + activations saved for backward. Estimates, not measurements.\n")
     print(plan_table(estimates))
 
@@ -448,6 +498,29 @@ def cmd_campaign(args: argparse.Namespace) -> None:
         budget = parse_budget(args.budget) if args.budget is not None else None
     except ValueError as err:
         raise UsageError(str(err)) from None
+    if args.deadline is not None:
+        if budget is not None:
+            raise UsageError("--deadline and --budget are two ways to say one thing: give one")
+        budget = args.deadline - time.time()
+        if not budget > 0:
+            raise UsageError(f"--deadline must be in the future; it passed {-budget:.0f} s ago")
+    if args.queue is not None:
+        if args.only or args.status or args.executor != "inline" or args.refresh_stale:
+            raise UsageError("--queue runs its own trials in this process: it takes no --only, --status, "
+                             "--executor or --refresh-stale")
+        from analysis.compute.queue import load_queue, run_queued
+        from analysis.lease import repack_from_env
+
+        try:
+            prepared = load_queue(args.queue)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+        if prepared.scale != args.scale:
+            raise UsageError(f"--queue was prepared for the {prepared.scale} scale, not {args.scale}")
+        report = run_queued(prepared.trials, args.scale, budget, args.out, prepared.margin, after_trial=repack_from_env,
+                            progress=not args.quiet)
+        print("\n".join(report_lines(report, args.scale, None, args.out, statuses=False)))
+        return
     if args.address and args.executor != "ray":
         raise UsageError("--address applies only to --executor ray")
     if args.executor == "inline" and args.workers not in (None, 1):
@@ -470,9 +543,11 @@ def cmd_campaign(args: argparse.Namespace) -> None:
             import ray  # noqa: F401
         except ImportError:
             raise UsageError("--executor ray needs Ray: pip install -e .[ray]") from None
+    from analysis.lease import repack_from_env
+
     report, _ = run_campaign(args.scale, budget, args.only, args.executor, args.workers, args.threads, args.address,
                              args.out, args.refresh_stale, progress=not args.quiet, per_gpu=args.per_gpu,
-                             keep_going=not args.stop_on_failure)
+                             keep_going=not args.stop_on_failure, after_trial=repack_from_env)
     print("\n".join(report_lines(report, args.scale, args.only, args.out)))
     if report.failed:
         raise RuntimeError(f"{len(report.failed)} trial(s) failed; the finished ones are stored")
@@ -639,6 +714,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trials", action="store_true", help="with --status: a line per missing trial, with its expected time")
     p.add_argument("--estimate-on", choices=("cpu", "cuda"),
                    help="with --status: expected times on a device of this type rather than this machine's")
+    p.add_argument("--deadline", type=float, metavar="EPOCH",
+                   help="start no trial expected to end after this wall-clock time (seconds since 1970; a lease "
+                        "passes the end of its command's limit)")
+    p.add_argument("--queue", metavar="FILE", help="run this prepared queue's trials in its order (lease prepare "
+                                                    "writes .lease/queue.json), with the estimates it carries")
     p.add_argument("--out", metavar="DIR", help="results folder (default: the repository's results/)")
     p.add_argument("--quiet", action="store_true", help="no line per finished trial")
     p.set_defaults(func=cmd_campaign)
@@ -699,12 +779,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("lease", help="a lent GPU session's one command: prepare what travels, run it there, "
                                      "unpack its results here")
-    p.add_argument("action", choices=("prepare", "plan", "run", "unpack"),
-                   help="prepare: fill .lease/ here; plan: the steps a run would take; run: on the GPU machine; "
-                        "unpack: take a run's archives into results/")
+    p.add_argument("action", choices=("prepare", "plan", "run", "unpack", "rehearse"),
+                   help="prepare: fill .lease/ here; plan: the steps and the lent commands the queue takes; run: on "
+                        "the GPU machine; unpack: take a run's archives into results/; rehearse: the whole path on "
+                        "this CPU at smoke scale, killed at a random moment")
     p.add_argument("archives", nargs="*", help="with unpack: the lease-results*.tar.gz a run returned")
-    p.add_argument("--budget", metavar="TIME", help="with run: the whole command's time (default 9m)")
+    p.add_argument("--limit", metavar="TIME",
+                   help="with run: the limit the command runs under, counted from --started-at (default 9m)")
+    p.add_argument("--started-at", type=float, metavar="EPOCH",
+                   help="with run: when the command started (seconds since 1970; default: now)")
     p.add_argument("--out", metavar="DIR", help="with run: where the archives and summary go ($OUT)")
+    p.add_argument("--lease-dir", metavar="DIR", help="with run: the prepared folder that travelled (default .lease)")
+    p.add_argument("--device", default="h100", choices=("h100", "h200"),
+                   help="with prepare or plan: the kind of GPU the queue is sized for (default h100)")
+    p.add_argument("--leases", type=_bounded_int("--leases", 1, 1000), default=3,
+                   help="with plan: how many lent commands to list one by one (default 3)")
+    p.add_argument("--kill-after", type=float, metavar="SECONDS",
+                   help="with rehearse: kill the run this long after it starts (default: a random moment)")
     p.add_argument("--scale", choices=SCALES, default="gpu")
     p.add_argument("--only", nargs="+", metavar="EXP", help="with plan or run: these experiments only")
     p.set_defaults(func=cmd_lease)

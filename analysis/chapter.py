@@ -229,7 +229,14 @@ class Chapter:
         trials = f"{status.total} trial{'' if status.total == 1 else 's'}"
         command = f"python -m analysis campaign --scale gpu --only {name}"
         runs = f"runs its {trials}"
-        if status.done and not status.complete:
+        decided = [c for c in self.claims.claims if c.id is not None and c.id.experiment == name and c.id.partial]
+        if status.done and not status.complete and decided:
+            partial = (f" Its gpu campaign is partial: {status.describe()} stored, so no record is shown; "
+                       f"{plural(len(decided), 'claim')} already {'has' if len(decided) == 1 else 'have'} all the "
+                       f"trials {'it reads' if len(decided) == 1 else 'they read'} and "
+                       f"{'is' if len(decided) == 1 else 'are'} decided from them at gpu scale "
+                       f"({', '.join(f'{c.key}: {c.verdict_text()}' for c in decided)}).")
+        elif status.done and not status.complete:
             partial = f" Its gpu campaign is partial: {status.describe()} stored, so no record is shown."
         elif status.stale:  # every trial stored, some by older code: the stale record is theirs
             k = len(status.stale)
@@ -389,11 +396,36 @@ def open_chapter(doc: str, title: str, *experiments: str, directory: str | None 
             notes.append(f"{name}: {run.note}")
             for claim in module.claims(run.data, run.key):
                 chapter.claims.record(claim.identified(name, run.scale, run.recorded, bool(run.stale)))
+        if not any(r.scale == "gpu" and r.recorded and not r.stale for r in runs):
+            decided, note = partial_claims(name, "gpu", directory)
+            for claim in decided:
+                chapter.claims.record(claim)
+            if note:
+                notes.append(f"{name}: {note}")
     save_timings(doc, scale, timings)
     check = f"The code still runs: this build's smoke run took {sum(timings.values()):.1f} s" if scale == "smoke" else ""
     display(Provenance(tuple(notes), check))
     display(VerdictBox(tuple(chapter.claims.claims), doc))
     return chapter
+
+
+def partial_claims(name: str, scale: str, directory: str | None = None) -> tuple[list[Claim], str]:
+    """The claims of experiment ``name`` that its partial campaign at ``scale`` decides from the stored trials each
+    reads (:func:`analysis.core.trials.decided_claims`), identified as that scale's record's with the trials stored,
+    and a provenance line for them; ([], '') when it decides none."""
+    from analysis.core.trials import Experiment, decided_claims
+    from analysis.experiments import config_for, get_experiment
+
+    exp = Experiment(get_experiment(name))
+    decided = decided_claims(exp, scale, config_for(exp.module, scale), directory)
+    if decided is None:
+        return [], ""
+    label = run_name(scale, True)
+    claims = [c.identified(name, scale, True, partial=decided.trials_words)
+              for c in exp.module.claims(decided.data, label) if c.key in decided.keys]
+    keys = ", ".join(c.key for c in claims)
+    return claims, (f"{scale} campaign partial, {decided.trials_words} stored by today's code: no record yet, but "
+                    f"{plural(len(claims), 'claim')} decided from the trials each reads ({keys})")
 
 
 @dataclass(frozen=True)

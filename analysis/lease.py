@@ -1,22 +1,25 @@
 """A lent GPU session's one command, end to end, and taking its results in here.
 
 A lent GPU session runs commands of at most 10 minutes on a machine without network, with its own Python and torch,
-and brings back at most 8 files from ``$OUT``. Three steps make such a session count:
+and brings back at most 8 files from ``$OUT``: whatever is there when the command ends, or when it is killed at its
+limit. Three steps make such a session count:
 
-* here, ``python -m analysis lease prepare`` fills ``.lease/`` (git-ignored, carried to the device): the gpu corpus
-  compressed with xz (the device has other versions of the packages it is built from, so it cannot rebuild the same
-  bytes), the wheels of the pure-Python peers that flash-bench and gau-kernel compare against, and a source stamp
-  (HEAD and its files' object names: the device's copy can carry the .git of an earlier commit, so its records take
-  the commit, and whether their code differs from it, from the stamp);
-* on the device, ``bash scripts/lease.sh 9m`` runs :func:`run_lease`: it restores the corpus (hash checked), installs
-  the wheels, runs the steps :func:`plan_lease` picks from what ``results/`` already holds for this device, each in a
-  child process with a deadline, and packs every results file that is new or changed into
-  ``$OUT/lease-results.tar.gz`` beside ``lease-summary.json``;
-* here, ``python -m analysis lease unpack FILE`` takes those files into ``results/`` (paths checked, JSON parsed).
+* here, ``python -m analysis lease prepare`` fills ``.lease/`` (git-ignored, carried to the device): the queue of
+  trials in the order that decides claims soonest, with their estimates (:mod:`analysis.compute.queue`: nothing is
+  counted or planned on the device), the gpu corpus compressed with xz (the device has other versions of the packages
+  it is built from), the wheels of the pure-Python peers that flash-bench and gau-kernel compare against, and a
+  source stamp (HEAD and its files' object names: the device's copy can carry the .git of an earlier commit);
+* on the device, ``bash scripts/lease.sh LIMIT`` runs :func:`run_lease` under the limit its command really has:
+  it restores the corpus (hash checked), installs the wheels, and runs the steps :func:`plan_lease` picks, each in a
+  child process with a deadline taken from that limit; after **every** finished trial the child repacks every
+  results file that is new or changed into ``$OUT/lease-results.tar.gz`` (written aside, then renamed), so a
+  SIGKILL at any moment leaves every finished trial there;
+* here, ``python -m analysis lease unpack FILE`` takes those files into ``results/`` (paths checked, JSON parsed) and
+  assembles every record whose trials are then all stored. A second command on the still-warm machine continues
+  from the first: unpack its archive here first, so the trials travel back with the checkout and are not run again.
 
-The steps, in order, each only while it still has something to do: the campaign's first experiments (speed and memory
-on the GPU: PRIORITY below :data:`FIRST_STAGE_PRIORITY`), the efficiency targets (``steptimes --targets``), the step
-times of the campaign's models (``steptimes``), then the campaign in priority order for the time that is left.
+The steps: the efficiency targets (``steptimes --targets``) while this kind of GPU is held to them and has not timed
+them, then the campaign: the prepared queue, or, without one, every experiment in priority order.
 """
 
 from __future__ import annotations
@@ -27,10 +30,12 @@ import json
 import lzma
 import os
 import re
+import math
 import signal
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -58,12 +63,12 @@ SUMMARY = "lease-summary.json"
 MAX_RETURN_BYTES = 16 * 2**20  # the largest file a device command brings back
 MAX_TRAVEL_BYTES = 64 * 2**20  # the most a device command takes along: the checkout's files and the carried ones
 MAX_ARCHIVES = 6  # of the 8 files a command brings back: the summary and the log take two
-FIRST_STAGE_PRIORITY = 20  # flash-bench and gau-kernel: the GPU's speed and memory, run first in every session
+QUEUE = "queue.json"  # the ordered trials and their estimates (analysis.compute.queue), made by 'lease prepare'
 TARGETS_CAP_S = 240.0  # the most seconds the efficiency targets may take of a session
-STEPTIMES_CAP_S = 150.0  # the most seconds the campaign models' step times may take
-PACK_RESERVE_S = 20.0  # left at the end of the budget for packing
-STARTUP_S = 40.0  # a child's start before its own budget runs: imports, the campaign's plans (FLOP counts)
+END_S = 20.0  # kept at the end of the command's limit: the last packing, and the grace between SIGTERM and SIGKILL
+STARTUP_S = 10.0  # a child's start before its first trial (imports; the queue spares it any planning)
 KILL_GRACE_S = 10.0  # after SIGTERM at a deadline (a campaign stops between trials), then SIGKILL
+PACK_ENV = "ANALYSIS_LEASE_PACK"  # in a lease's children: "<out folder>:<baseline file>", to repack after each trial
 
 
 class LeaseError(ValueError):
@@ -72,7 +77,8 @@ class LeaseError(ValueError):
 
 @dataclass(frozen=True)
 class Step:
-    """One child command of a lease: ``python -m analysis <argv>``, ended at ``cap_s`` seconds (None: the budget)."""
+    """One child command of a lease: ``python -m analysis <argv>``, ended at ``cap_s`` seconds (None: the lease's
+    deadline)."""
 
     name: str
     argv: tuple[str, ...]
@@ -96,7 +102,7 @@ class LeaseSummary:
 
     device: str
     scale: str
-    budget_s: float
+    limit_s: float  # the limit the command ran under, from its own start
     git_commit: str | None
     steps: list[StepRun] = field(default_factory=list)
     files: list[str] = field(default_factory=list)  # results files new or changed, relative to results/
@@ -218,12 +224,14 @@ def install_wheels(lease_dir: str | os.PathLike[str] = LEASE_DIR, site: str | os
 
 
 def plan_lease(scale: str = "gpu", only: Sequence[str] | None = None, directory: str | os.PathLike[str] | None = None,
-               tag: str | None = None) -> list[Step]:
+               tag: str | None = None, queue: str | os.PathLike[str] | None = None) -> list[Step]:
     """The steps a lease runs, from what ``directory`` (default: results/) holds for the device tagged ``tag``
-    (default: this machine's): the first experiments while any is incomplete, the efficiency targets and the step
-    times while this device has no record of them, then the campaign (every experiment, or ``only``)."""
-    from analysis.core.campaign import campaign_plans, priority_of, runs_on
-    from analysis.experiments import EXPERIMENTS, config_for
+    (default: this machine's): at gpu scale, the efficiency targets while this kind is held to them and has not timed
+    them (``steptimes --targets --scale smoke`` runs their code path on a CPU in the tests), then
+    the campaign: the prepared ``queue`` file when there is one (and no ``only``), else every experiment (or
+    ``only``) in priority order."""
+    from analysis.experiments import EXPERIMENTS
+    from analysis.steptimes import efficiency_targets, recorded_targets
 
     scale = validate_scale(scale)
     root = Path(directory) if directory is not None else results_dir()
@@ -232,41 +240,34 @@ def plan_lease(scale: str = "gpu", only: Sequence[str] | None = None, directory:
     unknown = [n for n in names if n not in EXPERIMENTS]
     if unknown:
         raise ValueError(f"only must name experiments ({', '.join(sorted(EXPERIMENTS))}); got {', '.join(unknown)}")
-    # an experiment whose config runs on the CPU needs no GPU: it is left to the campaign, which starts it if it fits
-    first = [n for n in names if priority_of(EXPERIMENTS[n]) < FIRST_STAGE_PRIORITY
-             and runs_on(config_for(EXPERIMENTS[n], scale), "cuda") == "cuda"]
     bench = root / "benchmarks"
     steps = []
-    if first and any(p.status.missing for p in campaign_plans(scale, first, root)):
-        steps.append(Step("first", ("campaign", "--scale", scale, "--only", *first, "--quiet"), None,
-                          "speed and memory on this device, which every later verdict is read beside"))
-    from analysis.steptimes import efficiency_targets, recorded_targets, training_models
-
     # the targets are set for an H100: another kind times them only while no H100 has (a lent H200's minutes go to
-    # the step times and the campaign, which it sizes and runs, rather than to targets it is not held to)
-    h100_timed = bool(recorded_targets(scale, bench, "h100")) if scale != "cpu" else False
-    if scale != "cpu" and not only and (tag == "h100" or not h100_timed):
+    # the campaign, which its own trials then size, rather than to targets it is not held to)
+    h100_timed = bool(recorded_targets(scale, bench, "h100")) if scale == "gpu" else False
+    if scale == "gpu" and not only and (tag == "h100" or not h100_timed):
         have = recorded_targets(scale, bench, tag)
         left = [t.name for t in efficiency_targets(scale) if t.name not in have]
         if left:
             steps.append(Step("targets", ("steptimes", "--targets", "--scale", scale, "--out", str(bench), "--quiet"),
                               TARGETS_CAP_S, f"efficiency targets not yet timed on this device ({tag}): "
                                              f"{', '.join(left)}"))
-    sel = ("--only", *only) if only else ()
-    if not (bench / f"steptimes.{scale}.{tag}.json").exists() and training_models(scale, names):
-        steps.append(Step("steptimes", ("steptimes", "--scale", scale, *sel, "--budget",
-                                        f"{STEPTIMES_CAP_S - STARTUP_S:.0f}s", "--out", str(bench), "--quiet"),
-                          STEPTIMES_CAP_S, f"no step times of the campaign's models on this device ({tag})"))
-    steps.append(Step("campaign", ("campaign", "--scale", scale, *sel, "--quiet"), None,
-                      "the campaign's missing trials in priority order, for the time that is left"))
+    if queue is not None and Path(queue).is_file() and not only:
+        steps.append(Step("campaign", ("campaign", "--scale", scale, "--queue", str(queue), "--quiet"), None,
+                          "the prepared queue's trials still to run, in its order, for the time that is left"))
+    else:
+        sel = ("--only", *only) if only else ()
+        steps.append(Step("campaign", ("campaign", "--scale", scale, *sel, "--quiet"), None,
+                          "the campaign's missing trials in priority order, for the time that is left"))
     return steps
 
 
 def _run_step(step: Step, deadline: float, env: dict[str, str]) -> StepRun:
-    """Run one step as a child process; SIGTERM at ``deadline`` (monotonic), SIGKILL :data:`KILL_GRACE_S` later."""
+    """Run one step as a child process; SIGTERM at ``deadline`` (monotonic), SIGKILL :data:`KILL_GRACE_S` later. A
+    campaign is told the wall-clock time it must be done by, and starts no trial it expects to outrun."""
     argv = list(step.argv)
-    if argv[0] == "campaign":  # a campaign starts no trial that it expects to outrun its budget
-        argv += ["--budget", f"{max(1.0, deadline - time.monotonic() - STARTUP_S):.0f}s"]
+    if argv[0] == "campaign":
+        argv += ["--deadline", f"{time.time() + deadline - time.monotonic():.1f}"]
     start = time.monotonic()
     print(f"lease: {step.name}: python -m analysis {' '.join(argv)}", flush=True)
     proc = subprocess.Popen([sys.executable, "-m", "analysis", *argv], env=env, cwd=REPO_ROOT)
@@ -286,55 +287,90 @@ def _run_step(step: Step, deadline: float, env: dict[str, str]) -> StepRun:
     return StepRun(step.name, argv, code, seconds)
 
 
-def check_budget(budget_s: float) -> float:
-    """``budget_s`` when it exceeds a child's start-up and packing (:data:`STARTUP_S` + :data:`PACK_RESERVE_S`),
-    else ValueError."""
-    if not (budget_s > PACK_RESERVE_S + STARTUP_S):
-        raise ValueError(f"budget must exceed {PACK_RESERVE_S + STARTUP_S:.0f}s (start-up and packing); "
-                         f"got {budget_s:.0f}s")
-    return budget_s
+def lease_deadline(limit_s: float, started_at: float | None = None, now: float | None = None) -> float:
+    """Seconds from ``now`` (default: this moment, wall clock) until the lease must stop starting work: the command's
+    real ``limit_s``, counted from ``started_at`` (when the command began; default ``now``), less :data:`END_S` for
+    the last packing. ValueError naming ``limit`` when nothing would be left for a child to start in."""
+    now = time.time() if now is None else now
+    started_at = now if started_at is None else started_at
+    if not (math.isfinite(limit_s) and limit_s > 0):
+        raise ValueError(f"limit must be a positive number of seconds; got {limit_s!r}")
+    if started_at > now + 1:
+        raise ValueError(f"started-at must not be in the future; got {started_at:.0f}, now {now:.0f}")
+    left = started_at + limit_s - END_S - now
+    if left <= STARTUP_S:
+        raise ValueError(f"limit must leave more than {END_S + STARTUP_S:.0f}s after the {now - started_at:.0f}s "
+                         f"already spent (start-up and packing); got {limit_s:.0f}s")
+    return left
 
 
-def run_lease(budget_s: float, out: str | os.PathLike[str], scale: str = "gpu", only: Sequence[str] | None = None,
-              directory: str | os.PathLike[str] | None = None, lease_dir: str | os.PathLike[str] = LEASE_DIR
-              ) -> LeaseSummary:
-    """One lease command: restore the corpus and wheels, run :func:`plan_lease`'s steps within ``budget_s`` seconds
-    (the last :data:`PACK_RESERVE_S` kept for packing), then pack every new or changed results file into ``out``."""
-    check_budget(budget_s)
+def run_lease(limit_s: float, out: str | os.PathLike[str], scale: str = "gpu", only: Sequence[str] | None = None,
+              directory: str | os.PathLike[str] | None = None, lease_dir: str | os.PathLike[str] = LEASE_DIR,
+              started_at: float | None = None) -> LeaseSummary:
+    """One lease command under a limit of ``limit_s`` seconds counted from ``started_at`` (the command's own start;
+    default now): restore the corpus and wheels, run :func:`plan_lease`'s steps until :func:`lease_deadline`, with
+    every new or changed results file repacked into ``out`` after each trial (by the campaign) and each step."""
+    left = lease_deadline(limit_s, started_at)
+    end = time.monotonic() + left
     t0 = time.monotonic()
     root = Path(directory) if directory is not None else results_dir()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     from analysis.data import PINNED_CORPUS_PATH
 
+    summary = LeaseSummary(device_name(), validate_scale(scale), limit_s, None)
+    before = snapshot(root)
+    baseline = Path(tempfile.mkdtemp(prefix="lease-")) / "baseline.json"
+    baseline.write_text(json.dumps(before))
+    repack(root, before, out, summary)  # a summary is in out from the first second on
     had_corpus = (REPO_ROOT / PINNED_CORPUS_PATH).is_file()
     corpus = restore_corpus(lease_dir)
     site = install_wheels(lease_dir)
     print(f"lease: the gpu corpus {'checked' if had_corpus else 'restored and checked' if corpus else 'not here'}; "
-          f"peer wheels {'installed' if site else 'not carried'}", flush=True)
+          f"peer wheels {'installed' if site else 'not carried'}; {end - time.monotonic():.0f} s left for the steps",
+          flush=True)
     stamp = Path(lease_dir) / SOURCE_STAMP
     if stamp.is_file():  # the device's copy may hold another commit's .git: records take the commit from the stamp
         os.environ[SOURCE_ENV] = str(stamp.resolve())
-    summary = LeaseSummary(device_name(), validate_scale(scale), budget_s, git_commit())
-    before = snapshot(root)
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    summary.git_commit = git_commit()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", PACK_ENV: f"{out.resolve()}{os.pathsep}{baseline}"}
     if directory is not None:
         env["ANALYSIS_RESULTS_DIR"] = str(root)
-    end = t0 + budget_s - PACK_RESERVE_S
-    for step in plan_lease(scale, only, root):
-        left = end - time.monotonic()
-        if left < STARTUP_S:
-            print(f"lease: {step.name}: skipped, {left:.0f} s left", flush=True)
+    for step in plan_lease(scale, only, root, queue=Path(lease_dir) / QUEUE):
+        remaining = end - time.monotonic()
+        if remaining < STARTUP_S:
+            print(f"lease: {step.name}: skipped, {remaining:.0f} s left", flush=True)
             continue
         deadline = end if step.cap_s is None else min(end, time.monotonic() + step.cap_s)
         summary.steps.append(_run_step(step, deadline, env))
-    summary.files = changed_files(root, before)
-    summary.archives = [p.name for p in pack(root, summary.files, out)]
+        repack(root, before, out, summary)
     summary.seconds = time.monotonic() - t0
-    write_json_atomic(out / SUMMARY, asdict(summary))
+    repack(root, before, out, summary)
     print(f"lease: {len(summary.files)} results files new or changed, packed in {', '.join(summary.archives) or '-'}"
           f" ({summary.seconds:.0f} s)", flush=True)
     return summary
+
+
+def repack(root: str | os.PathLike[str], before: dict[str, str], out: str | os.PathLike[str],
+           summary: LeaseSummary | None = None) -> list[str]:
+    """Pack every file under ``root`` that is new or changed since the :func:`snapshot` ``before`` into ``out``
+    (:func:`pack`: each archive written aside and renamed), and the summary beside them; the files packed."""
+    files = changed_files(root, before)
+    archives = [p.name for p in pack(root, files, out)]
+    if summary is not None:
+        summary.files, summary.archives = files, archives
+        write_json_atomic(Path(out) / SUMMARY, asdict(summary))
+    return files
+
+
+def repack_from_env() -> list[str] | None:
+    """In a lease's child (:data:`PACK_ENV` set): :func:`repack` into the lease's out folder against its baseline;
+    None elsewhere. The campaign calls it after each trial it stores."""
+    spec = os.environ.get(PACK_ENV)
+    if not spec:
+        return None
+    out, _, baseline = spec.rpartition(os.pathsep)
+    return repack(results_dir(), json.loads(Path(baseline).read_text()), out)
 
 
 # --- packing and unpacking ------------------------------------------------------------------------------------------
@@ -366,10 +402,16 @@ def _tar_gz(root: Path, names: Sequence[str]) -> bytes:
     return buf.getvalue()
 
 
+def archive_name(i: int) -> str:
+    """The name of the ``i``-th archive part (from 0): lease-results.tar.gz, lease-results.2.tar.gz, ..."""
+    return ARCHIVE if i == 0 else ARCHIVE.replace(".tar.gz", f".{i + 1}.tar.gz")
+
+
 def pack(root: str | os.PathLike[str], names: Sequence[str], out: str | os.PathLike[str],
          max_bytes: int = MAX_RETURN_BYTES) -> list[Path]:
     """Write ``names`` (relative to ``root``) into gzipped tar archives in ``out``, members named ``results/<name>``:
-    one when it fits ``max_bytes``, else as few parts as fit (at most :data:`MAX_ARCHIVES`)."""
+    one when it fits ``max_bytes``, else as few parts as fit (at most :data:`MAX_ARCHIVES`); each written aside and
+    renamed over the last packing's, whose extra parts go."""
     root, out = Path(root), Path(out)
     if not names:
         return []
@@ -385,9 +427,13 @@ def pack(root: str | os.PathLike[str], names: Sequence[str], out: str | os.PathL
         if all(len(b) <= max_bytes for b in blobs):
             paths = []
             for i, blob in enumerate(blobs):
-                path = out / (ARCHIVE if i == 0 else ARCHIVE.replace(".tar.gz", f".{i + 1}.tar.gz"))
-                path.write_bytes(blob)
+                path = out / archive_name(i)
+                tmp = out / f".{path.name}.{os.getpid()}.tmp"  # a kill mid-write leaves the previous archive whole
+                tmp.write_bytes(blob)
+                os.replace(tmp, path)
                 paths.append(path)
+            for i in range(len(blobs), MAX_ARCHIVES):  # parts an earlier, larger packing needed
+                (out / archive_name(i)).unlink(missing_ok=True)
             return paths
     raise LeaseError(f"{len(names)} results files do not fit {MAX_ARCHIVES} archives of {max_bytes} bytes")
 
@@ -442,3 +488,27 @@ def unpack(archives: Sequence[str | os.PathLike[str]], directory: str | os.PathL
         tmp.write_bytes(data)
         os.replace(tmp, path)
     return report
+
+
+def assemble_taken_in(report: UnpackReport, directory: str | os.PathLike[str] | None = None) -> list[str]:
+    """Assemble the record of every experiment whose trials ``report`` took in and which now has all of them (a lease
+    cut off at its limit stores trials but assembles nothing); a line per experiment touched."""
+    from analysis.core.trials import Experiment, MixedDevicesError, assemble_record
+    from analysis.experiments import EXPERIMENTS, config_for
+
+    touched = dict.fromkeys(tuple(Path(name).parts[1].rsplit(".", 1)) for name in report.added + report.replaced
+                            if name.startswith("trials/") and len(Path(name).parts) == 3)
+    lines = []
+    for name, scale in touched:
+        if name not in EXPERIMENTS:
+            lines.append(f"{name}: no such experiment here; its trial files are kept")
+            continue
+        exp = Experiment(EXPERIMENTS[name])
+        try:
+            record, status = assemble_record(exp, scale, config_for(exp.module, scale), directory)
+        except MixedDevicesError as err:
+            lines.append(f"{name}: no record: {err}")
+            continue
+        lines.append(f"{name} ({scale}): " + ("every trial stored; record assembled" if record is not None
+                                               else f"{status.describe()} stored; no record yet"))
+    return lines

@@ -23,6 +23,7 @@ truncated training step (batch 1, at most 64 positions) where it has at most
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -64,13 +65,15 @@ def h100_steps() -> tuple[MeasuredStep, ...]:
 def gpu_steps(tag: str = "h100", directory: Any = None) -> tuple[MeasuredStep, ...]:
     """The measured training steps that size the campaign on a GPU tagged ``tag`` ("h100", "h200"): the steps
     ``python -m analysis steptimes`` timed on that kind through the trainer's own path, else those timed so on an
-    H100, else the four eager steps timed by hand on an H100 (:data:`H100_STEPS_NOTE`). The hand-timed steps ran a
-    path the trainer no longer takes on CUDA (eager, unfused AdamW, the dense GAU), so a fit is never made over both:
-    the two-term model would average a launch cost that compilation removes with one it keeps."""
-    for t in dict.fromkeys((tag, "h100")):
-        steps = benchmarked_steps(t, directory)
-        if len(steps) >= 2:
-            return steps
+    H100; else the compiled steps of that kind's efficiency record (:func:`efficiency_steps`), else an H100's; else
+    the four eager steps timed by hand on an H100 (:data:`H100_STEPS_NOTE`). The hand-timed steps ran a path the
+    trainer no longer takes on CUDA (eager, unfused AdamW, the dense GAU), so a fit is never made over both: the
+    two-term model would average a launch cost that compilation removes with one it keeps."""
+    for read in (benchmarked_steps, efficiency_steps):
+        for t in dict.fromkeys((tag, "h100")):
+            steps = read(t, directory)
+            if len(steps) >= 2:
+                return steps
     return hand_measured_h100_steps()
 
 
@@ -93,6 +96,28 @@ def benchmarked_steps(tag: str, directory: Any = None) -> tuple[MeasuredStep, ..
     out = []
     for path in sorted(folder.glob(f"steptimes.*.{tag}.json")):
         out.extend(t.measured_step(path.name) for t in load(path))
+    return tuple(out)
+
+
+def efficiency_steps(tag: str, directory: Any = None) -> tuple[MeasuredStep, ...]:
+    """The compiled training steps of the efficiency record ``efficiency.gpu.<tag>.json`` (``steptimes --targets``),
+    as MeasuredStep: each target's step timed as a long run trains it, with the eager step timed beside it."""
+    from pathlib import Path
+
+    from analysis.models.lm import ModelConfig
+    from analysis.steptimes import BENCH_DIR
+
+    path = (Path(directory) if directory is not None else BENCH_DIR) / f"efficiency.gpu.{tag}.json"
+    if not path.is_file():
+        return ()
+    out = []
+    for row in json.loads(path.read_text()).get("rows", []):
+        timing = row.get("timing") or {}
+        if timing.get("compiled") is not True:  # a compile that failed timed an eager step: not this path
+            continue
+        out.append(MeasuredStep(row["label"], ModelConfig(**row["model"]), int(row["batch"]), int(row["ctx"]),
+                                float(row["seconds"]), path.name, True, timing.get("overhead_s"),
+                                row.get("eager_seconds")))
     return tuple(out)
 
 
@@ -197,26 +222,31 @@ def fit_compile_overhead(steps: tuple[MeasuredStep, ...]) -> tuple[float, float]
     return float(base), float(per_layer)
 
 
+# A compiled run's overhead (inductor compiling forward and backward, capturing the CUDA graphs) while no GPU of the
+# kind has timed one: base + per layer, in seconds. An assumption, not a measurement: compiling a 12-layer GPT takes
+# tens of seconds, and a stack's repeated layers share their kernels' code. A lease's own trials replace it
+COMPILE_PRIOR = (30.0, 1.0)
+
+
 @dataclass(frozen=True)
 class StepBasis:
     """The measured steps that size work on a GPU: a measured (model, batch, length) is sized by its own step and
     the overhead its run measured; any other by the step model fitted to all of them and, when its run compiles,
-    the compiling overhead fitted to the measured ones (:func:`fit_compile_overhead`; left out while none is)."""
+    the compiling overhead fitted to the measured ones (:func:`fit_compile_overhead`), else :data:`COMPILE_PRIOR`."""
 
     model: StepTimeModel
     measured: dict[tuple[Any, int, int], MeasuredStep]
     compile_fit: tuple[float, float] | None  # (base s, s per layer), None: no compiled run's overhead measured
 
     def compile_overhead_s(self, layers: int) -> float:
-        """Seconds a compiled run of ``layers`` layers spends compiling, by the fit (0 while none was measured)."""
-        if self.compile_fit is None:
-            return 0.0
-        base, per_layer = self.compile_fit
+        """Seconds a compiled run of ``layers`` layers spends compiling: the fit, else :data:`COMPILE_PRIOR`."""
+        base, per_layer = self.compile_fit if self.compile_fit is not None else COMPILE_PRIOR
         return base + layers * per_layer
 
-    def run_seconds(self, w: Any) -> float:
-        """Seconds of one run of workload ``w`` (a trained or evaluated model): steps x step + eval batches x a
-        third of a step + the run's overhead when it compiles, from its own measured step where there is one."""
+    def run_parts(self, w: Any) -> tuple[float, float]:
+        """(steps s, overhead s) of one run of workload ``w`` (a trained or evaluated model): steps x step + eval
+        batches x a third of a step, from its own measured step where there is one; the overhead is its compiling,
+        paid once per model in a process (0 for an eager run)."""
         _, fwd, fwd_bwd, _ = cached_step_cost(w.model, w.batch, w.ctx)
         layers = int(w.model.layers)
         compiles = run_compiles(w.steps)
@@ -224,22 +254,36 @@ class StepBasis:
         if m is not None and (m.compiled is not None) == compiles:  # timed as this run trains
             overhead = m.overhead_s if m.overhead_s is not None else (self.compile_overhead_s(layers) if compiles
                                                                       else 0.0)
-            return w.steps * m.seconds + w.eval_batches * m.seconds / 3.0 + overhead
+            return w.steps * m.seconds + w.eval_batches * m.seconds / 3.0, overhead
         if m is not None and not compiles and m.eager_seconds is not None:  # an eager run of a model timed compiled
-            return w.steps * m.eager_seconds + w.eval_batches * m.eager_seconds / 3.0
+            return w.steps * m.eager_seconds + w.eval_batches * m.eager_seconds / 3.0, 0.0
         overhead = self.compile_overhead_s(layers) if compiles else 0.0
-        return w.steps * self.model.step_s(layers, fwd_bwd) + w.eval_batches * self.model.eval_s(layers, fwd) + overhead
+        return w.steps * self.model.step_s(layers, fwd_bwd) + w.eval_batches * self.model.eval_s(layers, fwd), overhead
 
-    def seconds(self, workloads: Any) -> float:
-        """Expected seconds of a list of workloads: each run by :meth:`run_seconds`, times its count; counted FLOPs
-        of sampling work at the fitted rate; plus each workload's stated overhead."""
+    def run_seconds(self, w: Any) -> float:
+        """Seconds of one run of workload ``w``, its compiling included (:meth:`run_parts`)."""
+        return sum(self.run_parts(w))
+
+    def seconds(self, workloads: Any, compiled: set[Any] | None = None) -> float:
+        """Expected seconds of a list of workloads: each run by :meth:`run_parts`, times its count; counted FLOPs
+        of sampling work at the fitted rate; plus each workload's stated overhead. With ``compiled``, the cost keys of
+        the models a process has already compiled, a model in it pays no overhead again (dynamo reuses its graphs
+        for a new instance of the same model) and each model compiled here is added to it; without, every run pays
+        its own."""
         total = 0.0
         for w in workloads:
             total += w.overhead_s
             if w.model is None:
                 total += w.count * w.flops / self.model.flops_per_s
-            else:
-                total += w.count * self.run_seconds(w)
+                continue
+            steps_s, overhead = self.run_parts(w)
+            if compiled is None:
+                total += w.count * (steps_s + overhead)
+                continue
+            key = cost_key(w.model, w.batch, w.ctx)
+            total += w.count * steps_s + (0.0 if key in compiled else overhead)
+            if overhead > 0 and run_compiles(w.steps):
+                compiled.add(key)
         return total
 
 
@@ -261,12 +305,13 @@ def h100_seconds(workloads: Any) -> float:
     return gpu_seconds(workloads, "h100")
 
 
-def gpu_seconds(workloads: Any, tag: str = "h100") -> float:
+def gpu_seconds(workloads: Any, tag: str = "h100", compiled: set[Any] | None = None) -> float:
     """Expected seconds of a list of workloads on a GPU tagged ``tag`` (:meth:`StepBasis.seconds` of
     :func:`gpu_basis`): a model's own measured step and overhead where it was timed, else the fitted step model
     (:meth:`StepTimeModel.step_s` per training step, :meth:`StepTimeModel.eval_s` per forward-only batch) and the
-    fitted compiling overhead; counted FLOPs at the fitted rate; plus each workload's stated overhead."""
-    return gpu_basis(tag).seconds(workloads)
+    fitted compiling overhead (once per model with ``compiled``); counted FLOPs at the fitted rate; plus each
+    workload's stated overhead."""
+    return gpu_basis(tag).seconds(workloads, compiled)
 
 
 # ModelConfig fields that change no count of a step (a scalar factor on the logits, the initial draw): models that

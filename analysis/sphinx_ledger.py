@@ -44,7 +44,6 @@ from analysis.verify import (
     ChapterClaims,
     address_breaks,
     bounded,
-    evidence_words,
     Claim,
     claim_numbers,
     claim_ref,
@@ -177,7 +176,7 @@ def _row_html(e: Entry, chapter_uri: str) -> str:
     return (f'<tr data-strongest="{int(e.is_strongest)}" id="{e.anchor}" data-chapter="{e.chapter}" data-verdict="{c.verdict}" '
             f'data-scale="{html.escape(e.scale)}" data-severity="{level}" data-text="{search}">'
             f'<td data-sort="{e.number:05d}{EVIDENCE_RANK.get(e.scale, 0)}"><a href="#{e.anchor}">{e.chapter}.{e.number}</a>'
-            f"<br><small>{html.escape(evidence_words(e.scale))}</small>{back}</td>"
+            f"<br><small>{html.escape(e.claim.evidence_words)}</small>{back}</td>"
             f"<td>{math_html(c.statement)}<br><small>{address_breaks(math_html(c.source))}</small></td>"
             f"<td>{SIGNS[c.kind]} {fmt(c.predicted)} {math_html(c.unit)}<br>{bounded(c, fmt(c.measured))} ± "
             f"{fmt(c.uncertainty, 2)}{detects_html(c)}</td>"

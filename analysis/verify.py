@@ -127,12 +127,15 @@ class ClaimId:
     scale: str | None = None
     recorded: bool = False
     stale: bool = False  # a record made by other code or another config than today's
+    partial: str = ""  # decided from its own trials before the record is complete: '12 of 48 trials' stored
 
     def __post_init__(self) -> None:
         if self.scale is None and self.recorded:
             raise ValueError("a computed claim (scale None) has no record")
         if self.stale and not self.recorded:
             raise ValueError("only a record can be stale")
+        if self.partial and (self.stale or not self.recorded):
+            raise ValueError("only a current record's trials decide a claim before the record is complete")
 
     @property
     def run(self) -> str:
@@ -210,11 +213,20 @@ class Claim:
         if self.measured_bound not in ("", "≥", "≤"):
             raise ValueError(f"measured_bound must be '', '≥' or '≤'; got {self.measured_bound!r}")
 
-    def identified(self, experiment: str, scale: str, recorded: bool, stale: bool = False) -> Claim:
-        """This claim as made by ``experiment`` on a run at ``scale`` (live or recorded, a record stale or not)."""
+    def identified(self, experiment: str, scale: str, recorded: bool, stale: bool = False, partial: str = ""
+                   ) -> Claim:
+        """This claim as made by ``experiment`` on a run at ``scale`` (live or recorded, a record stale or not; with
+        ``partial``, '12 of 48 trials', decided from the stored trials it reads before the record is complete)."""
         kept = recorded and not self.computed
         return replace(self, id=ClaimId(experiment, self.key, None if self.computed else scale, kept,
-                                        stale and kept))
+                                        stale and kept, partial if kept else ""))
+
+    @property
+    def evidence_words(self) -> str:
+        """Its evidence in a narrow cell (:func:`evidence_words`), with the trials that decided it when the record is
+        not complete: 'gpu record, 12 of 48 trials'."""
+        words = evidence_words(self.evidence)
+        return f"{words}, {self.id.partial}" if self.id is not None and self.id.partial else words
 
     @property
     def slug(self) -> str:
@@ -488,7 +500,7 @@ def detects_html(c: Claim) -> str:
 def _number_cell(claim: Claim, number: int | None, doc: str | None) -> str:
     """'chapter.n' (a link to the claim in the ledger when ``doc`` is given) over the claim's scale of evidence."""
     label = ledger_link(doc, claim, number) if doc and number else (str(number) if number else "")
-    return f"<td>{label}<br><small>{html.escape(evidence_words(claim.evidence))}</small></td>"
+    return f"<td>{label}<br><small>{html.escape(claim.evidence_words)}</small></td>"
 
 
 def claims_html(claims: list[Claim], doc: str | None = None) -> str:
@@ -575,7 +587,7 @@ def verdict_box_html(claims: list[Claim], doc: str) -> str:
             f'title="{html.escape(doc)}.{n} in the ledger">{n}</a></td>'
             f"<td>{html.escape(text)}</td><td><small>{source}</small></td>"
             f'<td style="color:{VERDICT_COLOURS[c.verdict]};font-weight:bold">{verdict}</td>'
-            f"<td><small>{html.escape(evidence_words(c.evidence))}<br>{severity(c.key)}</small></td></tr>")
+            f"<td><small>{html.escape(c.evidence_words)}<br>{severity(c.key)}</small></td></tr>")
     head = "".join(f"<th>{h}</th>" for h in ("#", "claim", "source", "verdict", "evidence, severity"))
     opened = " open" if len(shown) <= BOX_OPEN_MAX else ""
     return (f'{claims_table_css()}<details class="verdict-box"{opened}><summary><strong>Verdicts</strong>: '

@@ -14,12 +14,18 @@ export ANALYSIS_SCALE=${ANALYSIS_SCALE:-smoke}
 # Live runs keep their trials here, keyed by config and code: the tests, the chapters and the
 # book then share one run of each experiment, and a trial is run again only when its code changed.
 export ANALYSIS_LIVE_CACHE=${ANALYSIS_LIVE_CACHE-$root/_build/live-trials}
-config=$(.venv/bin/python scripts/book_config.py --scale "$ANALYSIS_SCALE" --out _build/config)
+config=$(.venv/bin/python scripts/book_config.py --scale "$ANALYSIS_SCALE" --out _build/config \
+  --execute "${ANALYSIS_BOOK_EXECUTE:-cache}")
 # The execution cache keys on a notebook's code only: drop it (and the claims the chapters
 # wrote) when the library, the records, the requirements or the scale changed.
 stamp=$( (echo "$ANALYSIS_SCALE"; cat requirements.txt; find analysis results -type f \( -name '*.py' -o -name '*.json' \) \
   -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum) | sha256sum | cut -c1-64)
-if [ "$(cat _build/.analysis-stamp 2>/dev/null)" != "$stamp" ]; then
+if [ "${ANALYSIS_BOOK_EXECUTE:-cache}" = off ]; then
+  # the chapters were executed already (scripts/test.sh with ANALYSIS_CHAPTER_OUTPUTS=1): their outputs are in the
+  # notebooks and their claims in _build/claims; render those, execute nothing
+  [ -d _build/claims ] || { echo "book: ANALYSIS_BOOK_EXECUTE=off needs the chapters' claims in _build/claims" >&2; exit 1; }
+  rm -rf _build/html _build/.doctrees _build/jupyter_execute
+elif [ "$(cat _build/.analysis-stamp 2>/dev/null)" != "$stamp" ]; then
   rm -rf _build/.jupyter_cache _build/claims _build/html _build/.doctrees _build/jupyter_execute
 fi
 echo "book: building at scale '$ANALYSIS_SCALE' with $config"
@@ -32,7 +38,7 @@ if ! .venv/bin/jupyter-book build . --config "$config" -W --keep-going 2>&1 |
   grep -v "copying images\.\.\." "$log" | tail -n 60
   exit 1
 fi
-echo "$stamp" > _build/.analysis-stamp
+[ "${ANALYSIS_BOOK_EXECUTE:-cache}" = off ] || echo "$stamp" > _build/.analysis-stamp
 # what a reader would notice: captions, lists, unrendered syntax, GPU status, ledger ids and downloads
 .venv/bin/python -m analysis.html_check _build/html
 echo "book: done in $(( $(date +%s) - start )) s; open _build/html/index.html"

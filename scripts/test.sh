@@ -2,7 +2,10 @@
 # Runs the library's unit tests and executes every chapter (nbmake) at smoke
 # scale, with the Ray executor and the Hugging Face adapter installed so that
 # their tests run. Extra arguments go to pytest. TEST_CHAPTERS=0 leaves the
-# chapters out (CI builds the book next, which executes every chapter).
+# chapters out. ANALYSIS_CHAPTER_OUTPUTS=1 (CI) keeps each executed chapter's
+# outputs in its notebook and its claims in _build/claims, so that
+# scripts/book.sh renders the book from them without executing any chapter a
+# second time.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -11,6 +14,14 @@ export ANALYSIS_SCALE=smoke MPLBACKEND=Agg
 # Live runs keep their trials here, keyed by config and code: the tests, the chapters and the
 # book then share one run of each experiment, and a trial is run again only when its code changed.
 export ANALYSIS_LIVE_CACHE=${ANALYSIS_LIVE_CACHE-$root/_build/live-trials}
-targets=(tests book)
-[ "${TEST_CHAPTERS:-1}" = 0 ] && targets=(tests)
-exec .venv/bin/python -m pytest "${targets[@]}" --nbmake --nbmake-timeout=120 -p no:cacheprovider "$@"
+pytest=(.venv/bin/python -m pytest -p no:cacheprovider)
+if [ "${TEST_CHAPTERS:-1}" = 0 ]; then
+  exec "${pytest[@]}" tests "$@"
+fi
+if [ "${ANALYSIS_CHAPTER_OUTPUTS:-0}" = 1 ]; then
+  "${pytest[@]}" tests "$@"
+  # only the chapters write claims here: the unit tests open chapters on records of their own
+  rm -rf _build/claims
+  ANALYSIS_CLAIMS_DIR=$root/_build/claims exec "${pytest[@]}" book --nbmake --nbmake-timeout=120 --overwrite "$@"
+fi
+exec "${pytest[@]}" tests book --nbmake --nbmake-timeout=120 "$@"

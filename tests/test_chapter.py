@@ -53,6 +53,42 @@ def test_gpu_status_says_when_a_campaign_is_partial(tmp_path):
     assert f"partial: 1 of {len(trials)} trials stored, so no record is shown" in status
 
 
+def test_a_partial_gpu_campaign_decides_the_claims_whose_trials_are_stored(tmp_path, monkeypatch):
+    """gau-length's relu²/(ns) runs stored at 'gpu' scale (the smoke config standing in for the gpu one): its two
+    relu² claims are decided as gpu records from 6 of 24 trials, said so in the chapter, and the log-scaled claims,
+    whose trials are missing, are not."""
+    import os
+
+    from analysis.chapter import Chapter, RenderedClaims, partial_claims
+    from analysis.core.runner import TrialTask, _cached, run_in_process
+    from analysis.core.trials import Experiment, claim_reads, save_trial
+
+    exp = Experiment(EXPERIMENTS["gau-length"])
+    smoke = config_for(exp.module, "smoke")
+    monkeypatch.setitem(exp.module.CONFIGS, "gpu", smoke)
+    cache = os.environ.get("ANALYSIS_LIVE_CACHE") or str(tmp_path / "cache")
+    run_in_process(exp, "smoke", smoke, cache=cache)
+    wanted = claim_reads(exp, smoke)["relu2-length-text"]
+    for t in exp.trials(smoke):
+        if t.key in wanted:
+            tf = _cached(TrialTask(exp.name, "smoke", smoke, t, exp.trial_id(smoke, t), 1), exp.code, cache)
+            save_trial(dataclasses.replace(tf, scale="gpu"), tmp_path)
+    claims, note = partial_claims("gau-length", "gpu", str(tmp_path))
+    total = len(exp.trials(smoke))
+    assert {c.key for c in claims} <= {"relu2-length-recall", "relu2-length-text"} and claims
+    assert all(c.id.scale == "gpu" and c.id.recorded and c.id.partial == f"{len(wanted)} of {total} trials"
+               for c in claims)
+    assert all(c.evidence == "gpu (recorded)" and c.evidence_words.endswith(f"{len(wanted)} of {total} trials")
+               for c in claims)
+    assert note.startswith(f"gpu campaign partial, {len(wanted)} of {total} trials") and "relu2-length-text" in note
+    ch = Chapter("d", "t", "smoke", RenderedClaims("d", "t"), runs={"gau-length": []}, directory=str(tmp_path))
+    for c in claims:
+        ch.claims.record(c)
+    status = ch.gpu_status("gau-length").data
+    assert "decided from them at gpu scale (relu2-length-text: " in status
+    assert partial_claims("gau-length", "cpu", str(tmp_path)) == ([], "")  # no cpu trials here
+
+
 def test_verdict_lines_link_to_the_claims_stable_ledger_anchor():
     from analysis.chapter import VerdictBox, verdict_line
     from analysis.verify import Claim

@@ -81,39 +81,47 @@ def test_the_corpus_travels_compressed_and_is_checked_when_restored(tmp_path):
 
 
 def test_the_steps_follow_what_results_hold_for_the_device(tmp_path):
-    names = [s.name for s in lease.plan_lease("smoke", ["gau-kernel", "gau-length"], tmp_path, tag="h100")]
-    assert names == ["first", "steptimes", "campaign"]  # a selection leaves the efficiency targets out
-    # at smoke scale flash-bench is a CPU benchmark, never a lease's first step; at gpu scale it runs on the GPU
-    names = [s.name for s in lease.plan_lease("smoke", ["flash-bench", "gau-length"], tmp_path, tag="h100")]
-    assert names == ["steptimes", "campaign"]
-    steps = lease.plan_lease("gpu", ["flash-bench", "gau-kernel"], tmp_path, tag="h100")
-    assert steps[0].name == "first" and "flash-bench" in steps[0].argv
+    """The efficiency targets run at gpu scale while the device's kind is held to them and untimed; the campaign
+    follows the prepared queue when one travelled, else runs every experiment (or a selection) in priority order."""
+    assert [s.name for s in lease.plan_lease("smoke", ["gau-length"], tmp_path, tag="h100")] == ["campaign"]
+    steps = lease.plan_lease("smoke", None, tmp_path, tag="h100")
+    assert [s.name for s in steps] == ["campaign"] and "--only" not in steps[0].argv  # no targets below gpu scale
     bench = tmp_path / "benchmarks"
     bench.mkdir()
-    (bench / "steptimes.smoke.h100.json").write_text("{}")
-    steps = lease.plan_lease("smoke", ["gau-length"], tmp_path, tag="h100")
-    assert [s.name for s in steps] == ["campaign"] and steps[0].argv[-3:] == ("--only", "gau-length", "--quiet")
-    (bench / "steptimes.smoke.h100.json").rename(bench / "steptimes.smoke.h200.json")
-    assert [s.name for s in lease.plan_lease("smoke", ["gau-length"], tmp_path, tag="h100")] == ["steptimes",
-                                                                                                  "campaign"]
-    (bench / "steptimes.smoke.h100.json").write_text("{}")
-    targets = efficiency_targets("smoke")
+    targets = efficiency_targets("gpu")
     rows = [{"name": t.name, "model": asdict(t.model), "batch": t.batch, "ctx": t.ctx} for t in targets]
-    (bench / "efficiency.smoke.h100.json").write_text(json.dumps({"rows": rows[1:]}))
-    steps = lease.plan_lease("smoke", None, tmp_path, tag="h100")
-    assert [s.name for s in steps] == ["first", "targets", "campaign"] and targets[0].name in steps[1].why
-    # an H100 has timed some targets: an H200 (whose step times are stored) leaves the rest to H100s
-    assert [s.name for s in lease.plan_lease("smoke", None, tmp_path, tag="h200")] == ["first", "campaign"]
-    (bench / "efficiency.smoke.h100.json").rename(bench / "efficiency.smoke.a100.json")
-    assert "targets" in [s.name for s in lease.plan_lease("smoke", None, tmp_path, tag="h200")]  # no H100 has
-    (bench / "efficiency.smoke.a100.json").unlink()
-    (bench / "efficiency.smoke.h100.json").write_text(json.dumps({"rows": rows}))
-    steps = lease.plan_lease("smoke", None, tmp_path, tag="h100")
-    assert [s.name for s in steps] == ["first", "campaign"]
-    assert steps[0].argv[:5] == ("campaign", "--scale", "smoke", "--only", "gau-kernel")
-    assert "--only" not in steps[1].argv  # the whole campaign, in priority order
+    (bench / "efficiency.gpu.h100.json").write_text(json.dumps({"rows": rows[1:]}))
+    steps = lease.plan_lease("gpu", None, tmp_path, tag="h100")
+    assert [s.name for s in steps] == ["targets", "campaign"] and targets[0].name in steps[0].why
+    # an H100 has timed some targets: an H200 leaves the rest to H100s
+    assert [s.name for s in lease.plan_lease("gpu", None, tmp_path, tag="h200")] == ["campaign"]
+    (bench / "efficiency.gpu.h100.json").rename(bench / "efficiency.gpu.a100.json")
+    assert "targets" in [s.name for s in lease.plan_lease("gpu", None, tmp_path, tag="h200")]  # no H100 has
+    (bench / "efficiency.gpu.a100.json").unlink()
+    (bench / "efficiency.gpu.h100.json").write_text(json.dumps({"rows": rows}))
+    assert [s.name for s in lease.plan_lease("gpu", ["gau-length"], tmp_path, tag="h100")] == ["campaign"]
+    queue = tmp_path / "queue.json"
+    queue.write_text("{}")
+    steps = lease.plan_lease("gpu", None, tmp_path, tag="h100", queue=queue)
+    assert [s.name for s in steps] == ["campaign"] and steps[0].argv[-3:] == ("--queue", str(queue), "--quiet")
+    steps = lease.plan_lease("gpu", ["gau-length"], tmp_path, tag="h100", queue=queue)
+    assert steps[0].argv[-3:] == ("--only", "gau-length", "--quiet")  # a selection runs without the queue
     with pytest.raises(ValueError, match="only must name experiments"):
         lease.plan_lease("smoke", ["no-such-experiment"], tmp_path)
+
+
+def test_the_deadline_comes_from_the_limit_the_command_runs_under():
+    """A 540 s command whose machine start took 100 s of it has 540 - 100 - END_S left, not a fixed 9 minutes; a
+    limit already spent, or a start in the future, is refused naming its argument."""
+    now = 1_000_000.0
+    assert lease.lease_deadline(540, now - 100, now) == pytest.approx(540 - 100 - lease.END_S)
+    assert lease.lease_deadline(540, None, now) == pytest.approx(540 - lease.END_S)
+    with pytest.raises(ValueError, match="limit must leave more than"):
+        lease.lease_deadline(540, now - 530, now)
+    with pytest.raises(ValueError, match="limit must be a positive"):
+        lease.lease_deadline(float("nan"), None, now)
+    with pytest.raises(ValueError, match="started-at must not be in the future"):
+        lease.lease_deadline(540, now + 60, now)
 
 
 def _results(root: Path, files: dict[str, object]) -> None:
@@ -187,15 +195,15 @@ def test_unpack_refuses_a_member_and_writes_nothing(tmp_path, name, data, kind, 
         lease.unpack([tmp_path / "plain.tar.gz"], tmp_path / "here")
 
 
-def test_a_lease_runs_its_steps_within_its_budget_and_packs_what_they_made(tmp_path):
+def test_a_lease_runs_its_steps_within_its_limit_and_packs_what_they_made(tmp_path):
     results, out = tmp_path / "results", tmp_path / "out"
     summary = lease.run_lease(120.0, out, "smoke", ["entropy-bound"], results, lease_dir=tmp_path / "nothing")
-    assert [(s.name, s.returncode) for s in summary.steps] == [("campaign", 0)]  # it trains no model: no step times
+    assert [(s.name, s.returncode) for s in summary.steps] == [("campaign", 0)]
     assert summary.seconds < 120.0 and summary.archives == [lease.ARCHIVE]
     assert any(f.startswith("trials/entropy-bound.smoke/") for f in summary.files)
     assert "entropy-bound.smoke.json" in summary.files  # the record, assembled once every trial was stored
     written = json.loads((out / lease.SUMMARY).read_text())
-    assert written["files"] == summary.files and written["scale"] == "smoke"
+    assert written["files"] == summary.files and written["scale"] == "smoke" and written["limit_s"] == 120.0
     back = lease.unpack([out / lease.ARCHIVE], tmp_path / "here")
     assert sorted(back.added) == sorted(summary.files)
     for name in summary.files:
@@ -205,21 +213,70 @@ def test_a_lease_runs_its_steps_within_its_budget_and_packs_what_they_made(tmp_p
     assert again.files == [] and again.archives == []  # nothing left to run, nothing new to bring back
 
 
-def test_the_lease_script_passes_its_arguments_and_keeps_a_log(tmp_path):
+def test_a_prepared_queue_runs_in_its_order_and_a_second_command_continues(tmp_path):
+    """The queue travels in the lease folder; the device runs it without counting anything. A command cut short (here
+    by a deadline that fits a few trials) leaves its trials packed; taken in, they make the next command start
+    where the first stopped."""
+    from analysis.compute.queue import build_queue, load_queue, save_queue
+
+    carried, device = tmp_path / "lease", tmp_path / "device"
+    queue = build_queue("smoke", "h100", ["gau-length"], device)
+    save_queue(queue, carried / lease.QUEUE, "smoke", "h100")
+    prepared = load_queue(carried / lease.QUEUE)
+    assert (prepared.scale, prepared.device, prepared.trials) == ("smoke", "h100", queue)
+    first = lease.run_lease(120.0, tmp_path / "out1", "smoke", None, device, lease_dir=carried)
+    assert [s.name for s in first.steps] == ["campaign"] and "--queue" in first.steps[0].argv
+    stored = sorted(Path(f).name for f in first.files if f.startswith("trials/"))
+    assert stored == sorted(f"{q.key}.{q.trial_id}.json" for q in queue)
+    report = lease.unpack([tmp_path / "out1" / lease.ARCHIVE], tmp_path / "here")
+    assert lease.assemble_taken_in(report, tmp_path / "here") == ["gau-length (smoke): every trial stored; "
+                                                                  "record assembled"]
+    second = lease.run_lease(120.0, tmp_path / "out2", "smoke", None, device, lease_dir=carried)
+    assert not any(f.startswith("trials/") for f in second.files)  # every queued trial is stored: none runs again
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_lease_killed_at_any_moment_loses_no_finished_trial(tmp_path, seed):
+    """The whole path on this CPU: prepare, run under a limit, SIGKILL the lease and its campaign at a random
+    moment, unpack elsewhere: every trial stored before the kill came back byte for byte, but at most the newest,
+    whose packing the kill can cut."""
+    from analysis.compute.rehearse import rehearse
+
+    result = rehearse(workdir=tmp_path, seed=seed, window_s=(4.0, 16.0))
+    assert result.ok, "\n".join(result.lines())
+    assert result.summary_ok and len(result.missing) <= 1
+
+
+def test_a_rehearsal_finds_a_trial_that_did_not_come_back(tmp_path):
+    from analysis.compute.rehearse import Rehearsal
+
+    r = Rehearsal(5.0, stored={"trials/a/x.json": b"1", "trials/a/y.json": b"2"}, newest="trials/a/y.json",
+                  taken={"trials/a/y.json": b"2"}, summary_ok=True)
+    assert not r.ok and r.lost == ["trials/a/x.json"] and "LOST: trials/a/x.json" in r.lines()
+    r.taken = {"trials/a/x.json": b"1"}
+    assert r.ok and r.missing == ["trials/a/y.json"]  # the newest: in flight
+    r.taken = {"trials/a/x.json": b"changed"}
+    assert not r.ok and r.differing == ["trials/a/x.json"]
+
+
+def test_the_lease_script_passes_its_limit_and_keeps_a_log(tmp_path):
     env = {**os.environ, "OUT": str(tmp_path / "out"), "PYTHON": sys.executable,
            "ANALYSIS_RESULTS_DIR": str(tmp_path / "results")}
-    done = subprocess.run(["bash", str(REPO_ROOT / "scripts" / "lease.sh"), "30s", "--scale", "smoke", "--only",
+    done = subprocess.run(["bash", str(REPO_ROOT / "scripts" / "lease.sh"), "25s", "--scale", "smoke", "--only",
                            "entropy-bound"], check=False, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2, done.stdout + done.stderr  # a budget below start-up and packing is refused
-    assert "--budget must exceed" in (tmp_path / "out" / "lease.log").read_text()
+    assert done.returncode == 2, done.stdout + done.stderr  # a limit below start-up and packing is refused
+    assert "--limit must leave more than" in (tmp_path / "out" / "lease.log").read_text()
 
 
 @pytest.mark.parametrize("argv, why", [
     (["lease", "run", "--scale", "smoke"], "needs --out"),
-    (["lease", "run", "--out", "x", "--budget", "10s"], "--budget must exceed"),
+    (["lease", "run", "--out", "x", "--limit", "10s"], "--limit must leave more than"),
+    (["lease", "run", "--out", "x", "--limit", "soon"], "--limit"),
     (["lease", "unpack"], "needs the path"),
     (["lease", "unpack", "missing.tar.gz"], "no such archive"),
-    (["lease", "prepare", "--budget", "9m"], "apply only to 'lease run'"),
+    (["lease", "prepare", "--limit", "9m"], "apply only to 'lease run'"),
+    (["lease", "run", "--out", "x", "--device", "h200"], "--device applies only"),
+    (["lease", "plan", "--kill-after", "3"], "--kill-after applies only"),
     (["lease", "plan", "--only", "no-such-experiment"], "no-such-experiment"),
     (["lease", "plan", "x.tar.gz"], "takes no archive paths"),
 ])
@@ -234,15 +291,17 @@ def test_cli_refuses_with_one_line(argv, why, capsys):
 def test_cli_plans_and_unpacks(tmp_path, capsys):
     from analysis.__main__ import main
 
-    assert main(["lease", "plan", "--scale", "smoke", "--only", "gau-length"]) == 0
+    assert main(["lease", "plan", "--scale", "smoke", "--only", "gau-length", "--leases", "1"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert [line.split(":")[0] for line in lines] == ["steptimes", "campaign"]
+    assert lines[0].startswith("campaign: python -m analysis campaign --scale smoke --only gau-length")
+    assert lines[2].startswith("lease 1 on one H100:") and "gau-length relu2-length-text" in lines[2]
     _results(tmp_path / "dev", {"trials/a.gpu/t.json": {"y": 1}})
     (tmp_path / "out").mkdir()
     lease.pack(tmp_path / "dev", ["trials/a.gpu/t.json"], tmp_path / "out")
     assert main(["lease", "unpack", str(tmp_path / "out" / lease.ARCHIVE)]) == 0
     assert capsys.readouterr().out.strip().splitlines() == ["added: results/trials/a.gpu/t.json",
-                                                            "1 added, 0 replaced, 0 already here"]
+                                                            "1 added, 0 replaced, 0 already here",
+                                                            "a: no such experiment here; its trial files are kept"]
     assert json.loads((tmp_path / "results" / "trials" / "a.gpu" / "t.json").read_text()) == {"y": 1}
 
 

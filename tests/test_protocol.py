@@ -100,3 +100,43 @@ def test_summary_reads_the_recorded_data(name):
     assert record is not None, f"{name} has a summary() but no cpu record to read"
     out = EXPERIMENTS[name].summary(record.data)
     assert isinstance(out, dict) and out
+
+
+DECLARING = [n for n in sorted(EXPERIMENTS) if hasattr(EXPERIMENTS[n], "claim_trials")]
+
+
+def test_the_decisive_experiments_declare_the_trials_their_claims_read():
+    assert {"flash-bench", "gau-length", "gau-quality"} <= set(DECLARING)
+
+
+@pytest.mark.parametrize("name", DECLARING)
+def test_a_claim_decided_from_its_own_trials_is_the_records_claim(name, tmp_path):
+    """For every claim an experiment declares the trials of: its smoke trials alone, stored as a partial campaign,
+    decide that claim with the statement, measured value and verdict the whole record gives it (or, like the record,
+    make no such claim), and decide no claim whose trials are missing."""
+    import math
+    import os
+
+    from analysis.core.runner import TrialTask, _cached, run_in_process
+    from analysis.core.trials import Experiment, claim_reads, decided_claims, save_trial
+
+    exp = Experiment(EXPERIMENTS[name])
+    cfg = config_for(exp.module, "smoke")
+    cache = os.environ.get("ANALYSIS_LIVE_CACHE") or str(tmp_path / "cache")
+    data, _ = run_in_process(exp, "smoke", cfg, cache=cache)
+    full = {c.key: c for c in exp.module.claims(data, "run")}
+    reads = claim_reads(exp, cfg)
+    for key, keys in reads.items():
+        folder = tmp_path / key
+        for t in exp.trials(cfg):
+            if t.key in keys:
+                save_trial(_cached(TrialTask(name, "smoke", cfg, t, exp.trial_id(cfg, t), 1), exp.code, cache), folder)
+        decided = decided_claims(exp, "smoke", cfg, folder)
+        assert decided is not None and key in decided.keys and decided.total == len(exp.trials(cfg))
+        assert all(set(reads[k]) <= set(keys) for k in decided.keys)  # nothing decided beyond its trials
+        got = {c.key: c for c in exp.module.claims(decided.data, "run") if c.key in decided.keys}
+        assert (key in got) == (key in full), key
+        if key in full:
+            a, b = got[key], full[key]
+            same = a.measured == b.measured or (math.isnan(a.measured) and math.isnan(b.measured))
+            assert same and a.verdict == b.verdict and a.statement == b.statement, key

@@ -262,3 +262,55 @@ def test_a_live_run_reads_back_the_trials_todays_code_made_in_its_cache(tmp_path
     monkeypatch.setattr(runner, "execute", lambda task: ran.append(task.trial.key) or execute(task))
     assert runner.run_in_process(exp, "smoke", cfg, threads=1, cache=tmp_path)[0] == first
     assert len(ran) == 2  # and a torn file is run again
+
+
+def test_a_ninth_model_in_one_process_still_compiles():
+    """Every model shares LanguageModel.forward: with dynamo's default limit of 8 versions, the ninth distinct model
+    of a process runs eagerly and only a warning says so; a campaign process raises the limit, so ten compile, and
+    the census counts each; a logit scale is not compiled once per value."""
+    import torch._dynamo
+
+    from analysis.core.runner import allow_recompiles, compile_census
+    from analysis.models.lm import LanguageModel, ModelConfig
+
+    x = torch.randint(0, 256, (2, 16))
+
+    def compile_models(widths, alphas=(1.0,)):
+        with compile_census() as census:
+            for d in widths:
+                for alpha in alphas:
+                    model = LanguageModel(ModelConfig(d=d, layers=1, block="transformer", heads=2, ctx=16,
+                                                      attn_alpha=alpha))
+                    torch.compile(model, backend="eager")(x).sum().backward()
+        return census
+
+    torch._dynamo.reset()
+    config = torch._dynamo.config
+    name = "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
+    before = getattr(config, name)
+    try:
+        setattr(config, name, 8)
+        census = compile_models(range(32, 112, 8))  # ten widths
+        assert census.compiled == 8 and census.fell_back >= 1  # dynamo's default: the ninth fell back
+        torch._dynamo.reset()
+        allow_recompiles()
+        census = compile_models(range(32, 112, 8))
+        assert census.compiled == 10 and census.fell_back == 0
+        torch._dynamo.reset()
+        census = compile_models([32], alphas=(0.5, 1.0, 2.0, 4.0, 8.0))
+        assert census.compiled <= 2 and census.fell_back == 0  # after the first change, a float it reads is symbolic
+    finally:
+        setattr(config, name, before)
+        torch._dynamo.reset()
+
+
+def test_a_trials_provenance_counts_its_compiled_frames(tmp_path):
+    from analysis.core.runner import TrialTask, execute
+    from analysis.core.trials import Experiment
+    from analysis.experiments import EXPERIMENTS
+
+    exp = Experiment(EXPERIMENTS["entropy-bound"])
+    cfg = exp.module.CONFIGS["smoke"]
+    (trial,) = exp.trials(cfg)
+    tf = execute(TrialTask(exp.name, "smoke", cfg, trial, exp.trial_id(cfg, trial), 1))
+    assert tf.provenance["compiled_frames"] == 0 and tf.provenance["eager_fallback_frames"] == 0

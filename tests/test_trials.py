@@ -101,3 +101,36 @@ def test_status_counts_done_missing_and_stale_and_the_record_waits_for_all(tmp_p
     assert find_record("gau-length", "smoke", tmp_path).data == to_jsonable(data)
     assert record.provenance["wall_time_s"] == len(trials) * 1.0
     assert len(stored_trials("gau-length", "smoke", tmp_path)) == len(trials)
+
+
+def test_a_record_never_mixes_kinds_of_gpu(tmp_path):
+    """Trials made on an H100 and on an H200 assemble no record and decide no claim: a step time or a peak fraction
+    read across the two would describe neither. One kind, or CPU trials beside it, is fine."""
+    import pytest as _pytest
+
+    from analysis.core.trials import (Experiment, MixedDevicesError, TrialFile, assemble_record, check_one_kind,
+                                      device_kinds, save_trial)
+    from analysis.experiments import EXPERIMENTS
+    from analysis.results import provenance
+
+    def made_on(device, kind="cuda"):
+        return TrialFile("x", "gpu", "k", "i", 0, {}, {}, {**provenance(1.0), "device": device, "device_type": kind},
+                         {})
+
+    h100, h200 = made_on("NVIDIA H100 80GB HBM3"), made_on("NVIDIA H200")
+    assert device_kinds([h100, h200, made_on("CPU: x (2 cores)", "cpu")]) == ["h100", "h200"]
+    check_one_kind([h100, h100, made_on("CPU: x", "cpu")], "x")
+    with _pytest.raises(MixedDevicesError, match="ran on h100 and h200"):
+        check_one_kind([h100, h200], "x")
+    exp = Experiment(EXPERIMENTS["entropy-bound"])
+    cfg = exp.module.CONFIGS["smoke"]
+    (trial,) = exp.trials(cfg)
+    from analysis.core.runner import TrialTask, execute
+
+    tf = execute(TrialTask(exp.name, "smoke", cfg, trial, exp.trial_id(cfg, trial), 1))
+    import dataclasses
+
+    save_trial(dataclasses.replace(tf, provenance={**tf.provenance, "device": "NVIDIA H100 80GB HBM3",
+                                                   "device_type": "cuda"}), tmp_path)
+    record, _ = assemble_record(exp, "smoke", cfg, tmp_path, write=False)
+    assert record is not None  # one kind

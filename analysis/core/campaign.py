@@ -28,7 +28,7 @@ from typing import Any
 
 from analysis.core.runner import QueueItem, QueueReport, pick_device, run_trials
 from analysis.core.trials import Experiment, TrialFile, TrialStatus, assemble_record, trial_status
-from analysis.plan import cached_step_cost, gpu_basis, gpu_seconds, gpu_steps, run_compiles
+from analysis.plan import COMPILE_PRIOR, cached_step_cost, gpu_basis, gpu_seconds, gpu_steps, run_compiles
 from analysis.train import COMPILE_MIN_STEPS
 from analysis.results import device_name, device_tag
 from analysis.scale import validate_scale
@@ -140,10 +140,11 @@ class Estimator:
         """Whether a stored trial timed on this device calibrates the estimate."""
         return bool(self.points) or self.uncounted_n > 0
 
-    def model_seconds(self, workloads: Sequence[Any]) -> float:
-        """Seconds of ``workloads`` by the device's step model alone, their stated overhead included."""
+    def model_seconds(self, workloads: Sequence[Any], compiled: set[Any] | None = None) -> float:
+        """Seconds of ``workloads`` by the device's step model alone, their stated overhead included; on a GPU, a
+        model's compiling once per process when ``compiled`` carries the models compiled before (:meth:`seconds`)."""
         if self.device_type == "cuda":
-            return gpu_seconds(workloads, self.gpu_tag)
+            return gpu_seconds(workloads, self.gpu_tag, compiled)
         return workload_flops(workloads) / CPU_ASSUMED_FLOPS + sum(w.overhead_s for w in workloads)
 
     def line(self) -> tuple[float, float] | None:
@@ -158,8 +159,10 @@ class Estimator:
         intercept = my - slope * mx
         return (intercept, slope) if slope > 0 and intercept >= 0 else None
 
-    def seconds(self, trial: Any) -> float:
-        """Expected seconds of ``trial``."""
+    def seconds(self, trial: Any, compiled: set[Any] | None = None) -> float:
+        """Expected seconds of ``trial``; with ``compiled`` (the cost keys of the models the process that runs it
+        will have compiled before it, updated here), an uncalibrated GPU estimate charges a model's compiling only to
+        the first trial that trains it, as one process of a campaign pays it once."""
         workloads = self.exp.trial_plan(self.cfg, trial)
         flops = workload_flops(workloads)
         if flops <= 0:
@@ -167,7 +170,7 @@ class Estimator:
         fit = self.line()
         if fit is not None:
             return fit[0] + fit[1] * flops
-        model = self.model_seconds(workloads)
+        model = self.model_seconds(workloads, compiled)
         if not self.points:
             return model
         overhead = sum(max(0.0, t - m) for _, t, m in self.points) / len(self.points)
@@ -183,6 +186,7 @@ class ExperimentPlan:
     status: TrialStatus
     estimates: dict[str, float] = field(default_factory=dict)  # trial key -> seconds
     measured: bool = False
+    estimator: Estimator | None = None
 
     @property
     def priority(self) -> int:
@@ -225,8 +229,15 @@ def campaign_plans(scale: str, only: Sequence[str] | None = None, directory: str
             status = TrialStatus(status.experiment, scale, status.trials, status.ids,
                                  {i: f for i, f in status.stored.items() if i not in stale}, status.code)
         est = Estimator.from_status(exp, cfg, status, here, device_type, tag)
-        plans.append(ExperimentPlan(exp, cfg, status, {t.key: est.seconds(t) for t in status.missing}, est.measured))
+        compiled: set[Any] = set()  # within one experiment here; across them below, in the order they run
+        plans.append(ExperimentPlan(exp, cfg, status, {t.key: est.seconds(t, compiled) for t in status.missing},
+                                    est.measured, est))
     plans.sort(key=lambda p: (p.priority, p.missing_s, p.exp.name))
+    if device_type == "cuda":  # one process runs them all: a model compiled by an earlier experiment is not again
+        compiled = set()
+        for p in plans:
+            if p.estimator is not None and not p.measured:
+                p.estimates = {t.key: p.estimator.seconds(t, compiled) for t in p.status.missing}
     return plans
 
 
@@ -251,9 +262,11 @@ def status_lines(plans: Sequence[ExperimentPlan], scale: str, estimate_on: str |
             compiling = sum(any(w.model is not None and run_compiles(w.steps) for w in p.exp.trial_plan(p.cfg, t))
                             for p in plans if not p.measured for t in p.status.missing)
             if compiling:
+                base, per_layer = COMPILE_PRIOR
                 uncompiled_note = (f"  compiling not yet timed on this kind of GPU: {compiling} of the trials left "
-                                   f"train compiled (runs of {COMPILE_MIN_STEPS} steps or more), and their estimates "
-                                   "leave out its overhead until `steptimes` measures it")
+                                   f"train compiled (runs of {COMPILE_MIN_STEPS} steps or more); each model's first "
+                                   f"run is charged an assumed {base:.0f} s + {per_layer:g} s per layer until a "
+                                   "lease's trials measure it")
     for p in plans:
         left = len(p.status.missing)
         basis = "measured here" if p.measured else unmeasured
@@ -285,10 +298,11 @@ def status_lines(plans: Sequence[ExperimentPlan], scale: str, estimate_on: str |
 def run_campaign(scale: str, budget_s: float | None = None, only: Sequence[str] | None = None,
                  executor: str = "inline", workers: int | None = None, threads: int | None = None,
                  address: str | None = None, directory: str | os.PathLike[str] | None = None,
-                 refresh_stale: bool = False, progress: bool = True, per_gpu: int = 1, keep_going: bool = False
-                 ) -> tuple[QueueReport, list[ExperimentPlan]]:
+                 refresh_stale: bool = False, progress: bool = True, per_gpu: int = 1, keep_going: bool = False,
+                 after_trial: Any = None) -> tuple[QueueReport, list[ExperimentPlan]]:
     """Run the missing trials of ``scale`` within ``budget_s``; assemble every record that became complete. With
-    ``keep_going``, a failed trial skips the rest of its experiment in this run, not the other experiments."""
+    ``keep_going``, a failed trial skips the rest of its experiment in this run, not the other experiments;
+    ``after_trial()`` runs after each trial's file is stored (a lease repacks its results then)."""
     plans = campaign_plans(scale, only, directory, refresh_stale)
     items = [QueueItem(p.exp, scale, p.cfg, t, p.exp.trial_id(p.cfg, t), p.estimates[t.key])
              for p in plans for t in p.status.missing]
@@ -297,6 +311,8 @@ def run_campaign(scale: str, budget_s: float | None = None, only: Sequence[str] 
         if progress:
             print(f"[{k}/{n}] {item.exp.name} {item.trial.key}: {tf.wall_time_s:.1f} s "
                   f"(expected {item.estimate_s:.1f} s)", flush=True)
+        if after_trial is not None:
+            after_trial()
 
     report = run_trials(items, executor, workers, threads, address, directory, budget_s, on_finish, per_gpu,
                         keep_going)
@@ -316,8 +332,8 @@ def _record_exists(plan: ExperimentPlan, directory: str | os.PathLike[str] | Non
 
 
 def report_lines(report: QueueReport, scale: str, only: Sequence[str] | None,
-                 directory: str | os.PathLike[str] | None = None) -> list[str]:
-    """What a campaign run did, why it stopped, and what is left (with expected times)."""
+                 directory: str | os.PathLike[str] | None = None, statuses: bool = True) -> list[str]:
+    """What a campaign run did, why it stopped, and (with ``statuses``) what is left, with expected times."""
     lines = [f"ran {len(report.finished)} trials in {_minutes(report.wall_time_s)}"]
     for item, err in report.failed:
         lines.append(f"FAILED: {item.exp.name} {item.trial.key}: {type(err).__name__}: {err}")
@@ -328,7 +344,7 @@ def report_lines(report: QueueReport, scale: str, only: Sequence[str] | None,
         lines.append(f"stopped: the next trials are expected to outrun the budget ({len(report.left)} left)")
     elif report.stopped == "signal":
         lines.append(f"stopped on a signal between trials ({len(report.left)} left)")
-    return lines + status_lines(campaign_plans(scale, only, directory), scale)
+    return lines + (status_lines(campaign_plans(scale, only, directory), scale) if statuses else [])
 
 
 def never_fits(plans: Sequence[ExperimentPlan], budget_s: float) -> list[str]:

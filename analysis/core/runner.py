@@ -41,6 +41,9 @@ from analysis.data import prepare_corpus
 from analysis.results import from_jsonable, provenance, to_jsonable
 
 EXECUTORS = ("inline", "local", "ray")
+# dynamo keeps at most 8 compiled versions of one function by default, and every model shares LanguageModel.forward:
+# the ninth distinct model of a campaign process would train eagerly, with only a logged warning
+RECOMPILE_LIMIT = 256
 
 
 def pick_device() -> torch.device:
@@ -95,13 +98,47 @@ def _threads(n: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+def allow_recompiles(limit: int = RECOMPILE_LIMIT) -> None:
+    """Let dynamo keep ``limit`` compiled versions of a function (at least its own default), so that no model of a
+    campaign process trains eagerly for having come after eight others."""
+    import torch._dynamo
+
+    config = torch._dynamo.config
+    name = "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"  # torch < 2.6
+    setattr(config, name, max(int(getattr(config, name)), limit))
+
+
+@dataclass
+class CompileCensus:
+    """Frames dynamo compiled, and frames it tried and left eager (a recompile limit, an error), while it was open."""
+
+    compiled: int = 0
+    fell_back: int = 0
+
+
+@contextmanager
+def compile_census() -> Iterator[CompileCensus]:
+    """Count, into the yielded :class:`CompileCensus`, the frames dynamo compiled and those it left eager within."""
+    from torch._dynamo.utils import counters
+
+    census = CompileCensus()
+    total, ok = counters["frames"]["total"], counters["frames"]["ok"]
+    try:
+        yield census
+    finally:
+        census.compiled = counters["frames"]["ok"] - ok
+        census.fell_back = counters["frames"]["total"] - total - census.compiled
+
+
 def execute(task: TrialTask) -> TrialFile:
-    """Run one trial as every executor does: threads, device, seed, then the experiment's ``run_trial``."""
+    """Run one trial as every executor does: threads, device, seed, then the experiment's ``run_trial``; its
+    provenance counts the frames compiled and those left eager."""
     from analysis.experiments import fingerprint, get_experiment
 
     exp = Experiment(get_experiment(task.experiment))
     prepare_corpus(task.config)  # the pinned-sources corpus is built on first use, its hash checked
-    with _threads(task.threads):
+    allow_recompiles()
+    with _threads(task.threads), compile_census() as census:
         device = pick_device()
         seed_everything(task.trial.seed)
         start = time.perf_counter()
@@ -109,7 +146,11 @@ def execute(task: TrialTask) -> TrialFile:
         if device.type == "cuda":
             torch.cuda.synchronize()
         wall = time.perf_counter() - start
-    prov = {**provenance(wall), "threads": task.threads, "executor": task.executor, "device_type": device.type}
+    if census.fell_back:
+        print(f"{task.experiment} {task.trial.key}: {census.fell_back} frame(s) that dynamo tried to compile ran "
+              "eagerly", file=sys.stderr, flush=True)
+    prov = {**provenance(wall), "threads": task.threads, "executor": task.executor, "device_type": device.type,
+            "compiled_frames": census.compiled, "eager_fallback_frames": census.fell_back}
     return TrialFile(task.experiment, task.scale, task.trial.key, task.trial_id, task.trial.seed,
                      to_jsonable(dict(task.trial.params)), result, prov, fingerprint(exp.module, task.config))
 
@@ -298,7 +339,12 @@ class QueueItem:
     config: Any
     trial: Trial
     trial_id: str
-    estimate_s: float = 0.0
+    estimate_s: float = 0.0  # without compiling the models in ``compiles``
+    compiles: tuple[tuple[str, float], ...] = ()  # (model, seconds): compiling a model this process has not yet
+
+    def expected_s(self, compiled: set[str]) -> float:
+        """Expected seconds in a process that has compiled the models in ``compiled``."""
+        return self.estimate_s + sum(s for m, s in self.compiles if m not in compiled)
 
 
 @dataclass
@@ -344,13 +390,13 @@ def run_trials(items: Sequence[QueueItem], executor: str = "inline", workers: in
                threads: int | None = None, address: str | None = None,
                directory: str | os.PathLike[str] | None = None, budget_s: float | None = None,
                on_finish: Callable[[QueueItem, TrialFile, int, int], None] | None = None,
-               per_gpu: int = 1, keep_going: bool = False) -> QueueReport:
+               per_gpu: int = 1, keep_going: bool = False, margin: float = 1.0) -> QueueReport:
     """:func:`run_queue` on an executor made by name here and closed when the queue ends; ``threads`` per trial
     defaults to the cores shared out among the executor's workers."""
     pool = make_executor(executor, workers, address, threads or default_threads(workers or 1), per_gpu)
     try:
         return run_queue(items, pool, threads or default_threads(pool.workers), directory, budget_s, on_finish,
-                         keep_going)
+                         keep_going, margin)
     finally:
         pool.close()
 
@@ -358,16 +404,21 @@ def run_trials(items: Sequence[QueueItem], executor: str = "inline", workers: in
 def run_queue(items: Sequence[QueueItem], executor: Executor, threads: int,
               directory: str | os.PathLike[str] | None = None, budget_s: float | None = None,
               on_finish: Callable[[QueueItem, TrialFile, int, int], None] | None = None,
-              keep_going: bool = False) -> QueueReport:
-    """Run ``items`` in order on ``executor``, saving each finished trial's file at once.
+              keep_going: bool = False, margin: float = 1.0) -> QueueReport:
+    """Run ``items`` in order on ``executor``, saving each finished trial's file at once (then ``on_finish``).
 
-    With ``budget_s``, a trial is started only if ``elapsed + estimate_s <= budget_s``; the rest are left.
+    With ``budget_s``, the first item (in order) is started whose expected seconds (:meth:`QueueItem.expected_s`:
+    its compiling only for a model this queue has not compiled yet) times ``margin`` still fit: ``elapsed + margin x
+    expected <= budget_s``; the rest are left.
     A failed trial is reported. Without ``keep_going`` it stops the queue after the trials in flight (their files are
     saved); with it, the failed trial's experiment starts no more trials in this run (they are ``skipped``) and the
     other experiments' trials go on, so that one broken experiment does not idle the rest of a budget.
     """
     if budget_s is not None and not (budget_s > 0 and math.isfinite(budget_s)):
         raise ValueError(f"budget_s must be positive and finite; got {budget_s!r}")
+    if not (margin >= 1 and math.isfinite(margin)):
+        raise ValueError(f"margin must be finite and at least 1; got {margin!r}")
+    compiled: set[str] = set()
     report = QueueReport()
     pending = list(items)
     inflight: dict[Future[TrialFile], QueueItem] = {}
@@ -379,12 +430,14 @@ def run_queue(items: Sequence[QueueItem], executor: Executor, threads: int,
             while pending and len(inflight) < executor.workers and not stop.reason and (keep_going
                                                                                          or not report.failed):
                 elapsed = time.perf_counter() - start
-                fits = [i for i in pending if budget_s is None or elapsed + i.estimate_s <= budget_s]
+                fits = [i for i in pending
+                        if budget_s is None or elapsed + margin * i.expected_s(compiled) <= budget_s]
                 if not fits:
                     stop.reason = stop.reason or "budget"
                     break
                 item = fits[0]
                 pending.remove(item)
+                compiled.update(m for m, _ in item.compiles)
                 task = TrialTask(item.exp.name, item.scale, item.config, item.trial, item.trial_id, threads,
                                  executor.name)
                 inflight[executor.submit(task)] = item

@@ -17,6 +17,12 @@ where ``id`` hashes the experiment, its config, its data version and the trial (
 any moment loses only the trials in flight; a trial made on another machine is taken in by copying its file. The
 record ``results/<experiment>.<scale>.json`` is assembled from the trial files once all of them are there
 (:func:`assemble_record`); until then the experiment is partial, "k of m trials".
+
+A module may declare ``claim_trials(cfg) -> dict[claim key, list[trial key]]``: the trials each claim reads, in the
+order a campaign should run them. A claim whose trials are all stored, by today's code and on one kind of device, is
+decided from them before the record is complete (:func:`decided_claims`): its data are assembled from the stored
+trials its decided claims read, and ``claims(data, label)`` must then give those claims exactly as the full record
+would (``tests/test_protocol.py`` holds every declaring module to that at smoke scale).
 """
 
 from __future__ import annotations
@@ -310,14 +316,36 @@ def device_type(files: Sequence[TrialFile]) -> str:
     return str(_joined([f.provenance.get("device_type", "cpu") for f in files]))
 
 
+class MixedDevicesError(ValueError):
+    """Trials made on different kinds of GPU, which one record (or one decided claim) must not mix."""
+
+
+def device_kinds(files: Sequence[TrialFile]) -> list[str]:
+    """The kinds of GPU the trials ran on ('h100', 'h200'; CPU trials left out), in order of first appearance."""
+    from analysis.results import device_tag
+
+    return list(dict.fromkeys(device_tag(str(f.provenance.get("device", ""))) for f in files
+                              if f.provenance.get("device_type") == "cuda"))
+
+
+def check_one_kind(files: Sequence[TrialFile], what: str) -> None:
+    """MixedDevicesError when ``files`` ran on more than one kind of GPU: a step time or a peak fraction read across
+    an H100 and an H200 would describe neither."""
+    kinds = device_kinds(files)
+    if len(kinds) > 1:
+        raise MixedDevicesError(f"{what}: its trials ran on {' and '.join(kinds)}; one record holds trials of one kind "
+                                f"of GPU (move the other kind's trial files aside and run them again on one kind)")
+
+
 def assemble_record(exp: Experiment, scale: str, cfg: Any, directory: str | os.PathLike[str] | None = None,
                     write: bool = True) -> tuple[Record | None, TrialStatus]:
     """The record of ``cfg`` assembled from its trial files (None while any is missing), written to
-    results/<experiment>.<scale>.json when ``write``."""
+    results/<experiment>.<scale>.json when ``write``; MixedDevicesError when they ran on two kinds of GPU."""
     status = trial_status(exp, scale, cfg, directory)
     if not status.complete:
         return None, status
     files = [status.stored[i] for i in status.ids]
+    check_one_kind(files, f"{exp.name} at {scale} scale")
     prepare_corpus(cfg)
     data = exp.assemble(cfg, [from_jsonable(f.result) for f in files], device_type(files))
     codes = {f.fingerprint.get("code") for f in files}
@@ -329,3 +357,58 @@ def assemble_record(exp: Experiment, scale: str, cfg: Any, directory: str | os.P
     if write:
         save_record(record, directory)
     return record, status
+
+
+def claim_reads(exp: Experiment, cfg: Any) -> dict[str, list[str]]:
+    """Claim key -> the keys of the trials it reads, in the order a campaign runs them (the module's
+    ``claim_trials``); {} for a module that declares none, whose claims all read the whole record."""
+    declared = getattr(exp.module, "claim_trials", None)
+    if declared is None:
+        return {}
+    reads = {str(k): [str(t) for t in v] for k, v in declared(cfg).items()}
+    known = {t.key for t in exp.trials(cfg)}
+    for key, keys in reads.items():
+        unknown = sorted(set(keys) - known)
+        if not keys or unknown:
+            raise ValueError(f"{exp.name}: claim {key!r} must read at least one of its trials; unknown: {unknown}")
+    return reads
+
+
+@dataclass(frozen=True)
+class Decided:
+    """The claims a partial campaign decides: their data (assembled from the trials they read), the keys of the
+    claims decided, and how many of the config's trials are stored by today's code ('12 of 48 trials')."""
+
+    data: dict[str, Any]
+    keys: tuple[str, ...]
+    done: int
+    total: int
+
+    @property
+    def trials_words(self) -> str:
+        """'12 of 48 trials'."""
+        return f"{self.done} of {self.total} trials"
+
+
+def decided_claims(exp: Experiment, scale: str, cfg: Any, directory: str | os.PathLike[str] | None = None
+                   ) -> Decided | None:
+    """The declared claims (:func:`claim_reads`) whose trials are all stored by today's code while the record is not
+    complete; None when none is, or when every trial is stored (the record decides them all). MixedDevicesError when
+    the trials they read ran on two kinds of GPU."""
+    reads = claim_reads(exp, cfg)
+    if not reads:
+        return None
+    status = trial_status(exp, scale, cfg, directory)
+    if status.complete:
+        return None
+    current = {t.key: status.stored[i] for t, i in zip(status.trials, status.ids)
+               if i in status.stored and status.stored[i].fingerprint.get("code") == status.code}
+    keys = tuple(k for k, needed in reads.items() if all(t in current for t in needed))
+    if not keys:
+        return None
+    wanted = {t for k in keys for t in reads[k]}
+    files = [current[t.key] for t in status.trials if t.key in wanted]
+    check_one_kind(files, f"{exp.name}'s decided claims at {scale} scale")
+    prepare_corpus(cfg)
+    data = exp.assemble(cfg, [from_jsonable(f.result) for f in files], device_type(files))
+    return Decided(data, keys, len(current), status.total)

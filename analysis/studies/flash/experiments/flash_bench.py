@@ -383,6 +383,24 @@ def trials(cfg: Config) -> list[Trial]:
     return [Trial(trial_key(name), cfg.seed, {"implementation": name}) for name in IMPLEMENTATIONS + LAYERS]
 
 
+def claim_trials(cfg: Config) -> dict[str, list[str]]:
+    """The implementations each claim reads (the FLASH-pytorch stacks and the compiled layers only inform the figures
+    and the table): the crossovers and batch ratios the Transformer++ and a FLASH-Quad, FLASH's exponents FLASH, the
+    lean layer's speed the lean layer and a FLASH-pytorch layer, its memory law the lean and the dense layer."""
+    def keys(*names: str) -> list[str]:
+        return [trial_key(n) for n in names]
+
+    quad, lean_quad, flash, transformer = IMPLEMENTATIONS[:4]
+    dense_layer, lean_layer = LAYERS[0], LAYERS[2]
+    return {"quad-overtakes-transformer": keys(transformer, quad),
+            "quad-lean-overtakes-transformer": keys(transformer, lean_quad),
+            "quad-batch": keys(transformer, quad), "quad-batch-unfused": keys(transformer, quad),
+            "flash-linear-time": keys(flash), "flash-linear-activation": keys(flash),
+            "lean-gau-over-peer-matched": keys(lean_layer, MATCHED_PEER),
+            "lean-gau-over-peer-defaults": keys(lean_layer, DEFAULT_PEER),
+            "lean-gau-memory-linear": keys(lean_layer, dense_layer)}
+
+
 def sweep(cfg: Config, name: str, progress: bool = False) -> Sweep:
     """``name`` at each of its lengths (stacks: ``lengths``, single layers: ``layer_lengths``), shortest first, each
     point in a fresh capped process (on CUDA, in this one); a point over a budget, measured or extrapolated linearly

@@ -34,7 +34,7 @@ from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.verify import Claim
 
 NAME = "gau-kernel"
-PRIORITY = 11  # the gpu campaign's order: after flash-bench, before the trained experiments
+PRIORITY = 15  # the gpu campaign's order: after the speed, length and headline claims (their CLAIM_PRIORITY 10 to 14)
 DATA_VERSION = 1
 SOURCE = "this book's fused relu^2 attention kernel (Triton)"
 TARGET = "this book's target for its kernel"

@@ -207,6 +207,24 @@ def trials(cfg: Config) -> list[Trial]:
             for task in ("recall", "text") for norm in cfg.norms for seed in cfg.seeds]
 
 
+# the claims' own stakes in the gpu campaign's order (lower first): length transfer is cheap to decide on a GPU
+CLAIM_PRIORITY = {key: 12 for key in ("relu2-length-recall", "relu2-length-text", "log-softmax-length-recall",
+                                      "log-softmax-length-text", "log-scaling-beats-softmax-text",
+                                      "log-scaling-beats-softmax")}
+
+
+def claim_trials(cfg: Config) -> dict[str, list[str]]:
+    """The trials each claim reads: a normalisation's recall runs tell whether it learnt the task (its claims are made
+    only then) and its text runs give the cost of context; the log-scaled claims are judged against plain softmax."""
+    def runs(*norms: str) -> list[str]:
+        return [f"{task}.{norm}.seed{seed}" for seed in cfg.seeds for norm in norms if norm in cfg.norms
+                for task in ("recall", "text")]
+
+    relu, logs = runs("relu2_ns"), runs("softmax_log512", "softmax")
+    return {"relu2-length-recall": relu, "relu2-length-text": relu, "log-softmax-length-recall": logs,
+            "log-softmax-length-text": logs, "log-scaling-beats-softmax-text": logs, "log-scaling-beats-softmax": logs}
+
+
 def run_trial(cfg: Config, trial: Trial, device: torch.device) -> RecallRun | TextRun:
     """One model trained and evaluated: recall (accuracy and attention per span and layout) or text (loss per
     position with full and truncated context, attention per position)."""

@@ -229,6 +229,30 @@ def trials(cfg: Config) -> list[Trial]:
                   for seed in cfg.seeds]
 
 
+# the claims' own stakes in the gpu campaign's order (lower first): the headline comparison right after FLASH's speed
+# and length transfer; FLASH against FLASH-Quad at the experiment's own PRIORITY
+CLAIM_PRIORITY = {"flashquad-beats-transformer": 13, "gau-converges-slower-direction": 13, "gau-converges-slower": 13,
+                  "flashquad-beats-transformer-recall": 14}
+
+
+def claim_trials(cfg: Config) -> dict[str, list[str]]:
+    """The trials each claim reads, seed by seed (a campaign cut short then holds whole seeds of a comparison): a text
+    comparison every learning rate of its architectures, a recall comparison theirs at the most pairs; 'about as
+    good' also reads the FLASH-Quad to Transformer++ gap it must resolve."""
+    top = max(cfg.pairs)
+
+    def reads(task: str, *archs: str) -> list[str]:
+        chosen = [t for t in trials(cfg) if t.params["task"] == task and t.params["arch"] in archs
+                  and t.params.get("pairs") in (None, top)]
+        return [t.key for t in sorted(chosen, key=lambda t: (t.params["seed"], archs.index(t.params["arch"])))]
+
+    head = reads("text", "transformer", "flash-quad-post")
+    return {"flashquad-beats-transformer": head, "gau-converges-slower-direction": head, "gau-converges-slower": head,
+            "flashquad-beats-transformer-recall": reads("recall", "transformer", "flash-quad-post"),
+            "flash-matches-flashquad": reads("text", "transformer", "flash-quad-post", "flash"),
+            "flash-matches-flashquad-recall": reads("recall", "flash-quad-post", "flash")}
+
+
 def run_trial(cfg: Config, trial: Trial, device: torch.device) -> TextRun | RecallRun:
     """One model trained: on text (validation curve against steps and seconds) or on recall (held-out accuracy)."""
     p = trial.params
@@ -374,7 +398,8 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
     the claims use; the order of the architectures by their best loss."""
     out: dict[str, Any] = {"archs": {}}
     top = data["pairs"][-1]
-    for a in ARCHS:
+    present = archs_in(data)
+    for a in present:
         lr = best_lr(data, "text", a)
         runs = _runs(data, "text", a, lr)
         out["archs"][a] = {
@@ -386,20 +411,31 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
             "recall": recall_table(data, a),
             "recall_lrs": lr_table(data, "recall", a, top),
             "recall_lr": best_lr(data, "recall", a, top), "recall_lr_half": best_lr(data, "recall", a, top, True)}
-    base = out["archs"]["transformer"]
-    for a in ARCHS[1:]:
+    base = out["archs"].get("transformer")
+    for a in present[1:] if base is not None else ():
         out["archs"][a]["time_ratio"] = out["archs"][a]["seconds_per_step"] / base["seconds_per_step"]
         out["archs"][a]["param_ratio"] = out["archs"][a]["parameters"] / base["parameters"]
-    out["gaps"] = {f"{a}-{b}": best_gap(data, "text", a, b) for a, b in TEXT_GAPS}
-    out["half_gaps"] = {f"{a}-{b}": best_gap(data, "text", a, b, half=True) for a, b in TEXT_GAPS}
-    out["recall_gaps"] = {f"{a}-{b}": best_gap(data, "recall", a, b, top) for a, b in RECALL_GAPS}
-    out["recall_half_gaps"] = {f"{a}-{b}": best_gap(data, "recall", a, b, top, True) for a, b in RECALL_GAPS}
-    out["steps_ratio"] = ratio_estimate(data, "flash-quad-post", "transformer")
-    out["time_ratio_to_target"] = ratio_estimate(data, "flash-quad-post", "transformer", axis=1)
-    out["steps_ratio_flash"] = ratio_estimate(data, "flash", "transformer")
+    # a partial campaign (analysis.core.trials.decided_claims) holds some architectures: what they compare
+    text, recall = archs_in(data, "text"), archs_in(data, "recall")
+    out["gaps"] = {f"{a}-{b}": best_gap(data, "text", a, b) for a, b in TEXT_GAPS if {a, b} <= set(text)}
+    out["half_gaps"] = {f"{a}-{b}": best_gap(data, "text", a, b, half=True) for a, b in TEXT_GAPS
+                        if {a, b} <= set(text)}
+    out["recall_gaps"] = {f"{a}-{b}": best_gap(data, "recall", a, b, top) for a, b in RECALL_GAPS
+                          if {a, b} <= set(recall)}
+    out["recall_half_gaps"] = {f"{a}-{b}": best_gap(data, "recall", a, b, top, True) for a, b in RECALL_GAPS
+                               if {a, b} <= set(recall)}
+    for key, a, axis in (("steps_ratio", "flash-quad-post", 0), ("time_ratio_to_target", "flash-quad-post", 1),
+                         ("steps_ratio_flash", "flash", 0)):
+        if {a, "transformer"} <= set(text):
+            out[key] = ratio_estimate(data, a, "transformer", axis=axis)
     out["top_pairs"] = top
-    out["order"] = sorted(ARCHS, key=lambda a: out["archs"][a]["val_loss"][0])
+    out["order"] = sorted(text, key=lambda a: out["archs"][a]["val_loss"][0])
     return out
+
+
+def archs_in(data: dict[str, Any], task: str | None = None) -> list[str]:
+    """The architectures with runs in ``data`` (on ``task``, or on either), in :data:`ARCHS` order."""
+    return [a for a in ARCHS if any(r["arch"] == a and task in (None, r["task"]) for r in data["runs"])]
 
 
 TEXT_GAPS = (("flash-quad-post", "transformer"), ("flash-quad-pre", "transformer"), ("flash", "flash-quad-post"),
@@ -492,10 +528,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     s = summary(data)
     top = s["top_pairs"]
     loss_what, acc_what = "the paired loss difference", "the paired accuracy difference"
-    ratio = s["steps_ratio"]
-    gap_quad, gap_flash = s["gaps"]["flash-quad-post-transformer"], s["gaps"]["flash-flash-quad-post"]
-    rec_quad, rec_flash = s["recall_gaps"]["transformer-flash-quad-post"], s["recall_gaps"]["flash-quad-post-flash"]
-    quad = s["archs"]["flash-quad-post"]["val_loss"][0]
+    gaps, recall_gaps = s["gaps"], s["recall_gaps"]
 
     def fields(est: Estimate | None, what: str, sided: str, task: str, a: str, b: str) -> dict[str, Any]:
         if est is None:
@@ -509,43 +542,60 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
             basis["tolerance_basis"] += f"; at step {steps // 2} it was {half.value:+.3f} (SE {half.se:.2g})"
         return {**basis, "undecided": undecided_words(data, task, a, b, top if task == "recall" else None)}
 
-    return [
-        Claim("flashquad-beats-transformer",
-              f"FLASH-Quad (post-norm GAU) reaches a lower validation loss than Transformer++ of equal parameters: "
-              f"loss(FLASH-Quad) - loss(Transformer++) < 0 "
-              f"({lr_words(data, 'text', 'flash-quad-post', 'transformer')}; {label})",
-              SOURCE, predicted=0.0, kind="below", unit="nats/byte",
-              **fields(gap_quad, loss_what, "one", "text", "flash-quad-post", "transformer")),
-        Claim("flashquad-beats-transformer-recall",
-              f"FLASH-Quad recalls at least as well as Transformer++ with {top} pairs: accuracy(Transformer++) - "
-              f"accuracy(FLASH-Quad) <= 0 ({lr_words(data, 'recall', 'transformer', 'flash-quad-post', top)}; "
-              f"{label})",
-              SOURCE, predicted=0.0, kind="upper_bound", unit="accuracy (fraction)",
-              **fields(rec_quad, acc_what, "one", "recall", "transformer", "flash-quad-post")),
-        Claim("flash-matches-flashquad",
-              f"FLASH is about as good as FLASH-Quad: loss(FLASH) - loss(FLASH-Quad) = 0 ('about as good' states no "
-              f"size; to say it the run must detect a gap as large as the one between FLASH-Quad and Transformer++ "
-              f"here, {abs(gap_quad.value) if gap_quad else math.nan:.3g} nats/byte; the gap is "
-              f"{100 * (gap_flash.value if gap_flash else math.nan) / quad:.1f}% of the loss; "
-              f"{lr_words(data, 'text', 'flash', 'flash-quad-post')}; {label})",
-              SOURCE, predicted=0.0, unit="nats/byte", effect=abs(gap_quad.value) if gap_quad else None,
-              **fields(gap_flash, loss_what, "two", "text", "flash", "flash-quad-post")),
-        Claim("flash-matches-flashquad-recall",
-              f"FLASH recalls as well as FLASH-Quad with {top} pairs: accuracy(FLASH-Quad) - accuracy(FLASH) <= 0 "
-              f"({lr_words(data, 'recall', 'flash-quad-post', 'flash', top)}; {label})",
-              SOURCE, predicted=0.0, kind="upper_bound", unit="accuracy drop (fraction)",
-              **fields(rec_flash, acc_what, "one", "recall", "flash-quad-post", "flash")),
-        Claim("gau-converges-slower-direction",
-              f"GAU converges slower than the Transformer: FLASH-Quad's ratio of steps to the loss both reach is "
-              f"above 1 ({lr_words(data, 'text', 'flash-quad-post', 'transformer')}; {label})",
-              COMMENTS, predicted=1.0, kind="above", unit="ratio of steps",
-              **estimate_fields(ratio, "the per-seed ratio of steps (evaluations interpolated)", sided="one")),
-        Claim("gau-converges-slower",
-              f"GAU converges slower than the Transformer: FLASH-Quad needs 20k/8k = 2.5 times the steps to reach "
-              f"the loss both reach ({lr_words(data, 'text', 'flash-quad-post', 'transformer')}; {label})",
-              COMMENTS, predicted=2.5, unit="ratio of steps",
-              **estimate_fields(ratio, "the per-seed ratio of steps (evaluations interpolated)")),
-    ]
+    # a partial campaign holds some comparisons (analysis.core.trials.decided_claims): each claim is made from its own
+    out: list[Claim] = []
+    if "flash-quad-post-transformer" in gaps:
+        gap_quad = gaps["flash-quad-post-transformer"]
+        out.append(Claim(
+            "flashquad-beats-transformer",
+            f"FLASH-Quad (post-norm GAU) reaches a lower validation loss than Transformer++ of equal parameters: "
+            f"loss(FLASH-Quad) - loss(Transformer++) < 0 "
+            f"({lr_words(data, 'text', 'flash-quad-post', 'transformer')}; {label})",
+            SOURCE, predicted=0.0, kind="below", unit="nats/byte",
+            **fields(gap_quad, loss_what, "one", "text", "flash-quad-post", "transformer")))
+    if "transformer-flash-quad-post" in recall_gaps:
+        out.append(Claim(
+            "flashquad-beats-transformer-recall",
+            f"FLASH-Quad recalls at least as well as Transformer++ with {top} pairs: accuracy(Transformer++) - "
+            f"accuracy(FLASH-Quad) <= 0 ({lr_words(data, 'recall', 'transformer', 'flash-quad-post', top)}; "
+            f"{label})",
+            SOURCE, predicted=0.0, kind="upper_bound", unit="accuracy (fraction)",
+            **fields(recall_gaps["transformer-flash-quad-post"], acc_what, "one", "recall", "transformer",
+                     "flash-quad-post")))
+    if {"flash-flash-quad-post", "flash-quad-post-transformer"} <= set(gaps):
+        gap_quad, gap_flash = gaps["flash-quad-post-transformer"], gaps["flash-flash-quad-post"]
+        quad = s["archs"]["flash-quad-post"]["val_loss"][0]
+        out.append(Claim(
+            "flash-matches-flashquad",
+            f"FLASH is about as good as FLASH-Quad: loss(FLASH) - loss(FLASH-Quad) = 0 ('about as good' states no "
+            f"size; to say it the run must detect a gap as large as the one between FLASH-Quad and Transformer++ "
+            f"here, {abs(gap_quad.value) if gap_quad else math.nan:.3g} nats/byte; the gap is "
+            f"{100 * (gap_flash.value if gap_flash else math.nan) / quad:.1f}% of the loss; "
+            f"{lr_words(data, 'text', 'flash', 'flash-quad-post')}; {label})",
+            SOURCE, predicted=0.0, unit="nats/byte", effect=abs(gap_quad.value) if gap_quad else None,
+            **fields(gap_flash, loss_what, "two", "text", "flash", "flash-quad-post")))
+    if "flash-quad-post-flash" in recall_gaps:
+        out.append(Claim(
+            "flash-matches-flashquad-recall",
+            f"FLASH recalls as well as FLASH-Quad with {top} pairs: accuracy(FLASH-Quad) - accuracy(FLASH) <= 0 "
+            f"({lr_words(data, 'recall', 'flash-quad-post', 'flash', top)}; {label})",
+            SOURCE, predicted=0.0, kind="upper_bound", unit="accuracy drop (fraction)",
+            **fields(recall_gaps["flash-quad-post-flash"], acc_what, "one", "recall", "flash-quad-post", "flash")))
+    if "steps_ratio" in s:
+        ratio = s["steps_ratio"]
+        out.append(Claim(
+            "gau-converges-slower-direction",
+            f"GAU converges slower than the Transformer: FLASH-Quad's ratio of steps to the loss both reach is "
+            f"above 1 ({lr_words(data, 'text', 'flash-quad-post', 'transformer')}; {label})",
+            COMMENTS, predicted=1.0, kind="above", unit="ratio of steps",
+            **estimate_fields(ratio, "the per-seed ratio of steps (evaluations interpolated)", sided="one")))
+        out.append(Claim(
+            "gau-converges-slower",
+            f"GAU converges slower than the Transformer: FLASH-Quad needs 20k/8k = 2.5 times the steps to reach "
+            f"the loss both reach ({lr_words(data, 'text', 'flash-quad-post', 'transformer')}; {label})",
+            COMMENTS, predicted=2.5, unit="ratio of steps",
+            **estimate_fields(ratio, "the per-seed ratio of steps (evaluations interpolated)")))
+    return out
 
 
 def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:

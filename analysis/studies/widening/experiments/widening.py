@@ -32,7 +32,7 @@ from analysis.stats import Estimate, detectable_multiple, mean_estimate, paired_
 from analysis.verify import Claim, estimate_fields
 
 NAME = "widening"
-PRIORITY = 45  # the gpu campaign's order (lower first; 50 by default): the order of the claims' stakes at gpu scale
+PRIORITY = 25  # the gpu campaign's order (lower first; 50 by default): the order of the claims' stakes at gpu scale
 DATA_VERSION = 3  # raised when the layout of the assembled data changes
 SOURCE = "Su 2021, kexue.fm/archives/8444"
 COMMENTS = "Su 2021, kexue.fm/archives/8444 (comments)"
