@@ -607,19 +607,27 @@ class _Parser(argparse.ArgumentParser):
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """Causal, padding and length-law checks of an attention layer or decoder named as package.module:factory."""
+    """Causal, padding, batch, decoding and length-law checks of an attention layer, decoder or Hugging Face model
+    named as package.module:factory."""
     from analysis.check import CheckInputError, check_module, load_target
 
+    output: int | str | None = args.output
+    if isinstance(output, str) and output.lstrip("-").isdigit():
+        output = int(output)  # an index into a tuple, else a key or attribute name
     try:
         module = load_target(args.target)
         report = check_module(module, args.kind, target=args.target, d=args.d, vocab=args.vocab,
                               lengths=args.lengths, mask=args.mask, mask_arg=args.mask_arg, checks=args.checks,
-                              seed=args.seed)
+                              seed=args.seed, modes=args.modes, device=args.device, autocast=args.autocast,
+                              output=output)
     except CheckInputError as err:
         raise UsageError(str(err)) from None
     except ValueError as err:  # the library's own input checks speak for the arguments
         raise UsageError(str(err)) from None
-    _emit(args, report.to_json(), report.lines())
+    if args.json:
+        print(json.dumps(report.to_json(), indent=1, allow_nan=False))  # to_json gives None for nan and inf
+    else:
+        print("\n".join(report.lines()))
     return 0 if report.passed else EXIT_FAILURE
 
 
@@ -718,23 +726,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no line per finished trial")
     p.set_defaults(func=cmd_campaign)
 
-    p = sub.add_parser("check", help="check an attention layer or decoder for causal leaks, padding dependence "
-                                     "and length-dependent scaling (exit 1 when a check fails)")
+    from analysis.check import AUTOCASTS, CHECKS, DEVICES, KINDS, MASKS, MAX_LENGTH, MAX_VOCAB, MAX_WIDTH, MODES
+
+    p = sub.add_parser("check", help="check an attention layer, decoder or Hugging Face model for causal leaks, "
+                                     "padding and batch dependence, cache decoding and length-dependent scaling "
+                                     "(exit 1 when a check fails)")
     p.add_argument("target", help="package.module:factory (a callable returning an nn.Module) or package.module:obj")
-    p.add_argument("--kind", choices=("layer", "lm"), default="layer",
-                   help="layer: (batch, n, d) -> (batch, n, d); lm: token ids (batch, n) -> logits (batch, n, vocab)")
-    p.add_argument("--d", type=int, help="the layer's width (default: the first Linear's input width)")
-    p.add_argument("--vocab", type=int, help="the decoder's vocabulary (default: the first Embedding's size)")
-    p.add_argument("--lengths", type=int, nargs="+", default=[32, 37, 45, 64, 77, 100, 128],
+    p.add_argument("--kind", choices=KINDS, default="layer",
+                   help="layer: (batch, n, d) -> (batch, n, d); lm: token ids (batch, n) -> logits (batch, n, vocab); "
+                        "hf: a Hugging Face causal or masked LM (attention_mask, position_ids, .logits, its config)")
+    p.add_argument("--d", type=_bounded_int("--d", 1, MAX_WIDTH),
+                   help="the layer's width (default: the first Linear's input width)")
+    p.add_argument("--vocab", type=_bounded_int("--vocab", 1, MAX_VOCAB),
+                   help="the decoder's vocabulary (default: the first Embedding's size; hf: its config's)")
+    p.add_argument("--lengths", type=_bounded_int("--lengths", 1, MAX_LENGTH), nargs="+",
+                   default=[32, 37, 45, 64, 77, 100, 128],
                    help="the prefix, then the longer total lengths (default: 32 37 45 64 77 100 128)")
-    p.add_argument("--mask", choices=("none", "key-padding", "attention"), default="none",
+    p.add_argument("--mask", choices=MASKS, default="none",
                    help="how the module takes padding: none; key-padding, a (batch, n) mask True at real tokens; "
-                        "attention, an (n, n) mask True where query t may attend key j")
+                        "attention, an (n, n) mask True where query t may attend key j (not for --kind hf)")
     p.add_argument("--mask-arg", help="the forward's keyword for the mask (default: the first of mask, key_mask, "
                                       "attention_mask, attn_mask it takes)")
-    p.add_argument("--checks", nargs="+", choices=("causal", "padding"), default=["causal", "padding"],
-                   help="which checks (padding needs --mask; a bidirectional layer takes --checks padding)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    p.add_argument("--output", metavar="INDEX|NAME",
+                   help="which part of a tuple or dict output holds the outputs (default: the output itself; "
+                        "hf: logits)")
+    p.add_argument("--checks", nargs="+", choices=CHECKS,
+                   help="which checks (default: causal, padding with --mask, batch; hf: also left-padding and, for "
+                        "a causal model, decoding; a bidirectional layer takes --checks padding batch)")
+    p.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES),
+                   help="eval, and train with every dropout off (float64; default both)")
+    p.add_argument("--device", choices=DEVICES, default="cpu", help="where the module runs (default cpu)")
+    p.add_argument("--autocast", choices=tuple(AUTOCASTS), default="none",
+                   help="run the module's own-dtype checks under autocast to this dtype, with its threshold")
+    p.add_argument("--seed", type=_bounded_int("--seed", 0, 2**62 - 1), default=0, help="seed of the random inputs")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_check)
 

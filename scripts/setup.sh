@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Creates .venv (Python >= 3.11) and installs the pinned requirements and the
-# analysis package into it; with ANALYSIS_EXTRAS=ray, also the pinned Ray
-# executor (requirements-ray.txt). Idempotent: reinstalls only when a
-# requirements file or pyproject.toml changed since the last install.
+# analysis package into it; with ANALYSIS_EXTRAS containing ray, also the pinned
+# Ray executor (requirements-ray.txt), and containing hf, the pinned Hugging Face
+# adapter of `analysis check` (requirements-hf.txt). Idempotent: reinstalls only
+# when a requirements file or pyproject.toml changed since the last install.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -39,5 +40,15 @@ if [[ " ${ANALYSIS_EXTRAS:-} " == *" ray "* ]]; then
     echo "setup: installing the Ray executor into $venv"
     "$venv/bin/python" -m pip install --quiet -r requirements-ray.txt 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
     echo "$ray_want" > "$ray_stamp"
+  fi
+fi
+
+if [[ " ${ANALYSIS_EXTRAS:-} " == *" hf "* ]]; then
+  hf_stamp=$venv/.installed-hf
+  hf_want=$(sha256sum requirements-hf.txt | cut -c1-64)
+  if [ "$(cat "$hf_stamp" 2>/dev/null)" != "$hf_want" ]; then
+    echo "setup: installing the Hugging Face adapter into $venv"
+    "$venv/bin/python" -m pip install --quiet -r requirements-hf.txt 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+    echo "$hf_want" > "$hf_stamp"
   fi
 fi

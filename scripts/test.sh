@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Runs the library's unit tests and executes every chapter (nbmake) at smoke
-# scale, with the Ray executor installed so that its tests run. Extra
-# arguments go to pytest. TEST_CHAPTERS=0 leaves the chapters out.
-# ANALYSIS_CHAPTER_OUTPUTS=1 (CI) keeps each executed chapter's outputs in its
-# notebook and its claims in _build/claims, so that scripts/book.sh renders the
-# book from them without executing any chapter a second time.
+# scale, with the Ray executor and the Hugging Face adapter installed so that
+# their tests run. Extra arguments go to pytest. TEST_CHAPTERS=0 leaves the
+# chapters out. ANALYSIS_CHAPTER_OUTPUTS=1 (CI) keeps each executed chapter's
+# outputs in its notebook and its claims in _build/claims, so that
+# scripts/book.sh renders the book from them without executing any chapter a
+# second time.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-ANALYSIS_EXTRAS=ray bash scripts/setup.sh
+ANALYSIS_EXTRAS="ray hf" bash scripts/setup.sh
 export ANALYSIS_SCALE=smoke MPLBACKEND=Agg
 # Live runs keep their trials here, keyed by config and code: the tests, the chapters and the
 # book then share one run of each experiment, and a trial is run again only when its code changed.

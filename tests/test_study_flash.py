@@ -2,7 +2,7 @@
 
 import pytest
 
-from analysis.studies.flash.checks import (CHUNK, check_facts, check_table, peer_deviations, peer_facts,
+from analysis.studies.flash.checks import (CELLS, CHUNK, check_facts, check_table, peer_deviations, peer_facts,
                                           run_checks, unit_gate_is_attention)
 
 
@@ -25,7 +25,9 @@ def test_the_printed_forms_leak_by_the_law_their_formula_says(rows):
     assert [w.law for w in by["source as printed: relu²(qk)/(ns)"].laws] == ["1/n (the total length)"]
     assert [w.law for w in by["paper appendix: relu²(qk/n)"].laws] == ["1/n^2 (the total length, squared)"]
     flash = by["source as printed: FLASH 1/((g−1)n/c)"]
-    assert not flash.passed and all(r.first_position == CHUNK for r in flash.results)  # from the second chunk on
+    causal = [r for r in flash.results if r.check == "causal"]
+    assert not flash.passed and len(causal) == 3 and all(r.first_position == CHUNK for r in causal)  # 2nd chunk on
+    assert all(r.passed for r in flash.results if r.check == "batch")
 
 
 def test_flash_pytorch_gau_leaks_as_one_over_n_squared_in_both_checks(rows):
@@ -37,14 +39,28 @@ def test_flash_pytorch_gau_leaks_as_one_over_n_squared_in_both_checks(rows):
     assert {w.law for w in peer.laws} == {"1/n^2 (the total length, squared)"}
     facts = check_facts(rows)
     assert facts["check_peer_law"] == "1/n² (the total length, squared)"
-    assert facts["check_leaking"] == "4 of the 11 modules"
+    hf = sum(1 for r in rows if r.label.startswith("Hugging Face"))
+    assert facts["check_leaking"] == f"4 of the {11 + hf} modules"
 
 
 def test_the_table_has_a_row_per_module_and_marks_leaks(rows):
     text = check_table(rows).data
     assert text.count("\n") == len(rows) + 1
     assert text.count("**leaks**") == sum(1 for r in rows for x in r.report.results if not x.passed
-                                          and (x.check, x.dtype) != ("padding", "float32"))
+                                          and (x.check, x.dtype) in CELLS and x.mode == "eval")
+    assert text.count("no cache") == sum(1 for r in rows if not r.label.startswith("Hugging Face"))
+
+
+def test_tiny_hugging_face_decoders_pass_every_check_and_decode_through_their_cache(rows):
+    pytest.importorskip("transformers")
+    hf = [r for r in rows if r.label.startswith("Hugging Face")]
+    assert [r.label.split(",")[0] for r in hf] == ["Hugging Face GPT-2", "Hugging Face Llama"]
+    for row in hf:
+        assert row.report.passed, row.report.lines()
+        assert {r.check for r in row.report.results} == {"causal", "padding", "left-padding", "batch", "decoding"}
+    text = check_table(rows).data
+    llama = next(line for line in text.splitlines() if "Llama" in line)
+    assert "held to float32's threshold" in llama  # its norms round float64 to float32: the cell says so
 
 
 def test_flash_pytorch_departures_are_computed():

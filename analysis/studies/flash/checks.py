@@ -1,5 +1,6 @@
 """The FLASH chapter's run of ``analysis check`` (:mod:`analysis.check`) on this book's layers, the sources' printed
-normalisers and FLASH-pytorch's GAU and FLASH: which leak, from where, and by what law."""
+normalisers, FLASH-pytorch's GAU and FLASH, and two tiny Hugging Face decoders decoded through their cache: which
+leak, from where, and by what law."""
 
 from __future__ import annotations
 
@@ -89,28 +90,53 @@ def _run_checks(seed: int) -> tuple[Checked, ...]:
              ("FLASH-pytorch FLASH (causal)", PeerFLASH(dim=D, group_size=CHUNK, query_key_dim=S, causal=True))]
     rows += [Checked(label, check_module(m, target=label, lengths=LENGTHS, mask="key-padding", seed=seed))
              for label, m in peers]
-    return tuple(rows)
+    return tuple(rows + _hf_rows(seed))
+
+
+def _hf_rows(seed: int) -> list[Checked]:
+    """GPT-2 and Llama of width 16, key size 8 and two layers, random weights built from their configs (nothing is
+    downloaded), checked as ``--kind hf``: every check, decoding through ``past_key_values`` included; none where
+    transformers is not installed."""
+    try:
+        from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+    except ImportError:
+        return []
+    torch.manual_seed(seed)
+    gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_embd=D, n_layer=2, n_head=D // S, n_positions=128,
+                                      bos_token_id=0, eos_token_id=0))
+    llama = LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=D, intermediate_size=2 * D, num_hidden_layers=2,
+                                         num_attention_heads=D // S, num_key_value_heads=1,
+                                         max_position_embeddings=128))
+    return [Checked(label, check_module(m, "hf", target=label, lengths=LENGTHS, seed=seed))
+            for label, m in (("Hugging Face GPT-2, 2 layers (learned positions)", gpt2),
+                             ("Hugging Face Llama, 2 layers (rotary, grouped keys)", llama))]
 
 
 def _cell(report: CheckReport, check: str, dtype: str) -> str:
-    found = [r for r in report.results if r.check == check and r.dtype == dtype]
+    found = [r for r in report.results if r.check == check and r.dtype == dtype and r.mode == "eval"]
     if not found:
-        return "no mask"
+        return {"padding": "no mask", "decoding": "no cache"}.get(check, "—")
     r = found[0]
+    coarser = "" if r.computes_in is None else f"; held to {r.computes_in}'s threshold, which it computes in"
     if r.passed:
-        return "passes (exactly 0)" if r.worst == 0 else f"passes ({r.worst:.0e})"
-    return f"**leaks** {r.worst:.2g} from t = {r.first_position}"
+        return f"passes ({'exactly 0' if r.worst == 0 else f'{r.worst:.0e}'}{coarser})"
+    return f"**leaks** {r.worst:.2g} from t = {r.first_position}{f' ({coarser[2:]})' if coarser else ''}"
+
+
+CELLS = (("causal", "float64"), ("causal", "float32"), ("padding", "float64"), ("decoding", "float64"))
 
 
 def check_table(rows: list[Checked]) -> Markdown:
-    """Per module: the causal and padding checks in float64 and float32, and the law of the leak."""
-    out = ["| module | causal, float64 | causal, float32 | padding, float64 | the leak's law |",
-           "|---|---|---|---|---|"]
+    """Per module: the causal check in float64 and float32, the padding check and incremental decoding through the
+    cache in float64 (eval mode), and the law of the leak."""
+    out = ["| module | causal, float64 | causal, float32 | padding, float64 | decoding through the cache, float64 "
+           "| the leak's law |",
+           "|---|---|---|---|---|---|"]
     for row in rows:
         rep = row.report
         laws = sorted({(w.law or "none of the known laws").replace("^2", "²") for w in rep.laws})
-        out.append(f"| {row.label} | {_cell(rep, 'causal', 'float64')} | {_cell(rep, 'causal', 'float32')} | "
-                   f"{_cell(rep, 'padding', 'float64')} | {', '.join(laws) if laws else '—'} |")
+        cells = " | ".join(_cell(rep, check, dtype) for check, dtype in CELLS)
+        out.append(f"| {row.label} | {cells} | {', '.join(laws) if laws else '—'} |")
     return Markdown("\n".join(out))
 
 
