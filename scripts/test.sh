@@ -15,6 +15,8 @@ export ANALYSIS_SCALE=smoke MPLBACKEND=Agg
 # book then share one run of each experiment, and a trial is run again only when its code changed.
 export ANALYSIS_LIVE_CACHE=${ANALYSIS_LIVE_CACHE-$root/_build/live-trials}
 pytest=(.venv/bin/python -m pytest -p no:cacheprovider)
+# TEST_QUICK=1: leave out the tests marked slow (executors, kills, leases, gpu dry runs); CI runs them all
+[ "${TEST_QUICK:-0}" = 1 ] && pytest+=(-m "not slow")
 if [ "${TEST_CHAPTERS:-1}" = 0 ]; then
   exec "${pytest[@]}" tests "$@"
 fi

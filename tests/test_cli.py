@@ -12,6 +12,16 @@ def run_cli(*args):
     return subprocess.run([sys.executable, "-m", "analysis", *args], capture_output=True, text=True, timeout=120)
 
 
+def exit_status(capsys, *args):
+    """``python -m analysis ARGS`` in this process: (exit status, stderr), as the process would end and print them
+    (argparse's own refusals end in SystemExit)."""
+    try:
+        status = main(list(args))
+    except SystemExit as stop:
+        status = stop.code
+    return status, capsys.readouterr().err
+
+
 def test_help_lists_subcommands():
     out = run_cli("--help")
     assert out.returncode == 0
@@ -44,11 +54,10 @@ def test_entropy_text_and_json(capsys):
         (["frobnicate"], "invalid choice"),
     ],
 )
-def test_bad_input_exits_2_with_one_line(args, message):
-    out = run_cli(*args)
-    assert out.returncode == 2
-    assert message in out.stderr
-    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+def test_bad_input_exits_2_with_one_line(args, message, capsys):
+    status, err = exit_status(capsys, *args)
+    assert status == 2 and message in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
 def test_run_records_and_list_shows_it(tmp_path):
@@ -147,9 +156,16 @@ def test_scale_json_keys_and_values(capsys):
         (["run", "softmax-scale-mc", "--scale", "smoke", "--corpus", "x.txt"], "does not apply to experiment"),
     ],
 )
-def test_scale_bad_input_exits_2(args, message):
-    out = run_cli(*args)
-    assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
+def test_scale_bad_input_exits_2(args, message, capsys):
+    status, err = exit_status(capsys, *args)
+    assert status == 2 and message in err and "Traceback" not in err
+
+
+def test_a_refusal_is_the_process_exit_status():
+    """The in-process calls above end as the process does: exit status 2 and one line naming the argument."""
+    out = run_cli("entropy", "--classes", "0", "--p", "0.5")
+    assert out.returncode == 2 and out.stderr.strip().splitlines() == [
+        "error: --classes must be an integer in [1, 9007199254740992]; got '0'"]
 
 
 # The packages only the book needs: a GPU machine with torch and the scientific stack but none of these must still
@@ -168,6 +184,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow
 def test_campaign_and_steptimes_run_without_the_books_packages(tmp_path):
     """With IPython, Sphinx, docutils, Jupyter and Ray unimportable, every experiment is discovered, the campaign
     lists its trials and runs one, the step targets are timed and a lease plans its steps (smoke scale)."""

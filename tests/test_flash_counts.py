@@ -83,6 +83,7 @@ def test_claims_and_verdicts_at_smoke_scale():
     assert claims["two-gau-params"].verdict == "fails"  # an exact count: 8.4% over at d = 256
 
 
+@pytest.mark.slow
 def test_bench_point_out_of_memory_is_recorded_and_the_sweep_goes_on():
     import dataclasses
 
@@ -103,6 +104,7 @@ def test_bench_point_out_of_memory_is_recorded_and_the_sweep_goes_on():
     assert set(fb.summary(ok)["ratios_vs_transformer"]["Transformer++"].values()) == {1.0}
 
 
+@pytest.mark.slow
 def test_bench_smoke_runs_every_implementation_and_states_every_claim():
     from analysis.studies.flash.experiments import flash_bench as fb
 

@@ -195,6 +195,7 @@ def test_unpack_refuses_a_member_and_writes_nothing(tmp_path, name, data, kind, 
         lease.unpack([tmp_path / "plain.tar.gz"], tmp_path / "here")
 
 
+@pytest.mark.slow
 def test_a_lease_runs_its_steps_within_its_limit_and_packs_what_they_made(tmp_path):
     results, out = tmp_path / "results", tmp_path / "out"
     summary = lease.run_lease(120.0, out, "smoke", ["entropy-bound"], results, lease_dir=tmp_path / "nothing")
@@ -213,6 +214,7 @@ def test_a_lease_runs_its_steps_within_its_limit_and_packs_what_they_made(tmp_pa
     assert again.files == [] and again.archives == []  # nothing left to run, nothing new to bring back
 
 
+@pytest.mark.slow
 def test_a_prepared_queue_runs_in_its_order_and_a_second_command_continues(tmp_path):
     """The queue travels in the lease folder; the device runs it without counting anything. A command cut short (here
     by a deadline that fits a few trials) leaves its trials packed; taken in, they make the next command start
@@ -235,6 +237,7 @@ def test_a_prepared_queue_runs_in_its_order_and_a_second_command_continues(tmp_p
     assert not any(f.startswith("trials/") for f in second.files)  # every queued trial is stored: none runs again
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_a_lease_killed_at_any_moment_loses_no_finished_trial(tmp_path, seed):
     """The whole path on this CPU: prepare, run under a limit, SIGKILL the lease and its campaign at a random

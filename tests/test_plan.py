@@ -21,6 +21,7 @@ from analysis.plan import (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))
 def test_gpu_plan_builds_steps_and_costs(name):
     est = plan_experiment(name, "gpu", execute=True)

@@ -38,6 +38,7 @@ def inline_deep_gau(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_local_processes_give_the_inline_bits(inline_deep_gau, tmp_path):
     done = _campaign(tmp_path, "--only", "deep-gau", "--executor", "local", "--workers", "2", "--threads", "1")
     assert done.returncode == 0, done.stderr
@@ -46,6 +47,7 @@ def test_local_processes_give_the_inline_bits(inline_deep_gau, tmp_path):
     assert executors == {"local"}
 
 
+@pytest.mark.slow
 def test_ray_gives_the_inline_bits(inline_deep_gau, tmp_path):
     pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e .[ray])")
     done = _campaign(tmp_path, "--only", "deep-gau", "--executor", "ray", "--workers", "2", "--threads", "1",
@@ -54,6 +56,7 @@ def test_ray_gives_the_inline_bits(inline_deep_gau, tmp_path):
     assert _data(tmp_path, "deep-gau") == _data(inline_deep_gau, "deep-gau")
 
 
+@pytest.mark.slow
 def test_sigkill_loses_only_the_trials_in_flight_and_a_rerun_completes_the_same_record(inline_deep_gau, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "analysis", "campaign", "--scale", "smoke", "--out", str(tmp_path),
@@ -169,14 +172,21 @@ def test_inputs_are_checked():
         seed_everything(-1)
 
 
-def test_cli_refuses_bad_campaigns_with_one_line(tmp_path):
+def test_cli_refuses_bad_campaigns_with_one_line(tmp_path, capsys):
+    from analysis.__main__ import main
+
     for args, message in ((["--budget", "soon"], "budget must be"), (["--only", "nope"], "experiment must be one of"),
                           (["--workers", "2"], "--executor inline runs one trial at a time"),
                           (["--address", "x:1"], "--address applies only to --executor ray"),
                           (["--trials"], "--trials applies only to --status"),
-                          (["--per-gpu", "4"], "--per-gpu applies only to --executor local")):
-        out = _campaign(tmp_path, *args)
-        assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+                          (["--per-gpu", "4"], "--per-gpu applies only to --executor local"),
+                          (["--deadline", "1"], "--deadline must be in the future"),
+                          (["--deadline", "9e12", "--budget", "9m"], "two ways to say one thing"),
+                          (["--queue", "q.json", "--only", "deep-gau"], "--queue runs its own trials"),
+                          (["--queue", str(tmp_path / "none.json")], "is not a lease queue")):
+        status = main(["campaign", "--scale", "smoke", "--out", str(tmp_path), *args])
+        err = capsys.readouterr().err
+        assert status == 2 and message in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_gpu_slots_share_each_gpu_round_robin():
