@@ -117,18 +117,47 @@ def history(root: str | Path, path: str = TABLE_PATH) -> list[Revision] | None:
 
 def _verdict(v: str | None, corrected: str | None) -> str:
     text = html.escape(v or "—")
-    return text + (f"<br><small>corrected: {html.escape(corrected)}</small>" if corrected else "")
+    return text + (f" <small>(corrected: {html.escape(corrected)})</small>" if corrected else "")
 
 
-def _rows(changes: tuple[Change, ...]) -> str:
-    return "".join(f"<tr><td><code>{html.escape(c.record)}</code></td><td><code>{html.escape(c.key)}</code></td>"
-                   f"<td>{_verdict(c.old, c.old_corrected)}</td><td>{_verdict(c.new, c.new_corrected)}</td></tr>"
-                   for c in changes)
+REASON_WORDS = 40  # a reason longer than this is cut at a word, with its whole message folded beside
 
 
-def _table(changes: tuple[Change, ...]) -> str:
-    head = "".join(f"<th>{h}</th>" for h in ("record", "claim", "before", "after"))
-    return f'<table class="claims-table"><thead><tr>{head}</tr></thead><tbody>{_rows(changes)}</tbody></table>'
+def reason(message: str, key: str) -> str:
+    """The reason a commit gives for one claim's change, in one sentence: the shortest sentence (or clause between
+    semicolons) of its message that names the claim, else the message's first sentence; cut at
+    :data:`REASON_WORDS` words with '…'."""
+    text = " ".join(message.split())
+    sentences = [p.strip() for p in re.split(r"(?<=[.!?])\s+(?=[A-Z(])|;\s+", text) if p.strip()]
+    if not sentences:
+        return ""
+    naming = [x for x in sentences if key in x]
+    chosen = min(naming, key=len) if naming else sentences[0]
+    words = chosen.split()
+    return " ".join(words[:REASON_WORDS]) + ("…" if len(words) > REASON_WORDS else "")
+
+
+ClaimLinks = dict[tuple[str, str], tuple[str, str]]  # (experiment, key) -> (the claim's id, its ledger address)
+
+
+def _claim_cell(c: Change, links: ClaimLinks) -> str:
+    experiment = c.record.rsplit(".", 1)[0]
+    found = links.get((experiment, c.key))
+    if found is None:  # a claim the book no longer makes
+        return f"<code>{html.escape(c.key)}</code> <small>({html.escape(experiment)}, no longer in the book)</small>"
+    label, href = found
+    return f'<a href="{html.escape(href)}">{html.escape(label)}</a> <small>{html.escape(c.key)}</small>'
+
+
+def _flip_rows(revisions: list[Revision], links: ClaimLinks) -> list[str]:
+    rows = []
+    for r in reversed(revisions):
+        for c in r.flips:
+            rows.append(f"<tr><td>{html.escape(r.date)}</td><td>{_claim_cell(c, links)}</td>"
+                        f"<td>{_verdict(c.old, c.old_corrected)} → {_verdict(c.new, c.new_corrected)}</td>"
+                        f"<td>{html.escape(reason(r.message, c.key))}</td>"
+                        f'<td><a href="#change-{r.commit[:10]}"><code>{r.commit[:8]}</code></a></td></tr>')
+    return rows
 
 
 def _counts(changes: tuple[Change, ...], new: bool) -> str:
@@ -139,9 +168,10 @@ def _counts(changes: tuple[Change, ...], new: bool) -> str:
     return ", ".join(verdict_count(v, counts[v]) if v in VERDICT_COLOURS else f"{counts[v]} {v}" for v in order)
 
 
-def changelog_html(revisions: list[Revision] | None) -> str:
-    """The changelog page's body: newest commit first, each with its date, hash, reason and a table of the verdicts
-    that changed (added and removed claims collapsed under a count)."""
+def changelog_html(revisions: list[Revision] | None, links: ClaimLinks | None = None) -> str:
+    """The changelog page's body: one line per verdict change, newest first (the claim's id linked to the ledger
+    through ``links``, before → after, the reason in one sentence, the commit); then each commit, newest first, with
+    what it changed and its whole message folded."""
     from analysis.verify import claims_table_css, plural
 
     if revisions is None:
@@ -149,10 +179,16 @@ def changelog_html(revisions: list[Revision] | None) -> str:
                 "cannot be read from it. Build the book from a clone of the repository to see it.</p>")
     if not revisions:
         return "<p>The verdict table has no committed history yet.</p>"
+    links = links or {}
     flips = sum(len(r.flips) for r in revisions)
+    head = "".join(f"<th>{h}</th>" for h in ("date", "claim", "verdict", "reason", "commit"))
     parts = [claims_table_css(),
              f"<p>{len(revisions)} commits changed the verdict table; "
              f"{plural(flips, 'verdict')} of existing claims changed in them.</p>"]
+    if flips:
+        parts.append(f'<table class="claims-table changelog-flips"><thead><tr>{head}</tr></thead>'
+                     f'<tbody>{"".join(_flip_rows(revisions, links))}</tbody></table>')
+    parts.append("<h2>Every commit of the verdict table</h2>")
     for r in reversed(revisions):
         subject, _, body = r.message.partition("\n")
         what = []
@@ -166,16 +202,13 @@ def changelog_html(revisions: list[Revision] | None) -> str:
             what.append(f"{plural(r.moved, 'measured value')} moved, verdicts unchanged")
         if not what:
             what.append("no claim changed (the table's format or tolerances)")
-        parts.append(f'<section class="changelog-entry" id="change-{r.commit[:10]}"><h2>{html.escape(r.date)} · '
-                     f"<code>{r.commit[:8]}</code></h2><p><strong>{html.escape('; '.join(what))}.</strong></p>"
-                     f"<p><em>Reason (the commit's message):</em> {html.escape(subject)}</p>"
-                     + (f"<details><summary>the rest of the message</summary><p>{html.escape(body.strip())}</p>"
-                        "</details>" if body.strip() else ""))
-        if r.flips:
-            parts.append(_table(r.flips))
-        for label, group in (("added", r.added), ("removed", r.removed)):
-            if group:
-                parts.append(f"<details><summary>the {plural(len(group), 'claim')} {label}"
-                             f"</summary>{_table(group)}</details>")
-        parts.append("</section>")
+        added = "".join(f"<li>{_claim_cell(c, links)}: {_verdict(c.new, c.new_corrected)}</li>" for c in r.added)
+        removed = "".join(f"<li>{_claim_cell(c, links)}</li>" for c in r.removed)
+        parts.append(f'<section class="changelog-entry" id="change-{r.commit[:10]}"><p><strong>{html.escape(r.date)} · '
+                     f"<code>{r.commit[:8]}</code></strong>: {html.escape('; '.join(what))}.</p>"
+                     f"<details><summary>{html.escape(reason(subject, ''))}</summary>"
+                     f"<p>{html.escape(r.message.strip())}</p>"
+                     + (f"<p>Added:</p><ul>{added}</ul>" if added else "")
+                     + (f"<p>Removed:</p><ul>{removed}</ul>" if removed else "")
+                     + "</details></section>")
     return "".join(parts)

@@ -622,7 +622,14 @@ class ChangelogDirective(SphinxDirective):
     def run(self) -> list[nodes.Node]:
         from analysis.changelog import changelog_html, history
 
-        return [nodes.raw("", changelog_html(history(Path(self.env.app.srcdir))), format="html")]
+        app = self.env.app
+        ledger = next((d for d in sorted(_ledger_docs(app)) if d.endswith("ledger")), None)
+        links = {}
+        for e in strongest(entries(_chapters(app))):
+            if e.claim.id is not None and ledger is not None:
+                href = f"{_relative(app, self.env.docname, ledger)}#{e.anchor}"
+                links[(e.claim.id.experiment, e.claim.key)] = (f"{e.chapter}.{e.number}", href)
+        return [nodes.raw("", changelog_html(history(Path(app.srcdir)), links), format="html")]
 
 
 def _on_env_before_read_docs(app: Sphinx, env: Any, docnames: list[str]) -> None:

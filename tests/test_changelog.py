@@ -42,11 +42,29 @@ def test_history_lists_each_commit_with_its_reason(tmp_path):
     revisions = history(tmp_path)
     assert [r.message.split("\n")[0] for r in revisions] == ["first table", "a fails now"]
     assert len(revisions[0].added) == 1 and revisions[1].flips == (Change("exp.cpu", "a", "holds", "fails"),)
-    page = changelog_html(revisions)
+    page = changelog_html(revisions, {("exp", "a"): ("chapter.3", "ledger.html#chapter-a")})
     assert page.index("a fails now") < page.index("first table")  # newest first
     assert "1 verdict changed" in page and "because the record was re-made" in page
     assert "2 commits changed the verdict table; 1 verdict of existing claims changed" in page
-    assert "<td>holds</td><td>fails</td>" in page and "1 claim added (1 holds)" in page
+    assert "1 claim added (1 holds)" in page
+    # one line per verdict change: the claim's id linked to the ledger, before and after, the reason, the commit
+    row = page[page.index('<table class="claims-table changelog-flips">'):].split("</tr>")[1]
+    assert '<a href="ledger.html#chapter-a">chapter.3</a>' in row and "holds → fails" in row
+    assert "<td>a fails now because the record was re-made</td>" in row and revisions[1].commit[:8] in row
+    assert "no longer in the book" in changelog_html(revisions)  # without the link: the claim's key, said so
+
+
+def test_the_reason_is_the_sentence_that_names_the_claim():
+    from analysis.changelog import REASON_WORDS, reason
+
+    message = ("flash-bench rerun; the table moves on purpose: quad-a goes from fails to inconclusive, because a CPU "
+               "cannot decide it. Other values unchanged")
+    assert reason(message, "quad-a") == ("the table moves on purpose: quad-a goes from fails to inconclusive, "
+                                         "because a CPU cannot decide it.")
+    assert reason(message, "other") == "flash-bench rerun"  # no sentence names it: the first
+    long = " ".join(["word"] * (REASON_WORDS + 5))
+    assert reason(long, "x").endswith("…") and len(reason(long, "x").split()) == REASON_WORDS
+    assert reason("", "x") == ""
 
 
 def test_without_git_history_the_page_says_so(tmp_path):
