@@ -79,3 +79,18 @@ def test_typeset_gives_mathjax_markdown():
 
     md = typeset("sqrt(2)/(2*K**(1/4))").data
     assert md.startswith('<span class="math') and "\\\\(" in md and "\\\\frac" in md
+
+
+def test_a_figure_on_a_phone_keeps_its_text_at_nine_pixels():
+    """Every figure's text is at least MIN_TEXT_PX at the 690-pixel column; on a phone the stylesheet keeps a figure
+    PHONE_FIGURE_PX wide (scrolling in its box), so its smallest text is at least 9 px there, and the rule that
+    does it is in the stylesheet the book ships."""
+    import re
+    from pathlib import Path
+
+    from analysis.studies.plotting import COLUMN_PX, MIN_TEXT_PX, PHONE_FIGURE_PX, PHONE_MIN_TEXT_PX
+
+    assert MIN_TEXT_PX * PHONE_FIGURE_PX / COLUMN_PX >= PHONE_MIN_TEXT_PX == 9
+    css = (Path(__file__).resolve().parent.parent / "_static" / "book.css").read_text()
+    phone = css[css.index("@media (max-width: 640px)"):]
+    assert re.search(rf"min-width:\s*{PHONE_FIGURE_PX}px", phone) and "overflow-x: auto" in phone

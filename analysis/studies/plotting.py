@@ -15,6 +15,10 @@ STYLE_FILE = Path(__file__).with_name("book.mplstyle")
 STYLE: dict[str, Any] = dict(matplotlib.rc_params_from_file(str(STYLE_FILE), use_default_template=False))
 COLUMN_PX = 690  # the book's content column at a 1280-pixel window (measured): a figure is scaled to this width
 MIN_TEXT_PX = 12  # the smallest text a figure may show at that width (the page's small text is about 13 px)
+# on a phone the book's stylesheet keeps a figure this wide, scrolling inside its box: its smallest text is then
+# MIN_TEXT_PX x PHONE_FIGURE_PX / COLUMN_PX = 9.4 px, not the 6.8 px of a figure shrunk to a 420-pixel page
+PHONE_FIGURE_PX = 540
+PHONE_MIN_TEXT_PX = 9
 
 
 def reflow(fig: Figure, max_cols: int = 2, panel: tuple[float, float] = (6.0, 4.4)) -> Figure:
