@@ -97,9 +97,13 @@ def _hf_rows(seed: int) -> list[Checked]:
     """GPT-2 and Llama of width 16, key size 8 and two layers, random weights built from their configs (nothing is
     downloaded), checked as ``--kind hf``: every check, decoding through ``past_key_values`` included; none where
     transformers is not installed."""
+    import warnings
+
     try:
-        from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
-    except ImportError:
+        with warnings.catch_warnings():  # its progress bars look for notebook widgets the book does not install
+            warnings.filterwarnings("ignore", message="IProgress not found")
+            from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+    except ImportError:  # an optional extra: the rows are left out without it
         return []
     torch.manual_seed(seed)
     gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_embd=D, n_layer=2, n_head=D // S, n_positions=128,
