@@ -131,7 +131,8 @@ def reason(message: str, key: str) -> str:
     sentences = [p.strip() for p in re.split(r"(?<=[.!?])\s+(?=[A-Z(])|;\s+", text) if p.strip()]
     if not sentences:
         return ""
-    naming = [x for x in sentences if key in x]
+    named = re.compile(rf"(?<![\w-]){re.escape(key)}(?![\w-])")  # a key, not a longer key it begins
+    naming = [x for x in sentences if key and named.search(x)]
     chosen = min(naming, key=len) if naming else sentences[0]
     words = chosen.split()
     return " ".join(words[:REASON_WORDS]) + ("…" if len(words) > REASON_WORDS else "")

@@ -62,6 +62,7 @@ def test_the_reason_is_the_sentence_that_names_the_claim():
     assert reason(message, "quad-a") == ("the table moves on purpose: quad-a goes from fails to inconclusive, "
                                          "because a CPU cannot decide it.")
     assert reason(message, "other") == "flash-bench rerun"  # no sentence names it: the first
+    assert reason("quad-a-b moves; quad-a stays", "quad-a") == "quad-a stays"  # not a longer key it begins
     long = " ".join(["word"] * (REASON_WORDS + 5))
     assert reason(long, "x").endswith("…") and len(reason(long, "x").split()) == REASON_WORDS
     assert reason("", "x") == ""
