@@ -225,3 +225,115 @@ def test_large_d_limits_extrapolate_in_one_over_d():
     assert checks.large_d_limits(dims, [d**0.1 for d in dims])[1]["limit"] == pytest.approx(-0.4, abs=1e-3)
     with pytest.raises(ValueError, match="three values"):
         checks.richardson([1.0, 2.0], [1.0, 2.0])
+
+
+# --- the exact expected objective ------------------------------------------------------------------------------
+
+EXACT_LAWS = [("normal", None), ("cosine", 128), ("cosine", 64)]
+
+
+@pytest.mark.parametrize("alpha", [1e-4, 0.3, 1.0, 4.0, 30.0, 400.0, 5e4])
+def test_exact_objective_at_n2_matches_the_one_dimensional_mpmath_integral(alpha):
+    # n = 2: 1 - sum p^2 = 1 / (2 cosh^2(alpha Delta / 2)) with Delta = s1 - s2 ~ N(0, 2); every regime is crossed
+    ref = sc.exact_objective_pair_reference("normal", alpha, digits=25)
+    assert float(sc.exact_objective("normal", alpha, 2)) == pytest.approx(ref, rel=1e-9)
+
+
+@pytest.mark.parametrize("d, alpha", [(64, 30.0), (16, 3.0)])
+def test_exact_objective_at_n2_for_cosines_matches_mpmath(d, alpha):
+    # the slowest reference of the file (a nested mpmath quadrature, a few seconds); d = 16 is the roughest density
+    ref = sc.exact_objective_pair_reference("cosine", alpha, d, digits=15)
+    assert float(sc.exact_objective("cosine", alpha, 2, d)) == pytest.approx(ref, rel=1e-9)
+
+
+@pytest.mark.parametrize("scores, d", EXACT_LAWS)
+@pytest.mark.parametrize("n", [2, 5.5, 64, 16384, 1e6])
+def test_exact_limit_matches_mpmath(scores, d, n):
+    ref = sc.exact_objective_limit_reference(scores, n, d, digits=20)
+    assert float(sc.exact_objective_limit(scores, n, d)) == pytest.approx(ref, rel=1e-11)
+
+
+def test_exact_limit_and_curvature_at_n2_in_closed_form():
+    # normal: L_2 = 2 int phi^2 = 1/sqrt(pi), D_2 = -2 int phi'^2 = -1/(2 sqrt(pi))
+    assert float(sc.exact_objective_limit("normal", 2)) == pytest.approx(1 / math.sqrt(math.pi), rel=1e-13)
+    assert float(sc.exact_objective_curvature("normal", 2)) == pytest.approx(-0.5 / math.sqrt(math.pi), rel=1e-12)
+    # cosine, f = c (1 - s^2)^m: L_2 = 2 c^2 B(1/2, 2m + 1), D_2 = -8 c^2 m^2 B(3/2, 2m - 1)
+    from scipy.special import beta
+
+    for d in (16, 64, 128):
+        m, c = (d - 3) / 2, 1 / beta(0.5, (d - 1) / 2)
+        assert float(sc.exact_objective_limit("cosine", 2, d)) == pytest.approx(2 * c * c * beta(0.5, 2 * m + 1),
+                                                                                rel=1e-12)
+        assert float(sc.exact_objective_curvature("cosine", 2, d)) == pytest.approx(
+            -8 * c * c * m * m * beta(1.5, 2 * m - 1), rel=1e-10)
+
+
+@pytest.mark.parametrize("scores, d", EXACT_LAWS)
+def test_exact_objective_regimes_join_and_approach_the_limit_like_one_over_alpha_squared(scores, d):
+    sigma = 1.0 if d is None else 1 / math.sqrt(d)
+    for n in (2, 64, 1e6):
+        # the small-alpha series and the large-alpha asymptote against the lattice at their switch points
+        a0 = 1e-3 / sigma
+        assert float(sc._gumbel_lattice(scores, a0, np.array([float(n)]), d)[0]) == pytest.approx(
+            float(sc.exact_objective(scores, a0 * (1 - 1e-12), n, d)), rel=1e-10)
+        a1 = 2e3 / sc._exact_width(scores, n, d)
+        assert float(sc._gumbel_lattice(scores, a1, np.array([float(n)]), d)[0]) == pytest.approx(
+            float(sc.exact_objective(scores, a1 * (1 + 1e-12), n, d)), rel=1e-10)
+        # (F - L) alpha^2 -> (pi^2/6) D: the next term is O(1/alpha), here about 1/200 of it
+        a = 200 / sc._exact_width(scores, n, d)
+        gap = (float(sc.exact_objective(scores, a, n, d)) - float(sc.exact_objective_limit(scores, n, d))) * a * a
+        assert gap == pytest.approx(math.pi**2 / 6 * float(sc.exact_objective_curvature(scores, n, d)), rel=0.03)
+        # alpha -> 0: every p_i -> 1/n
+        tiny = 1e-5 / sigma
+        assert float(sc.exact_objective(scores, tiny, n, d)) == pytest.approx(tiny * (1 - 1 / n), rel=1e-9)
+
+
+@pytest.mark.parametrize("scores, d, n", [("normal", None, 16), ("normal", None, 256), ("cosine", 64, 16),
+                                          ("cosine", 128, 64)])
+def test_exact_objective_agrees_with_monte_carlo(scores, d, n):
+    # plain Monte Carlo of alpha (1 - sum p^2) over 20,000 rows; 4.5 standard errors leave a 1e-5 false-alarm rate
+    # per point
+    rng = np.random.default_rng(1)
+    rows = 20_000
+    s = rng.standard_normal((rows, n)) if scores == "normal" else 2 * rng.beta((d - 1) / 2, (d - 1) / 2, (rows, n)) - 1
+    star = float(sc.alpha_star(scores, n, d))
+    for a in (0.5 * star, star, 3 * star, 10 * star):
+        values = sc.gradient_objective(s, a)
+        mean, se = values.mean(), values.std(ddof=1) / math.sqrt(rows)
+        assert abs(float(sc.exact_objective(scores, a, n, d)) - mean) < 4.5 * se
+
+
+def test_exact_objective_rises_to_its_limit_without_a_maximum():
+    for scores, d in EXACT_LAWS:
+        n = np.array([2, 16, 256, 4096])
+        star = sc.alpha_star(scores, n, d)
+        grid = np.geomspace(0.1, 1000, 60)[:, None] * star[None, :]
+        f = sc.exact_objective(scores, grid, n[None, :], d)
+        assert np.all(np.diff(f, axis=0) > 0)
+        assert np.all(f < sc.exact_objective_limit(scores, n, d)[None, :])
+
+
+def test_exact_objective_is_vectorised_and_warning_free():
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        f = sc.exact_objective("cosine", np.array([[1e-6], [3.0], [300.0], [1e7]]), np.array([[2.0, 7.5, 1e6]]), 64)
+    assert f.shape == (4, 3) and np.all(np.isfinite(f)) and np.all(f > 0)
+    assert sc.exact_objective("normal", 2.0, 16).shape == ()
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: sc.exact_objective("normal", 0.0, 16), "alpha must be a finite number > 0"),
+        (lambda: sc.exact_objective("normal", float("inf"), 16), "alpha must be a finite number > 0"),
+        (lambda: sc.exact_objective("normal", 1.0, 1.5), "n must be a number in \\[2, 1e\\+06\\]"),
+        (lambda: sc.exact_objective("normal", 1.0, 2e6), "n must be a number in \\[2, 1e\\+06\\]"),
+        (lambda: sc.exact_objective("cosine", 1.0, 16, 8), "d must be an integer in \\[16"),
+        (lambda: sc.exact_objective("cosine", 1.0, 16), "d is required"),
+        (lambda: sc.exact_objective_limit("laplace", 16), "scores must be 'normal' or 'cosine'"),
+        (lambda: sc.exact_objective_pair_reference("normal", -1.0), "alpha must be a finite number > 0"),
+    ],
+)
+def test_exact_objective_bad_input(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
