@@ -53,9 +53,6 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
     "recall-best-scale-4": RECALL_LOSS_NOTE,
     "recall-best-scale-16": RECALL_LOSS_NOTE,
     "recall-best-scale-64": RECALL_LOSS_NOTE,
-    "finite-plateau-cosine": "at $\\alpha = 4h(b_n)$ the mean objective for cosine scores is still below the plateau "
-                             "$h(b_n)$: the approach to the limit is slower than for normal scores, and no finite-"
-                             "$\\alpha$ correction is derived",
     # deep_gau
     "gau-lr-depth": "no derived number: post-norm GAU's boundary falls by two grid steps (a ratio of 0.1) from depth 2 "
                     "to 24, and the runs above it stall at the context-free loss rather than diverge; the chapter "

@@ -99,6 +99,28 @@ def test_checks_smoke_claims():
     # the questioner's scale per unit logit, alpha*/d, falls like 1/sqrt(d - 3); alpha* -> sqrt(d) alpha*_normal
     assert verdicts["large-d-direction"].verdict == "holds" and verdicts["large-d-law"].verdict == "holds"
     assert data["fits"]["normal_own"]["rel_error"] == pytest.approx(0.1249, abs=1e-3)
+    # the exact objective rises on the whole grid: its maximiser is the grid's end, not the mean-field alpha*
+    assert verdicts["exact-lattice"].verdict == "holds"
+    for law in ("normal", "cosine-128", "cosine-64"):
+        claim = verdicts[f"exact-maximiser-{law}"]
+        assert claim.verdict == "fails" and claim.measured_bound == "≥" and claim.measured == claim.alternative
+
+
+def _exact_law(curves, limit=1.0, curvature=-0.1):
+    return {"law": "normal", "rows": [{"n": 2 + i, "alpha_over_star": [0.5, 1.0, 2.0, 4.0][: len(c)], "objective": c,
+                                       "limit": limit, "curvature": curvature} for i, c in enumerate(curves)]}
+
+
+def test_exact_grid_maximisers_and_the_rise_test():
+    rising = _exact_law([[0.2, 0.5, 0.8, 0.9], [0.1, 0.6, 0.7, 0.95]])
+    assert checks.exact_grid_maximisers(rising) == [4.0, 4.0] and checks.exact_rises(rising)
+    peaked = _exact_law([[0.2, 0.9, 0.8, 0.7]])
+    assert checks.exact_grid_maximisers(peaked) == [1.0] and not checks.exact_rises(peaked)
+    # a rise below the lattice's error is no rise; a value at or above the limit, or D_n >= 0, is no approach from
+    # below
+    assert not checks.exact_rises(_exact_law([[0.5, 0.5 + 1e-12, 0.6, 0.7]]))
+    assert not checks.exact_rises(_exact_law([[0.2, 0.5, 0.8, 1.0]]))
+    assert not checks.exact_rises(_exact_law([[0.2, 0.5, 0.8, 0.9]], curvature=0.1))
 
 
 def test_finite_sample_experiment_smoke():
@@ -108,7 +130,11 @@ def test_finite_sample_experiment_smoke():
         assert row["objective_at_mean_field"] < row["plateau_predicted"]
         assert row["alpha_finite_sample"] > row["alpha_mean_field"]
         assert len(row["alpha"]) == len(row["mean"]) == len(row["median"])
-    assert {c.key for c in mc.claims(data, "smoke")} >= {"finite-argmax-normal", "finite-plateau-cosine"}
+    claims = {c.key: c for c in mc.claims(data, "smoke")}
+    assert set(claims) >= {"finite-argmax-normal", "finite-plateau-cosine", "exact-vs-monte-carlo"}
+    # the exact objective is the Monte Carlo mean; the plateau's corrected prediction is the exact objective there
+    assert claims["exact-vs-monte-carlo"].verdict == "holds"
+    assert claims["finite-plateau-normal"].corrected < claims["finite-plateau-normal"].predicted
     with pytest.raises(ValueError, match="n must be an integer in \\[2, 2\\*\\*20\\]"):
         mc.finite_sample_alpha("normal", 2**21)
 
@@ -337,3 +363,36 @@ def test_exact_objective_is_vectorised_and_warning_free():
 def test_exact_objective_bad_input(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_exact_alpha_at_share_solves_for_the_share_of_the_limit():
+    for scores, d in EXACT_LAWS:
+        for n in (2, 100.5, 16384):
+            lim = float(sc.exact_objective_limit(scores, n, d))
+            for q in (0.5, 0.9, 0.99):
+                a = sc.exact_alpha_at_share(scores, q, n, d)
+                assert float(sc.exact_objective(scores, a, n, d)) == pytest.approx(q * lim, rel=1e-10)
+    with pytest.raises(ValueError, match="share must be a number in \\(0, 1\\)"):
+        sc.exact_alpha_at_share("normal", 1.0, 16)
+
+
+def test_exact_against_mc_measures_distances_in_standard_errors():
+    n, star = 16, float(sc.alpha_star_normal(16))
+    alpha = star * np.array([0.5, 1.0, 2.0, 4.0])
+    exact = sc.exact_objective("normal", alpha, n)
+    h = float(sc.finite_sample_plateau("normal", n))
+    at = [float(sc.exact_objective("normal", a, n)) for a in (star, 4 * h)]
+    row = {"kind": "normal", "n": n, "alpha": alpha.tolist(), "mean": exact.tolist(), "mean_se": [0.01] * 4,
+           "alpha_mean_field": star, "plateau_predicted": h, "objective_at_mean_field": at[0],
+           "objective_at_mean_field_se": 0.01, "plateau_measured": at[1] + 0.03, "plateau_measured_se": 0.01}
+    got = mc.exact_against_mc({"reps": 400, "d": 128, "rows": [row]})
+    # every 4th grid point (one here), alpha* and 4h: the last lies 3 standard errors off
+    assert got["points"] == 3 and got["max_z"] == pytest.approx(3.0)
+    assert got["worst"] == {"kind": "normal", "n": 16, "alpha_over_star": pytest.approx(4 * h / star)}
+    mf = float(sc.mean_field_objective_normal(star, n))
+    assert got["rival_min_z"] == pytest.approx(abs(mf - at[0]) / 0.01)
+    # two-sided 95% shared by 3 points: the t(399) quantile at 1 - 0.025/3
+    from scipy import stats
+
+    assert got["critical"] == pytest.approx(stats.t.ppf(1 - 0.025 / 3, 399), rel=1e-9)
+    assert got["detectable"] == pytest.approx(got["critical"] + stats.t.ppf(0.8, 399), rel=1e-9)

@@ -667,3 +667,26 @@ def exact_objective_limit_reference(scores: str, n: float, d: int | None = None,
         h = 1 / mpmath.mpf(float(finite_sample_plateau(scores, nn, d)))
         cuts = [lo] + [c for c in (t - 20 * h, t - 4 * h, t, t + 4 * h, t + 20 * h) if lo < c < hi] + [hi]
         return float(mpmath.quad(lambda s: nm * (nm - 1) * pdf(s) ** 2 * cdf(s) ** (nm - 2), cuts))
+
+
+def exact_alpha_at_share(scores: str, share: float, n: float, d: int | None = None) -> float:
+    """The alpha at which the exact objective first reaches ``share`` of its limit L_n: F(alpha) = share L_n,
+    solved in ln alpha (Brent) between alpha = share L_n / 2 (where F <= alpha (1 - 1/n) is below) and a point past
+    the asymptote's crossing (eq-exact-asymptote)."""
+    from scipy import optimize
+
+    (q,) = checked_array([share], "share", lambda x: np.isfinite(x) & (x > 0) & (x < 1), "a number in (0, 1)")
+    (nn,) = checked_range([n], "n", 2, EXACT_MAX_N)
+    _exact_law(scores, d)
+    with np.errstate(under="ignore"):
+        lim, curv = (float(v[0]) for v in _limit_lattice(scores, np.array([nn]), d))
+    target = float(q) * lim
+
+    def gap(log_alpha: float) -> float:
+        return float(exact_objective(scores, math.exp(log_alpha), nn, d)) - target
+
+    lo = math.log(0.5 * target)  # F(alpha) <= alpha (1 - 1/n) < target there
+    hi = math.log(2.0 * max(math.sqrt(math.pi**2 * abs(curv) / (6 * lim * (1 - float(q)))), target))
+    while gap(hi) <= 0:  # the asymptote is approached from below: step past its crossing
+        hi += math.log(2.0)
+    return math.exp(optimize.brentq(gap, lo, hi, xtol=1e-10, rtol=1e-12))
