@@ -50,6 +50,9 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
                             "(the claim's measured value over its prediction gives the multiple)",
     "finite-argmax-cosine": "on actual samples the objective has no sharp maximum: its mean levels off at $h(b_n)$ "
                             "(the chapter's plateau law) and the typical row peaks far above $\\alpha^*$",
+    "exact-maximiser-": "no finite maximiser replaces it: the exact expected objective rises at every step towards "
+                        "its limit $L_n = n(n-1)\\int f^2 F^{n-2}$, the density at zero of the gap between the two "
+                        "largest scores; the chapter gives $L_n$ and where the objective reaches 90% and 99% of it",
     "recall-best-scale-4": RECALL_LOSS_NOTE,
     "recall-best-scale-16": RECALL_LOSS_NOTE,
     "recall-best-scale-64": RECALL_LOSS_NOTE,
