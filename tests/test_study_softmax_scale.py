@@ -108,10 +108,32 @@ def test_train_summary_names_the_close_grid_values_and_marks_the_grids_ends():
     # L = 16: alpha = 0.5's paired difference (0.1, 0.5) is within its t(1) interval (0.3 <= 12.7 * 0.2), alpha = 2's
     # (1.1, 1.1) is not; L = 64 has one setting
     text = pr.train_summary(_train_data(), "recorded, cpu scale")
-    assert text == ("at L = 16 the lowest loss is at α = 1, and α from 0.5 (the smallest tested) to 1 is within seed "
-                    "noise of it (paired over seeds, 95% Student-t); at L = 64 the lowest loss is at α = 4, and α = 4, "
-                    "the only value tested, is within seed noise of it (paired over seeds, 95% Student-t) (recorded, "
-                    "cpu scale)")
+    assert text == ("at L = 16 the lowest loss is at α = 1, and α from 0.5 to 1, 2 of the 3 values tested, is within "
+                    "seed noise of the best: the optimum lies in 0.35 to 1.4 at the grid's resolution of √2, and may "
+                    "lie beyond the smallest value tested; at L = 64 the lowest loss is at α = 4, and α = 4 is the "
+                    "only value tested (recorded, cpu scale)")
+
+
+def test_the_noise_band_is_one_fact_for_the_prose_and_the_claim():
+    """The band of alpha within seed noise is written once: the chapter's sentence and the claim's statement carry
+    the same numbers (they had been 0.25 to 8 in the prose and 0.18 to 11 in the claim)."""
+    from analysis.studies.softmax_scale.experiments import softmax_scale_train as train
+
+    data = _train_data()
+    data["predictions"] = {"16": {"dot_alpha_mean_field": 1.19}}
+    band = train.noise_band(data, 16, "dot")
+    assert band.close == (0.5, 1.0) and band.grid == (0.5, 1.0, 2.0)
+    assert band.lo == pytest.approx(0.5 / math.sqrt(2)) and band.hi == pytest.approx(math.sqrt(2))
+    (claim,) = train.claims(data, "t")
+    assert band.words("$\\alpha$", "$\\sqrt{2}$") in claim.statement
+    assert band.words() in pr.train_summary(data, "t")
+    assert claim.tolerance == pytest.approx(band.hi - 1.0)  # the prediction 1.19 > best 1: the band's upper end
+    one = train.NoiseBand((2.0,), (1.0, 2.0, 4.0), 2 / math.sqrt(2), 2 * math.sqrt(2))
+    assert one.words() == ("only α = 2 of the 3 values tested is within seed noise of the best: the optimum lies in "
+                           "1.4 to 2.8 at the grid's resolution of √2")
+    both = train.NoiseBand((1.0, 2.0, 4.0), (1.0, 2.0, 4.0), 1 / math.sqrt(2), 4 * math.sqrt(2))
+    assert both.words().startswith("α from 1 to 4, all 3 values tested, is") and both.words().endswith("both ends of "
+                                                                                                       "the grid")
 
 
 def test_undecided_counts_inconclusive_claims_with_the_prefix_only():

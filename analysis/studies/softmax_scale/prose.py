@@ -8,8 +8,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
-from analysis.studies.softmax_scale.experiments.softmax_scale_train import (best_setting, indistinguishable_values,
-                                                                             loss_by_setting)
+from analysis.studies.softmax_scale.experiments.softmax_scale_train import best_setting, noise_band
 
 # the rival growths of the best recall scale from the fewest to the most pairs (key of the summary's growth, or a
 # fixed ratio): QK-norm practice keeps s = sqrt(k) at every n, so it predicts no growth
@@ -109,21 +108,13 @@ def train_table(data: dict[str, Any]) -> str:
 
 
 def train_summary(data: dict[str, Any], label: str) -> str:
-    """Per context length, the best dot-product alpha and the grid values of alpha whose paired loss difference from
-    it is within its 95% Student-t interval, an end of the grid marked as such (the optimum may lie beyond it)
-    (:func:`analysis.studies.softmax_scale.experiments.softmax_scale_train.indistinguishable_range`), with the run's
-    label."""
+    """Per context length, the best dot-product alpha and the band of alpha within seed noise of it (paired loss
+    differences within their 95% Student-t interval), in the words the length's claim states it
+    (:meth:`analysis.studies.softmax_scale.experiments.softmax_scale_train.NoiseBand.words`), with the run's label."""
     ranges = []
     for ctx in train_lengths(data):
-        close = indistinguishable_values(data, ctx, "dot")
-        grid = [v for v, _, _ in loss_by_setting(data, ctx, "dot")]
         value, _, _ = best_setting(data, ctx, "dot")
-        ends = [f"{close[0]:.2g}" + (" (the smallest tested)" if close[0] == grid[0] else ""),
-                f"{close[-1]:.2g}" + (" (the largest tested)" if close[-1] == grid[-1] else "")]
-        span = (f"α = {close[0]:.2g}, the only value tested," if len(grid) == 1 else f"only α = {ends[0]}"
-                if len(close) == 1 else f"α from {ends[0]} to {ends[1]}")
-        ranges.append(f"at L = {ctx} the lowest loss is at α = {value:g}, and {span} is within seed noise of it "
-                      f"(paired over seeds, 95% Student-t)")
+        ranges.append(f"at L = {ctx} the lowest loss is at α = {value:g}, and {noise_band(data, ctx, 'dot').words()}")
     return "; ".join(ranges) + f" ({label})"
 
 
