@@ -184,8 +184,8 @@ def test_recall_best_scale_finds_the_minimum_between_grid_points_and_its_interva
     data = noisy
     s = rec.summary(data)
     assert s["growth"]["measured"] == pytest.approx(20 / 7, rel=0.25) and s["growth"]["dof"] == 3
-    # the accuracy here is exp(-loss): it peaks where the loss is least
-    assert s["rows"][4]["best_by_accuracy"] == pytest.approx(7.0, rel=0.15)
+    # the accuracy here is exp(-loss), different at every scale: no tie, its best is the grid point nearest 7
+    assert s["rows"][4]["accuracy_lo"] == s["rows"][4]["accuracy_hi"] == pytest.approx(2**2.75, rel=0.2)
     # halfway the loss is the same parabola doubled: the best scale does not move with the budget
     assert [b["step"] for b in rec.by_budget(data, 4)] == [50, 100]
     assert s["rows"][4]["drift"] == pytest.approx(0.0, abs=1e-9) and (s["drift_from"], s["drift_to"]) == (50, 100)
@@ -195,6 +195,31 @@ def test_recall_best_scale_finds_the_minimum_between_grid_points_and_its_interva
     # the mean-field value 10 lies outside both tight intervals: both fail, and the growth (1x predicted) fails
     assert claims["recall-best-scale-4"].verdict == "fails" and claims["recall-scale-growth"].verdict == "fails"
     assert "over steps 50 to 100 it moved +0.0%" in claims["recall-best-scale-4"].tolerance_basis
+
+
+def test_recall_accuracy_tie_is_an_interval_and_its_claim_names_the_rival_inside_it():
+    """Every seed answers every query at s = 4 to 16: the accuracy claim takes that tie, not its first scale, and
+    is inconclusive when a rival rule lies inside it too."""
+    from analysis.studies.softmax_scale.experiments import softmax_scale_recall as rec
+
+    data = _recall_data({64: 8.0})
+    for r in data["runs"]:
+        right = 1.0 if 4.0 <= r["scale"] <= 16.0 else 0.99
+        r["curve"] = [r["curve"][0], (50, r["curve"][1][1], 0.9), (100, r["curve"][2][1], right)]
+    plateau = rec.accuracy_plateau(data, 64)
+    assert (plateau["lo"], plateau["hi"], plateau["points"]) == (4.0, 16.0, 5) and plateau["tied_everywhere"]
+    assert plateau["centre"] == pytest.approx(8.0) and plateau["error"] == 0.0 and not plateau["at_edge"]
+    claim = {c.key: c for c in rec.claims(data, "t")}["recall-best-scale-accuracy-64"]
+    # alpha* = 10 lies inside [4, 16]; so does the nearer rival, sqrt(k) = 8
+    assert claim.measured == pytest.approx(8.0) and claim.tolerance == pytest.approx(8.0)
+    assert claim.alternative == 8.0 and claim.verdict == "inconclusive"
+    assert "at each of the 5 grid scales from 4 to 16" in claim.tolerance_basis
+    # with the tie narrowed to [4, 5.66] alpha* lies outside it: the claim fails
+    for r in data["runs"]:
+        if r["scale"] > 6.0:
+            r["curve"][-1] = (100, r["curve"][-1][1], 0.99)
+    narrow = {c.key: c for c in rec.claims(data, "t")}["recall-best-scale-accuracy-64"]
+    assert narrow.verdict == "fails"
 
 
 def test_recall_best_scale_still_moving_with_the_budget_is_no_verdict():

@@ -17,10 +17,13 @@ def _mc_row(kind, n, **values):
 
 def _recall_summary(growth=None, **rows):
     """A summary of softmax-scale-recall at 4 and 64 pairs; ``rows`` replaces fields of the row of 64 pairs."""
-    base = {"row_length": 6.5, "best": 5.0, "lo": 4.0, "hi": 6.0, "best_by_accuracy": 6.3, "accuracy_lo": 5.0,
-            "accuracy_hi": 8.0, "drift": 0.014, "mean_field": 7.69, "finite_sample": 23.0, "log_n": 6.55, "qk_norm": 8.0}
-    top = {**base, "row_length": 66.5, "best": 8.0, "lo": 7.0, "hi": 10.0, "best_by_accuracy": 9.59,
-           "drift": -0.02, "mean_field": 8.0, "finite_sample": 41.6, "log_n": 14.7, **rows}
+    base = {"row_length": 6.5, "best": 5.0, "lo": 4.0, "hi": 6.0, "accuracy_lo": 2.83, "accuracy_hi": 8.0,
+            "accuracy_points": 4, "accuracy_error": 0.0, "accuracy_tied": True, "accuracy_half_points": 1,
+            "accuracy_half_tied": False, "drift": 0.014, "mean_field": 7.69, "finite_sample": 23.0, "log_n": 6.55,
+            "qk_norm": 8.0}
+    top = {**base, "row_length": 66.5, "best": 8.0, "lo": 7.0, "hi": 10.0, "accuracy_lo": 4.0, "accuracy_hi": 22.6,
+           "accuracy_points": 6, "accuracy_half_points": 2, "accuracy_half_tied": True, "drift": -0.02,
+           "mean_field": 8.0, "finite_sample": 41.6, "log_n": 14.7, **rows}
     g = {"measured": 1.6, "log_se": 0.05, "mean_field": 1.76, "finite_sample": 1.81, "log_n": 2.24, "qk_norm": 1.0,
          "from": 4, "to": 64, **(growth or {})}
     return {"pairs": [4, 64], "rows": {4: base, 64: top}, "growth": g}
@@ -152,7 +155,8 @@ def test_grid_text():
 def test_recall_table_two_lines_per_number_of_pairs():
     lines = pr.recall_table(_recall_summary()).split("\n")
     assert len(lines) == 4
-    assert lines[0] == "  4 pairs, mean row length m = 6.5: best s = 5 (95%: 4 to 6), by accuracy 6.3 (5 to 8),"
+    assert lines[0] == ("  4 pairs, mean row length m = 6.5: best s = 5 (95%: 4 to 6); accuracy tied at 100% from "
+                        "2.83 to 8 (4 grid scales),")
     assert lines[1] == ("    moved +1.4% over the second half of training; predicted: mean-field 7.69, "
                         "finite-sample 23, 3.5 ln m 6.55, sqrt(k) 8")
     assert lines[2].startswith(" 64 pairs, mean row length m = 66.5: best s = 8 (95%: 7 to 10)")
@@ -233,24 +237,34 @@ def test_train_claims_state_what_the_sweep_detects():
     assert "paired over 2 seeds" in claim.tolerance_basis and "1 df" in claim.tolerance_basis
 
 
-def _recall_rows(best, acc, moving, acc_moving):
-    pairs = [4, 16]
-    rows = {p: {"best": b, "best_by_accuracy": a, "moving": m, "accuracy_moving": am}
-            for p, b, a, m, am in zip(pairs, best, acc, moving, acc_moving)}
-    return {"pairs": pairs, "rows": rows, "drift_from": 200, "drift_to": 400}
-
-
-def test_accuracy_side_and_the_budget_sentence_follow_the_rows():
+def test_the_budget_sentence_follows_the_loss_optimum():
     from analysis.studies.softmax_scale import prose
 
-    assert prose.accuracy_side(_recall_rows([5, 7], [2, 3], [False, False], [True, True])) == "smaller"
-    assert prose.accuracy_side(_recall_rows([5, 7], [6, 8], [False, False], [True, True])) == "larger"
-    assert prose.accuracy_side(_recall_rows([5, 7], [6, 3], [False, False], [True, True])).startswith("larger at some")
-    settled = prose.recall_budget(_recall_rows([5, 7], [2, 3], [False, False], [True, False]))
-    assert "stopped moving, so the loss verdicts stand" in settled and "still moves at 4 pairs" in settled
-    moving = prose.recall_budget(_recall_rows([5, 7], [2, 3], [False, True], [False, False]))
-    assert moving.startswith("That is more than its interval at 16 pairs")
-    assert moving.endswith("has stopped moving too.")
+    def rows(moving):
+        return {"pairs": [4, 16], "rows": {p: {"moving": m} for p, m in zip([4, 16], moving)}}
+
+    assert prose.recall_budget(rows([False, False])).endswith("stopped moving, so the loss verdicts stand.")
+    assert prose.recall_budget(rows([False, True])).startswith("That is more than its interval at 16 pairs")
+
+
+def test_the_accuracy_is_reported_as_a_tie_not_an_argmax():
+    """Where every seed scores 100% at several scales, the chapter states the tie and its extent (it had reported
+    the first scale of the tie as the scale where 'the accuracy peaks')."""
+    s = _recall_summary()
+    assert pr.accuracy_tie(s["rows"][4]) == "tied at 100% from 2.83 to 8 (4 grid scales)"
+    text = pr.accuracy_plateau_sentence(s)
+    assert text.startswith("The accuracy has no peak. Every seed answers 100% of the held-out queries at every grid "
+                           "scale from 2.83 to 8 and 4 to 22.6, for 4 and 64 pairs: a factor of 2.8 to 5.7 in $s$.")
+    # alpha* 7.69 lies in [2.83, 8] and 8 in [4, 22.6]; sqrt(k) = 8 in both; 3.5 ln m: 6.55 and 14.7, both inside
+    assert pr.accuracy_inside(s) == {"the mean-field alpha*": 2, "the finite-sample maximiser": 0, "3.5 ln m": 2,
+                                     "sqrt(k)": 2}
+    assert text.endswith("Of 2 numbers of pairs, the tie contains the mean-field $\\alpha^*$ at 2, the finite-sample "
+                         "maximiser at 0, $3.5\\ln m$ at 2 and $\\sqrt{k}$ at 2. At half the budget it spanned 0 and "
+                         "2 grid scales: it widened with training.")
+    assert pr.and_list(["a"]) == "a" and pr.and_list(["a", "b", "c"]) == "a, b and c"
+    lone = _recall_summary(accuracy_tied=False, accuracy_points=1, accuracy_error=0.001, accuracy_hi=4.0)
+    assert pr.accuracy_tie(lone["rows"][64]) == "best on average at 4, 99.9%, no scale tied for every seed"
+    assert pr.accuracy_plateau_sentence(lone).startswith("The held-out accuracy per number of pairs: 4 pairs: tied")
 
 
 def test_growth_drift_sentence_agrees_with_the_growth_claim():

@@ -131,18 +131,73 @@ def grid_text(scales: Sequence[float]) -> str:
 
 
 def recall_table(summary: dict[str, Any]) -> str:
-    """Per number of pairs: the best scale by loss and by accuracy with their 95% Student-t intervals over seeds, how
-    far the best by loss moved over the second half of training, and every prediction."""
+    """Per number of pairs: the best scale by loss with its 95% Student-t interval over seeds, the scales at which
+    the accuracy is tied at its best, how far the best by loss moved over the second half of training, and every
+    prediction."""
     lines = []
     for p in summary["pairs"]:
         r = summary["rows"][p]
         lines.append(f"{p:3d} pairs, mean row length m = {r['row_length']:.3g}: best s = {r['best']:.3g} "
-                     f"(95%: {r['lo']:.3g} to {r['hi']:.3g}), by accuracy {r['best_by_accuracy']:.3g} "
-                     f"({r['accuracy_lo']:.3g} to {r['accuracy_hi']:.3g}),")
+                     f"(95%: {r['lo']:.3g} to {r['hi']:.3g}); accuracy {accuracy_tie(r)},")
         lines.append(f"    moved {100 * r['drift']:+.1f}% over the second half of training; predicted: "
                      f"mean-field {r['mean_field']:.3g}, finite-sample {r['finite_sample']:.3g}, 3.5 ln m "
                      f"{r['log_n']:.3g}, sqrt(k) {r['qk_norm']:.3g}")
     return "\n".join(lines)
+
+
+def accuracy_tie(row: dict[str, Any]) -> str:
+    """'tied at 100% from 2.83 to 8 (4 grid scales)' for a summary row: where every seed's held-out accuracy equals
+    its best; one scale alone when no scale ties for every seed."""
+    share = f"{100 * (1 - row['accuracy_error']):.4g}%"
+    if not row["accuracy_tied"]:
+        return f"best on average at {row['accuracy_lo']:.3g}, {share}, no scale tied for every seed"
+    if row["accuracy_points"] == 1:
+        return f"at {share} for every seed at {row['accuracy_lo']:.3g} alone"
+    return f"tied at {share} from {row['accuracy_lo']:.3g} to {row['accuracy_hi']:.3g} ({row['accuracy_points']} grid scales)"
+
+
+def accuracy_inside(summary: dict[str, Any]) -> dict[str, int]:
+    """For each prediction (:data:`RECALL_PREDICTIONS`), at how many numbers of pairs it lies inside the accuracy's
+    tie [accuracy_lo, accuracy_hi] (ends included)."""
+    rows = summary["rows"]
+    return {name: sum(rows[p]["accuracy_lo"] <= rows[p][key] <= rows[p]["accuracy_hi"] for p in summary["pairs"])
+            for name, key in RECALL_PREDICTIONS}
+
+
+def accuracy_plateau_sentence(summary: dict[str, Any]) -> str:
+    """What the accuracy shows: the scales at which it is tied at its best per number of pairs, their extent as a
+    factor, which predictions lie inside the tie, and how far the tie reached at half the budget."""
+    pairs = summary["pairs"]
+    rows = [summary["rows"][p] for p in pairs]
+    if not all(r["accuracy_tied"] and r["accuracy_points"] > 1 for r in rows):
+        ties = "; ".join(f"{p} pairs: {accuracy_tie(r)}" for p, r in zip(pairs, rows))
+        return f"The held-out accuracy per number of pairs: {ties}."
+    shares = {f"{100 * (1 - r['accuracy_error']):.4g}%" for r in rows}
+    share = shares.pop() if len(shares) == 1 else "its best share"
+    spans = [f"{r['accuracy_lo']:.3g} to {r['accuracy_hi']:.3g}" for r in rows]
+    factors = value_range([r["accuracy_hi"] / r["accuracy_lo"] for r in rows], ".2g")
+    counts = accuracy_inside(summary)
+    inside = and_list([f"{TYPESET[name]} at {counts[name]}" for name, _ in RECALL_PREDICTIONS])
+    half = [r["accuracy_half_points"] if r["accuracy_half_tied"] else 0 for r in rows]
+    widened = all(h < r["accuracy_points"] for h, r in zip(half, rows))
+    return (f"The accuracy has no peak. Every seed answers {share} of the held-out queries at every grid scale from "
+            f"{and_list(spans)}, for {and_list([str(p) for p in pairs])} pairs: a factor of {factors} in $s$. Inside "
+            f"such a tie accuracy cannot rank scales, so the tie is the finding, not its first scale. Of "
+            f"{len(pairs)} numbers of pairs, the tie contains {inside}. At half the budget it spanned "
+            f"{and_list([str(h) for h in half])} grid scales"
+            + (": it widened with training." if widened else "."))
+
+
+# the predictions as the chapter typesets them (keys of RECALL_PREDICTIONS)
+TYPESET = {"the mean-field alpha*": "the mean-field $\\alpha^*$", "the finite-sample maximiser":
+           "the finite-sample maximiser", "3.5 ln m": "$3.5\\ln m$", "sqrt(k)": "$\\sqrt{k}$"}
+
+
+def and_list(items: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    if not items:
+        raise ValueError("items must not be empty")
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def value_range(values: Iterable[float], fmt: str) -> str:
@@ -201,36 +256,16 @@ def recall_conclusion(summary: dict[str, Any], label: str) -> str:
             f"scale lies: {inside} numbers of pairs ({label}).")
 
 
-def accuracy_side(summary: dict[str, Any]) -> str:
-    """Where the best scale by accuracy lies against the best by loss: 'larger' or 'smaller' at every number of
-    pairs, else 'larger at some numbers of pairs and smaller at others'."""
-    rows = [summary["rows"][p] for p in summary["pairs"]]
-    if all(r["best_by_accuracy"] > r["best"] for r in rows):
-        return "larger"
-    if all(r["best_by_accuracy"] < r["best"] for r in rows):
-        return "smaller"
-    return "larger at some numbers of pairs and smaller at others"
-
-
 def recall_budget(summary: dict[str, Any]) -> str:
-    """Whether the loss and the accuracy optima still move with the training budget (said after the loss optimum's
-    drift): the numbers of pairs at which each moved over the second half of training by more than its interval
-    (``moving``), and what that decides."""
-    pairs = summary["pairs"]
-
-    def where(key: str) -> list[str]:
-        return [str(p) for p in pairs if summary["rows"][p][key]]
-
-    loss, acc = where("moving"), where("accuracy_moving")
+    """Whether the loss optimum still moves with the training budget (said after its drift): the numbers of pairs at
+    which it moved over the second half of training by more than its interval (``moving``), and what that
+    decides."""
+    loss = [str(p) for p in summary["pairs"] if summary["rows"][p]["moving"]]
     if loss:
-        first = (f"That is more than its interval at {', '.join(loss)} pairs: there it still moves with the budget, "
-                 "the claim is inconclusive, and a run that trains until it stops moving decides it.")
-    else:
-        first = ("That is less than its interval at every number of pairs: at this budget it has stopped moving, so "
-                 "the loss verdicts stand.")
-    second = (f" The accuracy optimum still moves at {', '.join(acc)} pairs, so those accuracy claims are "
-              "inconclusive." if acc else " The accuracy optimum has stopped moving too.")
-    return first + second
+        return (f"That is more than its interval at {', '.join(loss)} pairs: there it still moves with the budget, "
+                "the claim is inconclusive, and a run that trains until it stops moving decides it.")
+    return ("That is less than its interval at every number of pairs: at this budget it has stopped moving, so the "
+            "loss verdicts stand.")
 
 
 class RecallPlan(Protocol):
