@@ -421,3 +421,17 @@ def test_exact_against_mc_measures_distances_in_standard_errors():
 
     assert got["critical"] == pytest.approx(stats.t.ppf(1 - 0.025 / 3, 399), rel=1e-9)
     assert got["detectable"] == pytest.approx(got["critical"] + stats.t.ppf(0.8, 399), rel=1e-9)
+
+
+def test_published_scale_factors():
+    # QK-norm: log2 of the L^2 - L off-diagonal entries; L = 8 gives log2(56)
+    assert float(sc.qknorm_initial_scale(8)) == pytest.approx(math.log2(56), rel=1e-15)
+    assert float(sc.qknorm_initial_scale(1e15)) == pytest.approx(2 * math.log2(1e15), rel=1e-15)
+    # GAU-alpha: log n / log 512 with n floored at 16; 1 at n = 512, as the entropy-invariant factor
+    assert float(sc.gau_alpha_factor(6.5)) == float(sc.gau_alpha_factor(16)) == pytest.approx(4 / 9, rel=1e-15)
+    assert float(sc.gau_alpha_factor(512)) == pytest.approx(1.0) == float(sc.entropy_invariant_scale(512))
+    assert float(sc.log_length_factor(math.e**3)) == pytest.approx(3.0)
+    for g in (1.0, 10.0, 30.0):
+        assert float(sc.qknorm_initial_scale(sc.qknorm_length_for_scale(g))) == pytest.approx(g, rel=1e-13)
+    with pytest.raises(ValueError, match="length must be a number in \\[2"):
+        sc.qknorm_initial_scale(1)

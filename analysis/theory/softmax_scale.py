@@ -690,3 +690,31 @@ def exact_alpha_at_share(scores: str, share: float, n: float, d: int | None = No
     while gap(hi) <= 0:  # the asymptote is approached from below: step past its crossing
         hi += math.log(2.0)
     return math.exp(optimize.brentq(gap, lo, hi, xtol=1e-10, rtol=1e-12))
+
+
+# --- published scale choices -------------------------------------------------------------------------------------
+
+
+def qknorm_initial_scale(length: ArrayLike) -> FloatArray:
+    """g_0 = log2(L^2 - L): QK-norm's initial value of its learned scale of cosine logits, L the 97.5th percentile of
+    the training sequences' lengths (Henry et al. 2020; log2 of the off-diagonal entries of an L x L score matrix)."""
+    ln = checked_range(length, "length", 2, MAX_N)
+    return np.log2(ln) + np.log2(ln - 1.0)
+
+
+def gau_alpha_factor(n: ArrayLike) -> FloatArray:
+    """ln(max(n, 16)) / ln 512: the factor GAU-α's softmax_plus puts on its logits q.k/sqrt(d), n the keys a row
+    attends to (floored at 16, 'very short sequences do worse with the scale')."""
+    return np.log(np.maximum(_as_n(n), 16.0)) / math.log(512.0)
+
+
+def log_length_factor(n: ArrayLike) -> FloatArray:
+    """ln n: the factor Chiang and Cholak (2022) put on the attention logits q.k/sqrt(d) for n keys."""
+    return np.log(_as_n(n))
+
+
+def qknorm_length_for_scale(scale: ArrayLike) -> FloatArray:
+    """The training length L at which QK-norm starts its scale at ``scale``: the root L > 1 of log2(L^2 - L) = g,
+    L = (1 + sqrt(1 + 2^(g + 2))) / 2 (inverse of :func:`qknorm_initial_scale`)."""
+    g = checked_range(scale, "scale", 1, 100)
+    return 0.5 * (1.0 + np.sqrt(1.0 + np.exp2(g + 2.0)))
