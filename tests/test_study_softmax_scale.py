@@ -279,3 +279,39 @@ def test_growth_drift_sentence_agrees_with_the_growth_claim():
     claim = next(c for c in sr.claims(data, "x") if c.key == "recall-scale-growth")
     text = sr.growth_drift_sentence(data)
     assert ("no verdict yet" in text) == bool(claim.undecided) and "% over the second half of training" in text
+
+def _bib_entries():
+    """references.bib as {key: entry text}."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "references.bib").read_text()
+    return {m.group(1): m.group(2) for m in re.finditer(r"@\w+\{([^,]+),(.*?)\n\}", text, re.S)}
+
+
+def _chapter_sentences():
+    """The softmax-scale chapter's markdown, cut into sentences (a sentence may span lines)."""
+    import json
+    import re
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "book" / "softmax_scale.ipynb").read_text())
+    text = " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    return re.split(r"(?<=[.:])\s+(?=[A-Z{])", re.sub(r"\s+", " ", text))
+
+
+def test_the_log512_factor_cites_the_entropy_invariance_post():
+    """log_512 n comes from kexue.fm/archives/8823, not from the FLASH post (8934) the chapter had cited for it."""
+    import re
+
+    bib = _bib_entries()
+    cited = [s for s in _chapter_sentences() if "log_{512}" in s and "{cite}" in s]
+    assert cited, "no sentence cites a source for log_512 n"
+    for sentence in cited:
+        keys = [k for group in re.findall(r"\{cite\}`([^`]+)`", sentence) for k in group.split(",")]
+        assert any("archives/8823" in bib[k] for k in keys), sentence
+        assert not any("archives/8934" in bib[k] for k in keys), sentence
+    # every key the chapter cites is in references.bib
+    for group in re.findall(r"\{cite\}`([^`]+)`", " ".join(_chapter_sentences())):
+        assert all(k.strip() in bib for k in group.split(",")), group
+
