@@ -280,6 +280,7 @@ def test_growth_drift_sentence_agrees_with_the_growth_claim():
     text = sr.growth_drift_sentence(data)
     assert ("no verdict yet" in text) == bool(claim.undecided) and "% over the second half of training" in text
 
+
 def _bib_entries():
     """references.bib as {key: entry text}."""
     import re
@@ -314,4 +315,46 @@ def test_the_log512_factor_cites_the_entropy_invariance_post():
     # every key the chapter cites is in references.bib
     for group in re.findall(r"\{cite\}`([^`]+)`", " ".join(_chapter_sentences())):
         assert all(k.strip() in bib for k in group.split(",")), group
+
+
+def _exact_data(rises=True):
+    """Two laws, two n each: alpha* = 1, the objective on a grid of alpha / alpha* = 1/2, 1, 2, 4."""
+    def row(n, at_star, h):
+        curve = [0.2, at_star, 0.9, 0.99] if rises else [0.2, at_star, 0.9, 0.8]
+        return {"n": n, "alpha_star": 1.0, "alpha_over_star": [0.5, 1.0, 2.0, 4.0], "objective": curve,
+                "at_star": at_star, "limit": 1.0, "curvature": -0.1, "plateau_h": h,
+                "share_alpha": {"0.9": 2.0, "0.99": 4.0 if n == 2 else 3.0}}
+
+    return {"laws": [{"law": "normal", "d": None, "rows": [row(2, 0.4, 1.4), row(64, 0.6, 1.1)]},
+                     {"law": "cosine-64", "d": 64, "rows": [row(2, 0.41, 1.41), row(64, 0.62, 1.05)]}],
+            "reference_max_rel_diff": 1e-15, "reference_points": 4}
+
+
+def test_exact_table_and_ranges():
+    lines = pr.exact_table(_exact_data()).split("\n")
+    assert len(lines) == 5 and lines[0].split() == ["scores", "n", "alpha*", "F(alpha*)/L_n", "a90/alpha*",
+                                                    "a99/alpha*", "L_n", "h(b_n)"]
+    assert lines[1].split() == ["normal", "2", "1", "0.400", "2.00", "4.00", "1", "1.4"]
+    assert pr.exact_ranges(_exact_data()) == {"share": "40 to 62", "at90": "2 to 2", "at99": "3 to 4"}
+    assert pr.h_over_limit(_exact_data()).endswith("by a factor of 1.05 to 1.41 over the table, nearest at $n$ = 64.")
+
+
+def test_exact_finding_follows_the_rise_test_and_the_verdict_follows_the_claims():
+    from analysis.studies.softmax_scale.experiments import softmax_scale_checks as checks
+
+    data = _exact_data()
+    rises = [checks.exact_rises(law) for law in data["laws"]]
+    text = pr.exact_finding(data, rises)
+    assert rises == [True, True] and "It has no finite maximiser" in text and "up to $4\\,\\alpha^*$" in text
+    assert "reaches 40 to 62% of $L_n$" in text
+    peaked = _exact_data(rises=False)
+    bad = pr.exact_finding(peaked, [checks.exact_rises(law) for law in peaked["laws"]])
+    assert bad.startswith("For normal scores and cosines in $d = 64$ the exact objective does not rise")
+    fails = [SimpleNamespace(key="exact-maximiser-normal", verdict="fails"),
+             SimpleNamespace(key="exact-maximiser-cosine-64", verdict="fails")]
+    text = pr.exact_verdict(fails, ["normal", "cosine-64"])
+    assert text.startswith("The source's premise, that the expected objective peaks at $\\alpha^*$, fails for normal "
+                           "scores and cosines in $d = 64$.") and "property of its mean-field approximation" in text
+    mixed = pr.exact_verdict([fails[0], SimpleNamespace(key="x", verdict="inconclusive")], ["normal", "cosine-64"])
+    assert mixed.endswith("fails for normal scores; it is inconclusive for cosines in $d = 64$.")
 

@@ -25,7 +25,7 @@ EXPERIMENTS = ("softmax-scale-checks", "softmax-scale-mc", "softmax-scale-train"
 def facts(ch: Chapter) -> dict[str, Any]:
     """Every number, sentence and table the chapter states, from the best run of each experiment (the tables of
     the Monte Carlo from all its runs)."""
-    return {**checks_facts(ch), **mc_facts(ch), **train_facts(ch), **recall_facts(ch)}
+    return {**checks_facts(ch), **exact_facts(ch), **mc_facts(ch), **train_facts(ch), **recall_facts(ch)}
 
 
 def checks_facts(ch: Chapter) -> dict[str, Any]:
@@ -63,6 +63,30 @@ def checks_facts(ch: Chapter) -> dict[str, Any]:
         "ei_ratio": f"{rules['entropy_invariant_ratio_min']:.2f} to {rules['entropy_invariant_ratio_max']:.2f}",
         "cos_n30": f"{rules['cosine_n_at_30']:,.0f}",
         "cos_a10": f"{rules['cosine_alpha_n10']:.1f}",
+    }
+
+
+def exact_facts(ch: Chapter) -> dict[str, Any]:
+    """The exact expected objective: its table per score law and n, what it does (:func:`prose.exact_finding`), the
+    lattice against mpmath and the Monte Carlo, and the claims' verdicts on the source's premise."""
+    from analysis.studies.softmax_scale.experiments import softmax_scale_checks as sc_checks
+    from analysis.studies.softmax_scale.experiments.softmax_scale_mc import exact_against_mc
+
+    exact = ch.best("softmax-scale-checks").data["exact"]
+    mc = exact_against_mc(ch.best("softmax-scale-mc").data)
+    claims = [ch.claim("softmax-scale-checks", f"exact-maximiser-{law['law']}") for law in exact["laws"]]
+    return {
+        "exact_table": Markdown(text_block(pr.exact_table(exact))),
+        "exact_finding": Markdown(pr.exact_finding(exact, [sc_checks.exact_rises(law) for law in exact["laws"]])),
+        "exact_verdict": Markdown(pr.exact_verdict(claims, [law["law"] for law in exact["laws"]])),
+        "exact_ref_gap": f"{exact['reference_max_rel_diff']:.1e}",
+        "exact_ref_points": f"{exact['reference_points']}",
+        "exact_h_over_l": Markdown(pr.h_over_limit(exact)),
+        "exact_mc_z": f"{mc['max_z']:.2f}",
+        "exact_mc_points": f"{mc['points']}",
+        "exact_mc_critical": f"{mc['critical']:.2f}",
+        "exact_mc_rival": f"{mc['rival_min_z']:.0f}",
+        "exact_mc_label": ch.best("softmax-scale-mc").label,
     }
 
 
@@ -145,6 +169,7 @@ def figures(ch: Chapter) -> dict[str, Figure]:
         "fig-scale-normal": fg.scale_normal(checks["fits"]),
         "fig-cosine": fg.cosine_scores(checks["density"], checks["large_d"]),
         "fig-finite": fg.finite_sample_curves(mc, pr.shown_lengths(mc["rows"])),
+        "fig-exact": fg.exact_objective(checks["exact"]),
         "fig-rules": fg.scale_rules(mc, checks["decoder"]),
         "fig-train": fg.training_sweep([(r.label, r.data) for r in ch.shown("softmax-scale-train")]),
         "fig-recall": fg.recall_scale(ch.best("softmax-scale-recall").data),

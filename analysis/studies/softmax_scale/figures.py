@@ -125,6 +125,35 @@ def _finite_sample_points(ax: Any, mc: dict[str, Any], kind: str) -> None:
 
 
 @readable_figure
+def exact_objective(exact: dict[str, Any]) -> Figure:
+    """The exact expected objective over its limit L_n against alpha / alpha* per score law and n, with the
+    mean-field objective at n = 16 for comparison."""
+    laws = exact["laws"]
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, len(laws), figsize=(6 * len(laws), 4.8), sharey=True)
+        for ax, law in zip(np.atleast_1d(axes), laws):
+            d = law["d"]
+            for i, r in enumerate(law["rows"]):
+                ratio = np.asarray(r["alpha_over_star"])
+                ax.semilogx(ratio, np.asarray(r["objective"]) / r["limit"], color=f"C{i}", label=f"n = {r['n']:,}")
+            row = next((r for r in law["rows"] if r["n"] == 16), law["rows"][0])
+            ratio = np.asarray(row["alpha_over_star"])
+            alpha = row["alpha_star"] * ratio
+            with np.errstate(over="ignore"):  # far past alpha* the mean-field objective runs to -inf: clipped at 0
+                mf = (sc.mean_field_objective_normal(alpha, row["n"]) if d is None
+                      else sc.mean_field_objective_cosine(alpha, row["n"], d))
+            ax.semilogx(ratio, np.clip(mf / row["limit"], 0, None), "k:",
+                        label=f"mean-field objective, n = {row['n']:,}")
+            ax.axvline(1.0, color="0.5", lw=1)
+            ax.axhline(1.0, color="0.5", lw=1, ls="--")
+            ax.set_xlabel(r"$\alpha / \alpha^*$ (log scale)")
+            ax.set_title("normal scores" if d is None else f"cosines in d = {d}")
+        axes[0].set_ylabel(r"$E[\alpha(1 - \sum_i p_i^2)]\,/\,L_n$")
+        axes[0].legend(fontsize=8, loc="lower right")
+    return fig
+
+
+@readable_figure
 def scale_rules(mc: dict[str, Any], decoder: dict[str, Any]) -> Figure:
     """Length rules side by side (normal, cosine d), and what one alpha*(L/2) keeps along a decoder."""
     n = np.logspace(1, 6, 300)

@@ -8,6 +8,8 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
+import numpy as np
+
 from analysis.studies.softmax_scale.experiments.softmax_scale_train import best_setting, noise_band
 
 # the rival growths of the best recall scale from the fewest to the most pairs (key of the summary's growth, or a
@@ -285,3 +287,81 @@ def run_plan(cfg: RecallPlan) -> str:
     pairs = ", ".join(str(p) for p in cfg.pairs[:-1]) + f" and {cfg.pairs[-1]}" if len(cfg.pairs) > 1 else str(cfg.pairs[0])
     interval = f"its intervals are ± {t_quantile(m - 1):.2f} standard errors" if m > 1 else "no error estimate"
     return f"{cfg.steps:,} steps at {pairs} pairs with {m} seeds ({m - 1} degrees of freedom: {interval})"
+
+
+# --- the exact objective -------------------------------------------------------------------------------------------
+
+EXACT_LAW_WORDS = {"normal": "normal scores", "cosine-128": "cosines in $d = 128$", "cosine-64": "cosines in $d = 64$"}
+
+
+def exact_table(exact: dict[str, Any]) -> str:
+    """Per score law and n: the mean-field alpha*, the exact objective there as a share of its limit L_n, the alphas
+    where it reaches 90% and 99% of L_n in units of alpha*, L_n, and the extreme-value level h(b_n) it replaces."""
+    lines = [f"{'scores':10s} {'n':>6s} {'alpha*':>7s}  {'F(alpha*)/L_n':>13s}  {'a90/alpha*':>10s}  "
+             f"{'a99/alpha*':>10s}  {'L_n':>7s}  {'h(b_n)':>7s}"]
+    for law in exact["laws"]:
+        for r in law["rows"]:
+            star = r["alpha_star"]
+            lines.append(f"{law['law']:10s} {r['n']:6d} {star:7.3g}  {r['at_star'] / r['limit']:13.3f}  "
+                         f"{r['share_alpha']['0.9'] / star:10.2f}  {r['share_alpha']['0.99'] / star:10.2f}  "
+                         f"{r['limit']:7.4g}  {r['plateau_h']:7.4g}")
+    return "\n".join(lines)
+
+
+def exact_ranges(exact: dict[str, Any]) -> dict[str, str]:
+    """Over every law and n: the share of L_n reached at alpha*, and where 90% and 99% of L_n are reached (multiples
+    of alpha*), each as 'min to max'."""
+    rows = [r for law in exact["laws"] for r in law["rows"]]
+    return {
+        "share": value_range([100 * r["at_star"] / r["limit"] for r in rows], ".0f"),
+        "at90": value_range([r["share_alpha"]["0.9"] / r["alpha_star"] for r in rows], ".2g"),
+        "at99": value_range([r["share_alpha"]["0.99"] / r["alpha_star"] for r in rows], ".2g"),
+    }
+
+
+def h_over_limit(exact: dict[str, Any]) -> str:
+    """How far the extreme-value level h(b_n) lies above the exact limit L_n over the table: the range of h/L_n and
+    the n where it is nearest, as a sentence."""
+    rows = [r for law in exact["laws"] for r in law["rows"]]
+    ratios = [r["plateau_h"] / r["limit"] for r in rows]
+    nearest = rows[int(np.argmin(ratios))]
+    return (f"The extreme-value level $h(b_n)$ of the plateau law lies above the exact limit $L_n$ by a factor of "
+            f"{value_range(ratios, '.3g')} over the table, nearest at $n$ = {nearest['n']:,}.")
+
+
+def exact_finding(exact: dict[str, Any], rises: Sequence[bool]) -> str:
+    """What the exact objective does, per score law, from the test of :func:`softmax_scale_checks.exact_rises`
+    (``rises``, one per law): no finite maximiser where it rises on the whole grid, stays below L_n and approaches it
+    from below; else the laws where it does not."""
+    laws = [EXACT_LAW_WORDS[law["law"]] for law in exact["laws"]]
+    ns = [r["n"] for r in exact["laws"][0]["rows"]]
+    top = exact["laws"][0]["rows"][0]["alpha_over_star"][-1]
+    r = exact_ranges(exact)
+    if all(rises):
+        return (f"For {and_list(laws)}, and every $n$ from {ns[0]:,} to {ns[-1]:,}, the exact objective rises at "
+                f"every step of a grid up to ${top:g}\\,\\alpha^*$, stays below $L_n$ and approaches it from below, "
+                f"$D_n < 0$. It has no finite maximiser: its supremum is $L_n$, reached only as "
+                f"$\\alpha\\to\\infty$. At the mean-field $\\alpha^*$ it reaches {r['share']}% of $L_n$. It reaches "
+                f"90% of $L_n$ at {r['at90']} times $\\alpha^*$, and 99% at {r['at99']} times $\\alpha^*$.")
+    bad = [w for w, ok in zip(laws, rises) if not ok]
+    return (f"For {and_list(bad)} the exact objective does not rise monotonically to $L_n$ on the grid: the table "
+            "gives its values, and its maximiser is not decided here.")
+
+
+def exact_verdict(claims: Sequence[Verdict], laws: Sequence[str]) -> str:
+    """The verdict of the source's premise, that the expected objective peaks at alpha*, per score law, in words, built
+    from the exact-maximiser claims (one per law, in the order of ``laws``); where it fails for every law, what
+    follows for the source's alpha*."""
+    from analysis.verify import verdict_phrase
+
+    by: dict[str, list[str]] = {}
+    for claim, law in zip(claims, laws):
+        by.setdefault(verdict_phrase(claim.verdict), []).append(EXACT_LAW_WORDS[law])
+    parts = [f"{verb} for {and_list(words)}" for verb, words in by.items()]
+    head = f"The source's premise, that the expected objective peaks at $\\alpha^*$, {'; it '.join(parts)}."
+    if set(by) != {"fails"}:
+        return head
+    return (head + " The source's $\\alpha^*$ is therefore a property of its mean-field approximation, not of "
+            "softmax attention. Read exactly, the criterion asks for ever sharper attention, with returns that fade "
+            "within a few $\\alpha^*$.")
+
