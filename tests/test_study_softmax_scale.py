@@ -18,10 +18,12 @@ def _mc_row(kind, n, **values):
 def _recall_summary(growth=None, **rows):
     """A summary of softmax-scale-recall at 4 and 64 pairs; ``rows`` replaces fields of the row of 64 pairs."""
     base = {"row_length": 6.5, "best": 5.0, "lo": 4.0, "hi": 6.0, "accuracy_lo": 2.83, "accuracy_hi": 8.0,
+            "accuracy_centre": 4.76,
             "accuracy_points": 4, "accuracy_error": 0.0, "accuracy_tied": True, "accuracy_half_points": 1,
             "accuracy_half_tied": False, "drift": 0.014, "mean_field": 7.69, "finite_sample": 23.0, "log_n": 6.55,
             "qk_norm": 8.0}
     top = {**base, "row_length": 66.5, "best": 8.0, "lo": 7.0, "hi": 10.0, "accuracy_lo": 4.0, "accuracy_hi": 22.6,
+           "accuracy_centre": 9.51,
            "accuracy_points": 6, "accuracy_half_points": 2, "accuracy_half_tied": True, "drift": -0.02,
            "mean_field": 8.0, "finite_sample": 41.6, "log_n": 14.7, **rows}
     g = {"measured": 1.6, "log_se": 0.05, "mean_field": 1.76, "finite_sample": 1.81, "log_n": 2.24, "qk_norm": 1.0,
@@ -358,3 +360,26 @@ def test_exact_finding_follows_the_rise_test_and_the_verdict_follows_the_claims(
     mixed = pr.exact_verdict([fails[0], SimpleNamespace(key="x", verdict="inconclusive")], ["normal", "cosine-64"])
     assert mixed.endswith("fails for normal scores; it is inconclusive for cosines in $d = 64$.")
 
+
+def test_published_scale_choices_at_the_recall_sizes():
+    s = _recall_summary()
+    choices = pr.published_scale_choices(s, 64, [8, 68])
+    by = {c.name.split(",")[0]: c for c in choices}
+    assert by["standard $1/\\sqrt{d}$"].values == (8.0, 8.0)
+    assert by["QK-norm's initial scale"].values == pytest.approx((math.log2(56), math.log2(68 * 67)))
+    # GAU-alpha floors n at 16; the entropy-invariant rule does not
+    assert by["GAU-α's softmax_plus"].values[0] == pytest.approx(8 * math.log(16) / math.log(512))
+    assert by["entropy-invariant"].values[0] == pytest.approx(8 * math.log(6.5) / math.log(512))
+    assert by["log-length scaling"].values[1] == pytest.approx(8 * math.log(66.5))
+    assert pr.choice(choices, "trained-loss").cells() == ["5, 4 to 6", "8, 7 to 10"]
+    assert pr.choice(choices, "trained-accuracy").cells() == ["2.83 to 8", "4 to 22.6"]
+    assert pr.exact_over_trained(choices) == pytest.approx([a / b for a, b in zip(
+        pr.choice(choices, "exact").values, (5.0, 8.0))])
+    with pytest.raises(ValueError, match="key must name a row"):
+        pr.choice(choices, "none")
+    table = pr.published_scales_table(s, choices).split("\n")
+    assert len(table) == 2 + len(choices) and table[0].startswith("| choice | $s$ | 4 pairs, $m = 6.5$ |")
+    # sqrt(k) = 8 lies outside [4, 6] and inside [7, 10]; inside both accuracy ties
+    assert table[2].endswith("| 8 | 8 | 1 of 2 | 2 of 2 |") and table[-1].endswith("|  |  |")
+    text = pr.published_scales_summary(s, choices)
+    assert "at some but not all: standard $1/\\sqrt{d}$, Vaswani et al. 2017" in text

@@ -158,6 +158,25 @@ def recall_facts(ch: Chapter) -> dict[str, Any]:
         "recall_verdicts": ch.verdicts("softmax-scale-recall"),
         "recall_gpu_status": ch.gpu_status("softmax-scale-recall"),
         "recall_gpu_plan": pr.run_plan(softmax_scale_recall.CONFIGS["gpu"]),
+        **published_facts(rs, rec),
+    }
+
+
+def published_facts(rs: dict[str, Any], rec: Any) -> dict[str, Any]:
+    """Every published choice of the scale at the recall runs' own sizes (:func:`prose.published_scale_choices`), in a
+    table and a summary, with the sizes it was evaluated at."""
+    from analysis.theory import softmax_scale as sc
+
+    queries = int(rec.settings("softmax-scale-recall")["queries"])
+    lengths = [p + queries for p in rs["pairs"]]  # a LookupTask's sequence: its pairs, then its queries
+    choices = pr.published_scale_choices(rs, int(rec.data["head_dim"]), lengths)
+    low, high = sc.qknorm_length_for_scale([10.0, 30.0])
+    return {
+        "published_scales": Markdown(pr.published_scales_table(rs, choices)),
+        "published_scales_summary": Markdown(pr.published_scales_summary(rs, choices)),
+        "published_lengths": pr.and_list([f"{n}" for n in lengths]),
+        "published_label": rec.label,
+        "qk_band_lengths": f"{low:,.0f} to {high:,.0f}",
     }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -365,3 +366,107 @@ def exact_verdict(claims: Sequence[Verdict], laws: Sequence[str]) -> str:
             "softmax attention. Read exactly, the criterion asks for ever sharper attention, with returns that fade "
             "within a few $\\alpha^*$.")
 
+
+# --- published scale choices ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ScaleChoice:
+    """One choice of the cosine scale s for the recall runs: its name and source, its rule on the scale s, and its
+    value at each number of pairs (``text`` overrides how a value is written, for an interval)."""
+
+    name: str
+    rule: str
+    values: tuple[float, ...]
+    text: tuple[str, ...] = ()
+    key: str = ""  # 'exact', 'trained-loss', 'trained-accuracy' for the rows other sentences read
+
+    def cells(self) -> list[str]:
+        """The values as the table writes them."""
+        return list(self.text) if self.text else [f"{v:.3g}" for v in self.values]
+
+
+def published_scale_choices(summary: dict[str, Any], head_dim: int, lengths: Sequence[int]) -> list[ScaleChoice]:
+    """Every published choice of the scale, evaluated at the recall runs' head width k, mean row lengths m and
+    sequence lengths L (one per number of pairs), on the cosine scale s: a dot-product multiplier c of q.k/sqrt(k)
+    is s = c sqrt(k), its value at |q| = |k| = sqrt(k). Then the source's mean-field alpha*(m, k), where the exact
+    objective reaches 90% of its limit, and the trained optimum (lowest loss, its 95% interval; the accuracy's tie)."""
+    from analysis.theory import softmax_scale as sc
+
+    pairs = summary["pairs"]
+    rows = [summary["rows"][p] for p in pairs]
+    m = np.array([r["row_length"] for r in rows])
+    root = math.sqrt(head_dim)
+    return [
+        ScaleChoice("standard $1/\\sqrt{d}$, Vaswani et al. 2017", "$\\sqrt{k}$", tuple(np.full(m.shape, root))),
+        ScaleChoice("QK-norm's initial scale, Henry et al. 2020", "$\\log_2(L^2 - L)$",
+                    tuple(sc.qknorm_initial_scale(np.asarray(lengths, dtype=float)))),
+        ScaleChoice("entropy-invariant, Su 2021", "$\\sqrt{k}\\,\\log_{512} m$",
+                    tuple(root * sc.entropy_invariant_scale(m))),
+        ScaleChoice("GAU-α's softmax_plus, Su et al. 2022", "$\\sqrt{k}\\,\\ln\\max(m, 16)/\\ln 512$",
+                    tuple(root * sc.gau_alpha_factor(m))),
+        ScaleChoice("log-length scaling, Chiang and Cholak 2022", "$\\sqrt{k}\\,\\ln m$",
+                    tuple(root * sc.log_length_factor(m))),
+        ScaleChoice("the source's rounded rule $2.5/\\sqrt{d}$, Su 2023", "$2.5\\sqrt{k}$",
+                    tuple(np.full(m.shape, 2.5 * root))),
+        ScaleChoice("the source's cosine fit for $d = 128$, Su 2023", "$3.5\\ln m$", tuple(r["log_n"] for r in rows)),
+        ScaleChoice("AM-Softmax, Wang et al. 2018", "$30$", tuple(np.full(m.shape, 30.0))),
+        ScaleChoice("SimCSE, Gao et al. 2021", "$1/\\tau = 20$", tuple(np.full(m.shape, 20.0))),
+        ScaleChoice("mean-field maximiser, Su 2023", "$\\alpha^*(m, k)$", tuple(r["mean_field"] for r in rows)),
+        ScaleChoice("exact objective, no maximiser: where it reaches 90% of its limit", "$\\alpha_{90}(m, k)$",
+                    tuple(sc.exact_alpha_at_share("cosine", 0.9, float(v), head_dim) for v in m), key="exact"),
+        ScaleChoice("trained: lowest held-out loss, this book", "95% interval over seeds",
+                    tuple(r["best"] for r in rows),
+                    tuple(f"{r['best']:.3g}, {r['lo']:.3g} to {r['hi']:.3g}" for r in rows), key="trained-loss"),
+        ScaleChoice("trained: accuracy tied at its best, this book", "every scale of the tie",
+                    tuple(r["accuracy_centre"] for r in rows),
+                    tuple(f"{r['accuracy_lo']:.3g} to {r['accuracy_hi']:.3g}" for r in rows), key="trained-accuracy"),
+    ]
+
+
+def choice(choices: Sequence[ScaleChoice], key: str) -> ScaleChoice:
+    """The row of ``choices`` with ``key``."""
+    for c in choices:
+        if c.key == key:
+            return c
+    raise ValueError(f"key must name a row of the choices; got {key!r}")
+
+
+def exact_over_trained(choices: Sequence[ScaleChoice]) -> list[float]:
+    """Per number of pairs, where the exact objective reaches 90% of its limit over the trained loss optimum."""
+    return [a / b for a, b in zip(choice(choices, "exact").values, choice(choices, "trained-loss").values)]
+
+
+def published_scales_table(summary: dict[str, Any], choices: Sequence[ScaleChoice]) -> str:
+    """Markdown: per choice its rule and its scale at each number of pairs, and at how many numbers of pairs it
+    lies inside the trained loss interval and inside the accuracy's tie (blank for the trained rows)."""
+    pairs = summary["pairs"]
+    rows = [summary["rows"][p] for p in pairs]
+    head = ("| choice | $s$ | " + " | ".join(f"{p} pairs, $m = {r['row_length']:.3g}$" for p, r in zip(pairs, rows))
+            + " | in the loss interval | in the accuracy tie |")
+    lines = [head, "|---|---|" + "---:|" * len(pairs) + "---:|---:|"]
+    for c in choices:
+        trained = c.key.startswith("trained")
+        inside = ("", "") if trained else (
+            f"{sum(r['lo'] <= v <= r['hi'] for v, r in zip(c.values, rows))} of {len(pairs)}",
+            f"{sum(r['accuracy_lo'] <= v <= r['accuracy_hi'] for v, r in zip(c.values, rows))} of {len(pairs)}")
+        lines.append(f"| {c.name} | {c.rule} | " + " | ".join(c.cells()) + f" | {inside[0]} | {inside[1]} |")
+    return "\n".join(lines)
+
+
+def published_scales_summary(summary: dict[str, Any], choices: Sequence[ScaleChoice]) -> str:
+    """Which choices lie inside the trained loss interval at every number of pairs, at some, or at none; how many
+    lie inside the accuracy's tie at every number of pairs; and where the exact objective reaches 90% of its limit
+    against the trained optimum (:func:`exact_over_trained`)."""
+    rows = [summary["rows"][p] for p in summary["pairs"]]
+    chosen = [c for c in choices if not c.key.startswith("trained")]
+    count = {c.name: sum(r["lo"] <= v <= r["hi"] for v, r in zip(c.values, rows)) for c in chosen}
+    every = [n for n, k in count.items() if k == len(rows)]
+    some = [n for n, k in count.items() if 0 < k < len(rows)]
+    tie = sum(all(r["accuracy_lo"] <= v <= r["accuracy_hi"] for v, r in zip(c.values, rows)) for c in chosen)
+    loss = (f"inside the trained loss interval at every number of pairs: {and_list(every)}" if every else
+            "no choice lies inside the trained loss interval at every number of pairs")
+    part = f"; at some but not all: {and_list(some)}" if some else "; no other choice lies inside it at any"
+    return (f"Of the {len(chosen)} choices, {loss}{part}. {tie} of the {len(chosen)} lie inside the accuracy's tie at "
+            "every number of pairs, which therefore cannot rank them. The exact objective reaches 90% of its limit "
+            f"at {value_range(exact_over_trained(choices), '.2g')} times the trained loss optimum: the gradient "
+            "criterion, read exactly, asks for much sharper attention than training picks.")
