@@ -50,12 +50,12 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
                             "(the claim's measured value over its prediction gives the multiple)",
     "finite-argmax-cosine": "on actual samples the objective has no sharp maximum: its mean levels off at $h(b_n)$ "
                             "(the chapter's plateau law) and the typical row peaks far above $\\alpha^*$",
+    "exact-maximiser-": "no finite maximiser replaces it: the exact expected objective rises at every step towards "
+                        "its limit $L_n = n(n-1)\\int f^2 F^{n-2}$, the density at zero of the gap between the two "
+                        "largest scores; the chapter gives $L_n$ and where the objective reaches 90% and 99% of it",
     "recall-best-scale-4": RECALL_LOSS_NOTE,
     "recall-best-scale-16": RECALL_LOSS_NOTE,
     "recall-best-scale-64": RECALL_LOSS_NOTE,
-    "finite-plateau-cosine": "at $\\alpha = 4h(b_n)$ the mean objective for cosine scores is still below the plateau "
-                             "$h(b_n)$: the approach to the limit is slower than for normal scores, and no finite-"
-                             "$\\alpha$ correction is derived",
     # deep_gau
     "gau-lr-depth": "no derived number: post-norm GAU's boundary falls by two grid steps (a ratio of 0.1) from depth 2 "
                     "to 24, and the runs above it stall at the context-free loss rather than diverge; the chapter "

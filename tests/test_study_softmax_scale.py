@@ -17,10 +17,15 @@ def _mc_row(kind, n, **values):
 
 def _recall_summary(growth=None, **rows):
     """A summary of softmax-scale-recall at 4 and 64 pairs; ``rows`` replaces fields of the row of 64 pairs."""
-    base = {"row_length": 6.5, "best": 5.0, "lo": 4.0, "hi": 6.0, "best_by_accuracy": 6.3, "accuracy_lo": 5.0,
-            "accuracy_hi": 8.0, "drift": 0.014, "mean_field": 7.69, "finite_sample": 23.0, "log_n": 6.55, "qk_norm": 8.0}
-    top = {**base, "row_length": 66.5, "best": 8.0, "lo": 7.0, "hi": 10.0, "best_by_accuracy": 9.59,
-           "drift": -0.02, "mean_field": 8.0, "finite_sample": 41.6, "log_n": 14.7, **rows}
+    base = {"row_length": 6.5, "best": 5.0, "lo": 4.0, "hi": 6.0, "accuracy_lo": 2.83, "accuracy_hi": 8.0,
+            "accuracy_centre": 4.76,
+            "accuracy_points": 4, "accuracy_error": 0.0, "accuracy_tied": True, "accuracy_half_points": 1,
+            "accuracy_half_tied": False, "drift": 0.014, "mean_field": 7.69, "finite_sample": 23.0, "log_n": 6.55,
+            "qk_norm": 8.0}
+    top = {**base, "row_length": 66.5, "best": 8.0, "lo": 7.0, "hi": 10.0, "accuracy_lo": 4.0, "accuracy_hi": 22.6,
+           "accuracy_centre": 9.51,
+           "accuracy_points": 6, "accuracy_half_points": 2, "accuracy_half_tied": True, "drift": -0.02,
+           "mean_field": 8.0, "finite_sample": 41.6, "log_n": 14.7, **rows}
     g = {"measured": 1.6, "log_se": 0.05, "mean_field": 1.76, "finite_sample": 1.81, "log_n": 2.24, "qk_norm": 1.0,
          "from": 4, "to": 64, **(growth or {})}
     return {"pairs": [4, 64], "rows": {4: base, 64: top}, "growth": g}
@@ -108,10 +113,32 @@ def test_train_summary_names_the_close_grid_values_and_marks_the_grids_ends():
     # L = 16: alpha = 0.5's paired difference (0.1, 0.5) is within its t(1) interval (0.3 <= 12.7 * 0.2), alpha = 2's
     # (1.1, 1.1) is not; L = 64 has one setting
     text = pr.train_summary(_train_data(), "recorded, cpu scale")
-    assert text == ("at L = 16 the lowest loss is at α = 1, and α from 0.5 (the smallest tested) to 1 is within seed "
-                    "noise of it (paired over seeds, 95% Student-t); at L = 64 the lowest loss is at α = 4, and α = 4, "
-                    "the only value tested, is within seed noise of it (paired over seeds, 95% Student-t) (recorded, "
-                    "cpu scale)")
+    assert text == ("at L = 16 the lowest loss is at α = 1, and α from 0.5 to 1, 2 of the 3 values tested, is within "
+                    "seed noise of the best: the optimum lies in 0.35 to 1.4 at the grid's resolution of √2, and may "
+                    "lie beyond the smallest value tested; at L = 64 the lowest loss is at α = 4, and α = 4 is the "
+                    "only value tested (recorded, cpu scale)")
+
+
+def test_the_noise_band_is_one_fact_for_the_prose_and_the_claim():
+    """The band of alpha within seed noise is written once: the chapter's sentence and the claim's statement carry
+    the same numbers (they had been 0.25 to 8 in the prose and 0.18 to 11 in the claim)."""
+    from analysis.studies.softmax_scale.experiments import softmax_scale_train as train
+
+    data = _train_data()
+    data["predictions"] = {"16": {"dot_alpha_mean_field": 1.19}}
+    band = train.noise_band(data, 16, "dot")
+    assert band.close == (0.5, 1.0) and band.grid == (0.5, 1.0, 2.0)
+    assert band.lo == pytest.approx(0.5 / math.sqrt(2)) and band.hi == pytest.approx(math.sqrt(2))
+    (claim,) = train.claims(data, "t")
+    assert band.words("$\\alpha$", "$\\sqrt{2}$") in claim.statement
+    assert band.words() in pr.train_summary(data, "t")
+    assert claim.tolerance == pytest.approx(band.hi - 1.0)  # the prediction 1.19 > best 1: the band's upper end
+    one = train.NoiseBand((2.0,), (1.0, 2.0, 4.0), 2 / math.sqrt(2), 2 * math.sqrt(2))
+    assert one.words() == ("only α = 2 of the 3 values tested is within seed noise of the best: the optimum lies in "
+                           "1.4 to 2.8 at the grid's resolution of √2")
+    both = train.NoiseBand((1.0, 2.0, 4.0), (1.0, 2.0, 4.0), 1 / math.sqrt(2), 4 * math.sqrt(2))
+    assert both.words().startswith("α from 1 to 4, all 3 values tested, is") and both.words().endswith("both ends of "
+                                                                                                       "the grid")
 
 
 def test_undecided_counts_inconclusive_claims_with_the_prefix_only():
@@ -130,7 +157,8 @@ def test_grid_text():
 def test_recall_table_two_lines_per_number_of_pairs():
     lines = pr.recall_table(_recall_summary()).split("\n")
     assert len(lines) == 4
-    assert lines[0] == "  4 pairs, mean row length m = 6.5: best s = 5 (95%: 4 to 6), by accuracy 6.3 (5 to 8),"
+    assert lines[0] == ("  4 pairs, mean row length m = 6.5: best s = 5 (95%: 4 to 6); accuracy tied at 100% from "
+                        "2.83 to 8 (4 grid scales),")
     assert lines[1] == ("    moved +1.4% over the second half of training; predicted: mean-field 7.69, "
                         "finite-sample 23, 3.5 ln m 6.55, sqrt(k) 8")
     assert lines[2].startswith(" 64 pairs, mean row length m = 66.5: best s = 8 (95%: 7 to 10)")
@@ -211,24 +239,34 @@ def test_train_claims_state_what_the_sweep_detects():
     assert "paired over 2 seeds" in claim.tolerance_basis and "1 df" in claim.tolerance_basis
 
 
-def _recall_rows(best, acc, moving, acc_moving):
-    pairs = [4, 16]
-    rows = {p: {"best": b, "best_by_accuracy": a, "moving": m, "accuracy_moving": am}
-            for p, b, a, m, am in zip(pairs, best, acc, moving, acc_moving)}
-    return {"pairs": pairs, "rows": rows, "drift_from": 200, "drift_to": 400}
-
-
-def test_accuracy_side_and_the_budget_sentence_follow_the_rows():
+def test_the_budget_sentence_follows_the_loss_optimum():
     from analysis.studies.softmax_scale import prose
 
-    assert prose.accuracy_side(_recall_rows([5, 7], [2, 3], [False, False], [True, True])) == "smaller"
-    assert prose.accuracy_side(_recall_rows([5, 7], [6, 8], [False, False], [True, True])) == "larger"
-    assert prose.accuracy_side(_recall_rows([5, 7], [6, 3], [False, False], [True, True])).startswith("larger at some")
-    settled = prose.recall_budget(_recall_rows([5, 7], [2, 3], [False, False], [True, False]))
-    assert "stopped moving, so the loss verdicts stand" in settled and "still moves at 4 pairs" in settled
-    moving = prose.recall_budget(_recall_rows([5, 7], [2, 3], [False, True], [False, False]))
-    assert moving.startswith("That is more than its interval at 16 pairs")
-    assert moving.endswith("has stopped moving too.")
+    def rows(moving):
+        return {"pairs": [4, 16], "rows": {p: {"moving": m} for p, m in zip([4, 16], moving)}}
+
+    assert prose.recall_budget(rows([False, False])).endswith("stopped moving, so the loss verdicts stand.")
+    assert prose.recall_budget(rows([False, True])).startswith("That is more than its interval at 16 pairs")
+
+
+def test_the_accuracy_is_reported_as_a_tie_not_an_argmax():
+    """Where every seed scores 100% at several scales, the chapter states the tie and its extent (it had reported
+    the first scale of the tie as the scale where 'the accuracy peaks')."""
+    s = _recall_summary()
+    assert pr.accuracy_tie(s["rows"][4]) == "tied at 100% from 2.83 to 8 (4 grid scales)"
+    text = pr.accuracy_plateau_sentence(s)
+    assert text.startswith("The accuracy has no peak. Every seed answers 100% of the held-out queries at every grid "
+                           "scale from 2.83 to 8 and 4 to 22.6, for 4 and 64 pairs: a factor of 2.8 to 5.7 in $s$.")
+    # alpha* 7.69 lies in [2.83, 8] and 8 in [4, 22.6]; sqrt(k) = 8 in both; 3.5 ln m: 6.55 and 14.7, both inside
+    assert pr.accuracy_inside(s) == {"the mean-field alpha*": 2, "the finite-sample maximiser": 0, "3.5 ln m": 2,
+                                     "sqrt(k)": 2}
+    assert text.endswith("Of 2 numbers of pairs, the tie contains the mean-field $\\alpha^*$ at 2, the finite-sample "
+                         "maximiser at 0, $3.5\\ln m$ at 2 and $\\sqrt{k}$ at 2. At half the budget it spanned 0 and "
+                         "2 grid scales: it widened with training.")
+    assert pr.and_list(["a"]) == "a" and pr.and_list(["a", "b", "c"]) == "a, b and c"
+    lone = _recall_summary(accuracy_tied=False, accuracy_points=1, accuracy_error=0.001, accuracy_hi=4.0)
+    assert pr.accuracy_tie(lone["rows"][64]) == "best on average at 4, 99.9%, no scale tied for every seed"
+    assert pr.accuracy_plateau_sentence(lone).startswith("The held-out accuracy per number of pairs: 4 pairs: tied")
 
 
 def test_growth_drift_sentence_agrees_with_the_growth_claim():
@@ -243,3 +281,105 @@ def test_growth_drift_sentence_agrees_with_the_growth_claim():
     claim = next(c for c in sr.claims(data, "x") if c.key == "recall-scale-growth")
     text = sr.growth_drift_sentence(data)
     assert ("no verdict yet" in text) == bool(claim.undecided) and "% over the second half of training" in text
+
+
+def _bib_entries():
+    """references.bib as {key: entry text}."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "references.bib").read_text()
+    return {m.group(1): m.group(2) for m in re.finditer(r"@\w+\{([^,]+),(.*?)\n\}", text, re.S)}
+
+
+def _chapter_sentences():
+    """The softmax-scale chapter's markdown, cut into sentences (a sentence may span lines)."""
+    import json
+    import re
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "book" / "softmax_scale.ipynb").read_text())
+    text = " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    return re.split(r"(?<=[.:])\s+(?=[A-Z{])", re.sub(r"\s+", " ", text))
+
+
+def test_the_log512_factor_cites_the_entropy_invariance_post():
+    """log_512 n comes from kexue.fm/archives/8823, not from the FLASH post (8934) the chapter had cited for it."""
+    import re
+
+    bib = _bib_entries()
+    cited = [s for s in _chapter_sentences() if "log_{512}" in s and "{cite}" in s]
+    assert cited, "no sentence cites a source for log_512 n"
+    for sentence in cited:
+        keys = [k for group in re.findall(r"\{cite\}`([^`]+)`", sentence) for k in group.split(",")]
+        assert any("archives/8823" in bib[k] for k in keys), sentence
+        assert not any("archives/8934" in bib[k] for k in keys), sentence
+    # every key the chapter cites is in references.bib
+    for group in re.findall(r"\{cite\}`([^`]+)`", " ".join(_chapter_sentences())):
+        assert all(k.strip() in bib for k in group.split(",")), group
+
+
+def _exact_data(rises=True):
+    """Two laws, two n each: alpha* = 1, the objective on a grid of alpha / alpha* = 1/2, 1, 2, 4."""
+    def row(n, at_star, h):
+        curve = [0.2, at_star, 0.9, 0.99] if rises else [0.2, at_star, 0.9, 0.8]
+        return {"n": n, "alpha_star": 1.0, "alpha_over_star": [0.5, 1.0, 2.0, 4.0], "objective": curve,
+                "at_star": at_star, "limit": 1.0, "curvature": -0.1, "plateau_h": h,
+                "share_alpha": {"0.9": 2.0, "0.99": 4.0 if n == 2 else 3.0}}
+
+    return {"laws": [{"law": "normal", "d": None, "rows": [row(2, 0.4, 1.4), row(64, 0.6, 1.1)]},
+                     {"law": "cosine-64", "d": 64, "rows": [row(2, 0.41, 1.41), row(64, 0.62, 1.05)]}],
+            "reference_max_rel_diff": 1e-15, "reference_points": 4}
+
+
+def test_exact_table_and_ranges():
+    lines = pr.exact_table(_exact_data()).split("\n")
+    assert len(lines) == 5 and lines[0].split() == ["scores", "n", "alpha*", "F(alpha*)/L_n", "a90/alpha*",
+                                                    "a99/alpha*", "L_n", "h(b_n)"]
+    assert lines[1].split() == ["normal", "2", "1", "0.400", "2.00", "4.00", "1", "1.4"]
+    assert pr.exact_ranges(_exact_data()) == {"share": "40 to 62", "at90": "2 to 2", "at99": "3 to 4"}
+    assert pr.h_over_limit(_exact_data()).endswith("by a factor of 1.05 to 1.41 over the table, nearest at $n$ = 64.")
+
+
+def test_exact_finding_follows_the_rise_test_and_the_verdict_follows_the_claims():
+    from analysis.studies.softmax_scale.experiments import softmax_scale_checks as checks
+
+    data = _exact_data()
+    rises = [checks.exact_rises(law) for law in data["laws"]]
+    text = pr.exact_finding(data, rises)
+    assert rises == [True, True] and "It has no finite maximiser" in text and "up to $4\\,\\alpha^*$" in text
+    assert "reaches 40 to 62% of $L_n$" in text
+    peaked = _exact_data(rises=False)
+    bad = pr.exact_finding(peaked, [checks.exact_rises(law) for law in peaked["laws"]])
+    assert bad.startswith("For normal scores and cosines in $d = 64$ the exact objective does not rise")
+    fails = [SimpleNamespace(key="exact-maximiser-normal", verdict="fails"),
+             SimpleNamespace(key="exact-maximiser-cosine-64", verdict="fails")]
+    text = pr.exact_verdict(fails, ["normal", "cosine-64"])
+    assert text.startswith("The source's premise, that the expected objective peaks at $\\alpha^*$, fails for normal "
+                           "scores and cosines in $d = 64$.") and "property of its mean-field approximation" in text
+    mixed = pr.exact_verdict([fails[0], SimpleNamespace(key="x", verdict="inconclusive")], ["normal", "cosine-64"])
+    assert mixed.endswith("fails for normal scores; it is inconclusive for cosines in $d = 64$.")
+
+
+def test_published_scale_choices_at_the_recall_sizes():
+    s = _recall_summary()
+    choices = pr.published_scale_choices(s, 64, [8, 68])
+    by = {c.name.split(",")[0]: c for c in choices}
+    assert by["standard $1/\\sqrt{d}$"].values == (8.0, 8.0)
+    assert by["QK-norm's initial scale"].values == pytest.approx((math.log2(56), math.log2(68 * 67)))
+    # GAU-alpha floors n at 16; the entropy-invariant rule does not
+    assert by["GAU-α's softmax_plus"].values[0] == pytest.approx(8 * math.log(16) / math.log(512))
+    assert by["entropy-invariant"].values[0] == pytest.approx(8 * math.log(6.5) / math.log(512))
+    assert by["log-length scaling"].values[1] == pytest.approx(8 * math.log(66.5))
+    assert pr.choice(choices, "trained-loss").cells() == ["5, 4 to 6", "8, 7 to 10"]
+    assert pr.choice(choices, "trained-accuracy").cells() == ["2.83 to 8", "4 to 22.6"]
+    assert pr.exact_over_trained(choices) == pytest.approx([a / b for a, b in zip(
+        pr.choice(choices, "exact").values, (5.0, 8.0))])
+    with pytest.raises(ValueError, match="key must name a row"):
+        pr.choice(choices, "none")
+    table = pr.published_scales_table(s, choices).split("\n")
+    assert len(table) == 2 + len(choices) and table[0].startswith("| choice | $s$ | 4 pairs, $m = 6.5$ |")
+    # sqrt(k) = 8 lies outside [4, 6] and inside [7, 10]; inside both accuracy ties
+    assert table[2].endswith("| 8 | 8 | 1 of 2 | 2 of 2 |") and table[-1].endswith("|  |  |")
+    text = pr.published_scales_summary(s, choices)
+    assert "at some but not all: standard $1/\\sqrt{d}$, Vaswani et al. 2017" in text

@@ -12,6 +12,11 @@ maximises alpha (1 - R(alpha)/n). Setting the derivative to zero gives the condi
   (1 - s^2)^{(d-3)/2} / B(1/2, (d-1)/2) on [-1, 1]: E[e^{alpha s}] = Gamma(nu+1) (2/alpha)^nu I_nu(alpha)
   with nu = d/2 - 1, evaluated in log space (scaled Bessel functions for small nu, the Debye
   uniform expansion for large nu) so that nothing over- or underflows for d up to 2^20.
+
+The exact expected objective, without the mean-field step, follows from the Gumbel-max identity
+p_i = P(argmax_j (alpha s_j + G_j) = i): E[alpha (1 - sum p^2)] = n (n-1) int f_Y^2 F_Y^{n-2} with Y = S + G/alpha
+(:func:`exact_objective`), computed by discrete convolution on a lattice and tested against mpmath at n = 2 and
+in the limit alpha -> infinity, where it tends to L_n = n (n-1) int f^2 F^{n-2} (:func:`exact_objective_limit`).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import numpy.typing as npt
 import sympy as sp
 from scipy import special
 
-from analysis.theory.validate import checked_range
+from analysis.theory.validate import checked_array, checked_range
 
 FloatArray = npt.NDArray[np.float64]
 ArrayLike = npt.ArrayLike
@@ -423,3 +428,293 @@ def finite_sample_plateau(scores: str, n: ArrayLike, d: ArrayLike | None = None)
     if scores == "normal":
         return nn * np.exp(-0.5 * b * b) / math.sqrt(2 * math.pi)
     return nn * cosine_density(b, d if d is not None else 3)
+
+
+# --- the exact expected objective ---------------------------------------------------------
+#
+# The Gumbel-max identity p_i = P(argmax_j (alpha s_j + G_j) = i | s) gives, for n i.i.d. scores with density f,
+#
+#     E[alpha (1 - sum_i p_i^2)] = n (n - 1) \int f_Y(t)^2 F_Y(t)^{n-2} dt,     Y = S + G / alpha,     (eq-exact)
+#
+# G standard Gumbel: the objective is the density at zero of the gap between the two largest of n perturbed
+# scores. As alpha -> infinity it tends to L_n = n (n - 1) \int f^2 F^{n-2} (the same for the scores themselves)
+# and, Y having the extra variance pi^2 / (6 alpha^2), approaches it as L_n + (pi^2 / 6) D_n / alpha^2.
+
+EXACT_MAX_N = 1e6  # the lattice resolves the top of n scores up to here (relative error < 1e-9)
+EXACT_MIN_D = 16  # below, (1 - s^2)^{(d-3)/2} is too rough at s = +-1 for the lattice's accuracy
+
+
+def _exact_law(scores: str, d: float | None) -> tuple[float, float, float]:
+    """(sigma, lo, hi): the scores' standard deviation and the support the lattice covers, after validation."""
+    if scores == "normal":
+        # P(|S| > 10.5) = 9e-26: below 1e-19 of the top tail 1/n even at n = EXACT_MAX_N
+        return 1.0, -10.5, 10.5
+    if scores == "cosine":
+        if d is None:
+            raise ValueError("d is required for cosine scores")
+        (dd,) = checked_range([d], "d", EXACT_MIN_D, MAX_D, integer=True)
+        return 1.0 / math.sqrt(dd), -1.0, 1.0
+    raise ValueError(f"scores must be 'normal' or 'cosine'; got {scores!r}")
+
+
+def _exact_pdf(scores: str, s: FloatArray, d: float | None) -> FloatArray:
+    """The score density f on the points ``s``."""
+    if scores == "normal":
+        return np.exp(-0.5 * s * s) / math.sqrt(2 * math.pi)
+    return cosine_density(s, d)
+
+
+def _exact_log_cdf_sf(scores: str, s: FloatArray, d: float | None) -> tuple[FloatArray, FloatArray]:
+    """ln F(s) and ln(1 - F(s)), each accurate in its own tail."""
+    if scores == "normal":
+        return special.log_ndtr(s), special.log_ndtr(-s)
+    half = 0.5 * (float(d) - 1)  # (1 + S)/2 ~ Beta(half, half), symmetric
+    with np.errstate(divide="ignore"):
+        return (np.log(special.betainc(half, half, np.clip(0.5 * (1 + s), 0, 1))),
+                np.log(special.betainc(half, half, np.clip(0.5 * (1 - s), 0, 1))))
+
+
+def _exact_width(scores: str, n_max: float, d: float | None) -> float:
+    """min(sigma, 1/h(b_n)): the narrowest feature of the top of n scores (h the hazard at the top score)."""
+    sigma, _, _ = _exact_law(scores, d)
+    return min(sigma, 1.0 / float(finite_sample_plateau(scores, max(n_max, 2.0), d)))
+
+
+def _gumbel_lattice(scores: str, alpha: float, ns: FloatArray, d: float | None) -> FloatArray:
+    """n (n-1) sum_t delta f_Y(t)^2 F_Y(t)^{n-2} on a lattice of step delta (eq-exact), one value per n.
+
+    f_Y = f * k and the tails of F_Y are discrete convolutions on one lattice of step
+    delta = min(sigma, 1/h, 1/alpha)/4, k the density of G/alpha; the trapezoid rule on these smooth, fast-decaying
+    integrands converges geometrically, and delta/4 of the narrowest feature is at its float64 floor.
+    """
+    from scipy import signal
+
+    _, lo, hi = _exact_law(scores, d)
+    delta = min(_exact_width(scores, float(ns.max()), d), 1.0 / alpha) / 4.0
+    j = np.arange(math.floor(lo / delta), math.ceil(hi / delta) + 1)
+    f = _exact_pdf(scores, j * delta, d) * delta
+    # G/alpha on [-4, 46]/alpha: P(G < -4) = 2e-24, P(G > 46) = 1e-20
+    k = np.arange(math.floor(-4.0 / (alpha * delta)), math.ceil(46.0 / (alpha * delta)) + 1)
+    z = alpha * delta * k
+    e = np.exp(-z)
+    kernels = (alpha * np.exp(-z - e), np.exp(-e), -np.expm1(-e))  # density, P(G/alpha <= u), P(G/alpha > u)
+    # exact summation while it is cheap; FFT (absolute error ~1e-16) beyond
+    direct = f.size * k.size <= 2e7
+    dens, cdf, sf = (np.convolve(f, ker) if direct else signal.fftconvolve(f, ker) for ker in kernels)
+    # the lattice index of t is i = j + k - (j0 + k0); below its kernel's support each term is 0 or 1:
+    # F_Y misses the scores far below t (forward sums), 1 - F_Y those far above t (backward sums)
+    i = np.arange(dens.size)
+    ahead = np.concatenate([np.cumsum(f[::-1])[::-1][1:], [0.0]])  # sum over j' > j
+    below = np.cumsum(f)  # sum over j' <= j
+    span = k.size
+    cdf = cdf + np.where(i - span >= 0, below[np.clip(i - span, 0, f.size - 1)], 0.0)
+    sf = sf + np.where(i < f.size, ahead[np.clip(i, 0, f.size - 1)], 0.0)
+    with np.errstate(divide="ignore"):
+        log_cdf = np.where(sf < 0.5, np.log1p(-np.minimum(sf, 0.5)), np.log(np.maximum(cdf, 0.0)))
+    # F_Y^0 = 1 also where F_Y underflows to 0 (n = 2)
+    return np.array([nn * (nn - 1) * delta * np.sum(dens * dens * (np.exp((nn - 2) * log_cdf) if nn > 2 else 1.0))
+                     for nn in ns])
+
+
+def _limit_lattice(scores: str, n: FloatArray, d: float | None) -> tuple[FloatArray, FloatArray]:
+    """(L_n, D_n) on a lattice of step min(sigma, 1/h)/8 (trapezoid; the integrands vanish at both ends).
+
+    L_n = n(n-1) int f^2 F^{n-2};  D_n = (n(n-1)/2) [-2 int f'^2 F^{n-2} - (n-2) int f^2 f' F^{n-3}].
+    """
+    _, lo, hi = _exact_law(scores, d)
+    delta = _exact_width(scores, float(n.max()), d) / 8.0
+    s = np.arange(math.floor(lo / delta), math.ceil(hi / delta) + 1) * delta
+    s = s[(s > -1.0) & (s < 1.0)] if scores == "cosine" else s
+    f = _exact_pdf(scores, s, d)
+    # f'/f: -s (normal), -(d-3) s / (1 - s^2) (cosine)
+    slope = -s if scores == "normal" else -(float(d) - 3.0) * s / (1.0 - s * s)
+    log_cdf, log_sf = _exact_log_cdf_sf(scores, s, d)
+    # ln F where F is small, log1p(-(1-F)) where 1 - F is small
+    log_f = np.where(log_sf < math.log(0.5), np.log1p(-np.exp(np.minimum(log_sf, math.log(0.5)))), log_cdf)
+    lim, curv = [], []
+    for nn in n:
+        # F^0 = 1 also where F underflows to 0
+        w2 = np.exp((nn - 2) * log_f) if nn > 2 else np.ones_like(s)
+        w3 = np.exp((nn - 3) * log_f)
+        lim.append(nn * (nn - 1) * delta * np.sum(f * f * w2))
+        curv.append(0.5 * nn * (nn - 1) * delta * np.sum(-2 * (slope * f) ** 2 * w2 - (nn - 2) * f**3 * slope * w3))
+    return np.array(lim), np.array(curv)
+
+
+def exact_objective_limit(scores: str, n: ArrayLike, d: int | None = None) -> FloatArray:
+    """L_n = n(n-1) int f(s)^2 F(s)^{n-2} ds: the alpha -> infinity limit of the exact objective (eq-exact-limit),
+    the density at zero of the gap between the two largest of n scores."""
+    nn = checked_range(n, "n", 2, EXACT_MAX_N)
+    _exact_law(scores, d)
+    with np.errstate(under="ignore"):  # F^{n-2} underflows to 0 far below the top: intended
+        return _limit_lattice(scores, nn.ravel(), d)[0].reshape(nn.shape)
+
+
+def exact_objective_curvature(scores: str, n: ArrayLike, d: int | None = None) -> FloatArray:
+    """D_n of E[alpha (1 - sum p^2)] = L_n + (pi^2/6) D_n / alpha^2 + O(alpha^-3) (eq-exact-asymptote): the
+    derivative of L_n in the variance of noise added to every score, Gumbel noise G/alpha having pi^2/(6 alpha^2)."""
+    nn = checked_range(n, "n", 2, EXACT_MAX_N)
+    _exact_law(scores, d)
+    with np.errstate(under="ignore"):  # F^{n-2} underflows to 0 far below the top: intended
+        return _limit_lattice(scores, nn.ravel(), d)[1].reshape(nn.shape)
+
+
+def exact_objective(scores: str, alpha: ArrayLike, n: ArrayLike, d: int | None = None) -> FloatArray:
+    """E over n i.i.d. scores of alpha (1 - sum_i p_i^2), p = softmax(alpha s): n(n-1) int f_Y^2 F_Y^{n-2},
+    Y = S + G/alpha with G standard Gumbel (eq-exact), for normal or cosine (d >= 16) scores; n real in [2, 1e6].
+
+    Three regimes, each to better than 1e-9 relative: alpha sigma < 1e-3, the even series
+    alpha (1 - 1/n) - alpha^3 sigma^2 (n-1)/n^2 (next term alpha^5 sigma^4); alpha w > 2e3 (w = min(sigma, 1/h)), the
+    asymptote L_n + (pi^2/6) D_n / alpha^2 (next term ~ (alpha w)^-3); between them the lattice of
+    :func:`_gumbel_lattice`.
+    """
+    a = checked_array(alpha, "alpha", lambda x: np.isfinite(x) & (x > 0), "a finite number > 0")
+    nn = checked_range(n, "n", 2, EXACT_MAX_N)
+    sigma, _, _ = _exact_law(scores, d)
+    a, nn = np.broadcast_arrays(a, nn)
+    shape = a.shape
+    a, nn = a.ravel(), nn.ravel()
+    with np.errstate(under="ignore"):  # densities and F^{n-2} underflow to 0 in the far tails: intended
+        return _exact_regimes(scores, a, nn, d, sigma).reshape(shape)
+
+
+def _exact_regimes(scores: str, a: FloatArray, nn: FloatArray, d: float | None, sigma: float) -> FloatArray:
+    """:func:`exact_objective` on flat, validated arrays: each alpha in its regime."""
+    out = np.empty(a.shape)
+    width = _exact_width(scores, float(nn.max()), d)
+    small = a * sigma < 1e-3
+    large = a * width > 2e3
+    out[small] = a[small] * (1 - 1 / nn[small]) - a[small] ** 3 * sigma**2 * (nn[small] - 1) / nn[small] ** 2
+    if np.any(large):
+        lim, curv = _limit_lattice(scores, nn[large], d)
+        out[large] = lim + (math.pi**2 / 6) * curv / a[large] ** 2
+    middle = ~(small | large)
+    for value in np.unique(a[middle]):
+        at = middle & (a == value)
+        ns = np.unique(nn[at])
+        got = _gumbel_lattice(scores, float(value), ns, d)
+        out[at] = got[np.searchsorted(ns, nn[at])]
+    return out
+
+
+def exact_objective_pair_reference(scores: str, alpha: float, d: int | None = None, digits: int = 30) -> float:
+    """E[alpha (1 - p_1^2 - p_2^2)] for n = 2 in ``digits``-digit arithmetic (mpmath): with Delta = s_1 - s_2,
+    1 - sum p^2 = 2 sigma(alpha Delta) sigma(-alpha Delta) = 1 / (2 cosh^2(alpha Delta / 2)), so the objective is
+    E[alpha / (2 cosh^2(alpha Delta / 2))], a one-dimensional integral over the density of Delta (eq-exact-pair)."""
+    import mpmath
+
+    (a,) = checked_array([alpha], "alpha", lambda x: np.isfinite(x) & (x > 0), "a finite number > 0")
+    _exact_law(scores, d)
+    with mpmath.workdps(digits):
+        am = mpmath.mpf(float(a))
+
+        def kernel(x: "mpmath.mpf") -> "mpmath.mpf":
+            return am / (2 * mpmath.cosh(am * x / 2) ** 2)
+
+        w = 1 / am
+        if scores == "normal":
+            # Delta ~ N(0, 2)
+            def dens(x: "mpmath.mpf") -> "mpmath.mpf":
+                return mpmath.exp(-x * x / 4) / (2 * mpmath.sqrt(mpmath.pi))
+
+            cuts = [-mpmath.inf, -40 * w, -w, 0, w, 40 * w, mpmath.inf]
+        else:
+            m = mpmath.mpf(int(d) - 3) / 2
+            norm = 1 / mpmath.beta(mpmath.mpf(1) / 2, mpmath.mpf(int(d) - 1) / 2)
+
+            def dens(x: "mpmath.mpf") -> "mpmath.mpf":
+                # the autocorrelation of the cosine density, even in x, supported on [-2, 2]
+                x = abs(x)
+                if x >= 2:
+                    return mpmath.mpf(0)
+                # each factor clipped at 0: the nodes at the ends may round just outside [-1, 1]
+                return norm**2 * mpmath.quad(lambda s: (max(0, 1 - s * s) * max(0, 1 - (s - x) ** 2)) ** m,
+                                             [x - 1, x / 2, 1])
+
+            cuts = [-2, -min(40 * w, 1), -min(w, 1), 0, min(w, 1), min(40 * w, 1), 2]
+        return float(mpmath.quad(lambda x: dens(x) * kernel(x), sorted(set(cuts))))
+
+
+def exact_objective_limit_reference(scores: str, n: float, d: int | None = None, digits: int = 30) -> float:
+    """L_n = n(n-1) int f^2 F^{n-2} in ``digits``-digit arithmetic (mpmath quadrature, split at the top score)."""
+    import mpmath
+
+    (nn,) = checked_range([n], "n", 2, EXACT_MAX_N)
+    _exact_law(scores, d)
+    top = float(top_score_location(scores, nn, d))
+    with mpmath.workdps(digits):
+        nm = mpmath.mpf(float(nn))
+        if scores == "normal":
+            def pdf(s: "mpmath.mpf") -> "mpmath.mpf":
+                return mpmath.npdf(s)
+
+            def cdf(s: "mpmath.mpf") -> "mpmath.mpf":
+                return mpmath.ncdf(s)
+
+            lo, hi = mpmath.mpf(-12), mpmath.mpf(12)
+        else:
+            half = mpmath.mpf(int(d) - 1) / 2
+            norm = 1 / mpmath.beta(mpmath.mpf(1) / 2, half)
+
+            def pdf(s: "mpmath.mpf") -> "mpmath.mpf":
+                return norm * (1 - s * s) ** ((int(d) - 3) / mpmath.mpf(2))
+
+            def cdf(s: "mpmath.mpf") -> "mpmath.mpf":
+                return mpmath.betainc(half, half, 0, (1 + s) / 2, regularized=True)
+
+            lo, hi = mpmath.mpf(-1), mpmath.mpf(1)
+        t = mpmath.mpf(top)
+        h = 1 / mpmath.mpf(float(finite_sample_plateau(scores, nn, d)))
+        cuts = [lo] + [c for c in (t - 20 * h, t - 4 * h, t, t + 4 * h, t + 20 * h) if lo < c < hi] + [hi]
+        return float(mpmath.quad(lambda s: nm * (nm - 1) * pdf(s) ** 2 * cdf(s) ** (nm - 2), cuts))
+
+
+def exact_alpha_at_share(scores: str, share: float, n: float, d: int | None = None) -> float:
+    """The alpha at which the exact objective first reaches ``share`` of its limit L_n: F(alpha) = share L_n,
+    solved in ln alpha (Brent) between alpha = share L_n / 2 (where F <= alpha (1 - 1/n) is below) and a point past
+    the asymptote's crossing (eq-exact-asymptote)."""
+    from scipy import optimize
+
+    (q,) = checked_array([share], "share", lambda x: np.isfinite(x) & (x > 0) & (x < 1), "a number in (0, 1)")
+    (nn,) = checked_range([n], "n", 2, EXACT_MAX_N)
+    _exact_law(scores, d)
+    with np.errstate(under="ignore"):
+        lim, curv = (float(v[0]) for v in _limit_lattice(scores, np.array([nn]), d))
+    target = float(q) * lim
+
+    def gap(log_alpha: float) -> float:
+        return float(exact_objective(scores, math.exp(log_alpha), nn, d)) - target
+
+    lo = math.log(0.5 * target)  # F(alpha) <= alpha (1 - 1/n) < target there
+    hi = math.log(2.0 * max(math.sqrt(math.pi**2 * abs(curv) / (6 * lim * (1 - float(q)))), target))
+    while gap(hi) <= 0:  # the asymptote is approached from below: step past its crossing
+        hi += math.log(2.0)
+    return math.exp(optimize.brentq(gap, lo, hi, xtol=1e-10, rtol=1e-12))
+
+
+# --- published scale choices -------------------------------------------------------------------------------------
+
+
+def qknorm_initial_scale(length: ArrayLike) -> FloatArray:
+    """g_0 = log2(L^2 - L): QK-norm's initial value of its learned scale of cosine logits, L the 97.5th percentile of
+    the training sequences' lengths (Henry et al. 2020; log2 of the off-diagonal entries of an L x L score matrix)."""
+    ln = checked_range(length, "length", 2, MAX_N)
+    return np.log2(ln) + np.log2(ln - 1.0)
+
+
+def gau_alpha_factor(n: ArrayLike) -> FloatArray:
+    """ln(max(n, 16)) / ln 512: the factor GAU-α's softmax_plus puts on its logits q.k/sqrt(d), n the keys a row
+    attends to (floored at 16, 'very short sequences do worse with the scale')."""
+    return np.log(np.maximum(_as_n(n), 16.0)) / math.log(512.0)
+
+
+def log_length_factor(n: ArrayLike) -> FloatArray:
+    """ln n: the factor Chiang and Cholak (2022) put on the attention logits q.k/sqrt(d) for n keys."""
+    return np.log(_as_n(n))
+
+
+def qknorm_length_for_scale(scale: ArrayLike) -> FloatArray:
+    """The training length L at which QK-norm starts its scale at ``scale``: the root L > 1 of log2(L^2 - L) = g,
+    L = (1 + sqrt(1 + 2^(g + 2))) / 2 (inverse of :func:`qknorm_initial_scale`)."""
+    g = checked_range(scale, "scale", 1, 100)
+    return 0.5 * (1.0 + np.sqrt(1.0 + np.exp2(g + 2.0)))

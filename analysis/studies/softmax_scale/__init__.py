@@ -25,7 +25,7 @@ EXPERIMENTS = ("softmax-scale-checks", "softmax-scale-mc", "softmax-scale-train"
 def facts(ch: Chapter) -> dict[str, Any]:
     """Every number, sentence and table the chapter states, from the best run of each experiment (the tables of
     the Monte Carlo from all its runs)."""
-    return {**checks_facts(ch), **mc_facts(ch), **train_facts(ch), **recall_facts(ch)}
+    return {**checks_facts(ch), **exact_facts(ch), **mc_facts(ch), **train_facts(ch), **recall_facts(ch)}
 
 
 def checks_facts(ch: Chapter) -> dict[str, Any]:
@@ -63,6 +63,30 @@ def checks_facts(ch: Chapter) -> dict[str, Any]:
         "ei_ratio": f"{rules['entropy_invariant_ratio_min']:.2f} to {rules['entropy_invariant_ratio_max']:.2f}",
         "cos_n30": f"{rules['cosine_n_at_30']:,.0f}",
         "cos_a10": f"{rules['cosine_alpha_n10']:.1f}",
+    }
+
+
+def exact_facts(ch: Chapter) -> dict[str, Any]:
+    """The exact expected objective: its table per score law and n, what it does (:func:`prose.exact_finding`), the
+    lattice against mpmath and the Monte Carlo, and the claims' verdicts on the source's premise."""
+    from analysis.studies.softmax_scale.experiments import softmax_scale_checks as sc_checks
+    from analysis.studies.softmax_scale.experiments.softmax_scale_mc import exact_against_mc
+
+    exact = ch.best("softmax-scale-checks").data["exact"]
+    mc = exact_against_mc(ch.best("softmax-scale-mc").data)
+    claims = [ch.claim("softmax-scale-checks", f"exact-maximiser-{law['law']}") for law in exact["laws"]]
+    return {
+        "exact_table": Markdown(text_block(pr.exact_table(exact))),
+        "exact_finding": Markdown(pr.exact_finding(exact, [sc_checks.exact_rises(law) for law in exact["laws"]])),
+        "exact_verdict": Markdown(pr.exact_verdict(claims, [law["law"] for law in exact["laws"]])),
+        "exact_ref_gap": f"{exact['reference_max_rel_diff']:.1e}",
+        "exact_ref_points": f"{exact['reference_points']}",
+        "exact_h_over_l": Markdown(pr.h_over_limit(exact)),
+        "exact_mc_z": f"{mc['max_z']:.2f}",
+        "exact_mc_points": f"{mc['points']}",
+        "exact_mc_critical": f"{mc['critical']:.2f}",
+        "exact_mc_rival": f"{mc['rival_min_z']:.0f}",
+        "exact_mc_label": ch.best("softmax-scale-mc").label,
     }
 
 
@@ -124,18 +148,35 @@ def recall_facts(ch: Chapter) -> dict[str, Any]:
         "recall_conclusion": Markdown(pr.recall_conclusion(rs, rec.label)),
         "recall_growth_drift": Markdown(softmax_scale_recall.growth_drift_sentence(rec.data)),
         "recall_ratio": pr.value_range(pr.best_over_mean_field(rs), ".2f"),
-        "recall_acc": ", ".join(f"{rows[p]['best_by_accuracy']:.3g}" for p in pairs),
         "recall_best": ", ".join(f"{rows[p]['best']:.3g}" for p in pairs),
         "recall_drift": ", ".join(f"{100 * rows[p]['drift']:+.1f}%" for p in pairs),
         "recall_drift_window": f"steps {rs['drift_from']} to {rs['drift_to']}",
-        "recall_acc_side": pr.accuracy_side(rs),
         "recall_budget": pr.recall_budget(rs),
-        "recall_acc_ratio": pr.value_range([rows[p]["best_by_accuracy"] / rows[p]["mean_field"] for p in pairs], ".2f"),
+        "recall_acc_plateau": Markdown(pr.accuracy_plateau_sentence(rs)),
         "recall_mf": ", ".join(f"{rows[p]['mean_field']:.3g}" for p in pairs),
         "recall_growth_dof": f"{g['dof']:g}",
         "recall_verdicts": ch.verdicts("softmax-scale-recall"),
         "recall_gpu_status": ch.gpu_status("softmax-scale-recall"),
         "recall_gpu_plan": pr.run_plan(softmax_scale_recall.CONFIGS["gpu"]),
+        **published_facts(rs, rec),
+    }
+
+
+def published_facts(rs: dict[str, Any], rec: Any) -> dict[str, Any]:
+    """Every published choice of the scale at the recall runs' own sizes (:func:`prose.published_scale_choices`), in a
+    table and a summary, with the sizes it was evaluated at."""
+    from analysis.theory import softmax_scale as sc
+
+    queries = int(rec.settings("softmax-scale-recall")["queries"])
+    lengths = [p + queries for p in rs["pairs"]]  # a LookupTask's sequence: its pairs, then its queries
+    choices = pr.published_scale_choices(rs, int(rec.data["head_dim"]), lengths)
+    low, high = sc.qknorm_length_for_scale([10.0, 30.0])
+    return {
+        "published_scales": Markdown(pr.published_scales_table(rs, choices)),
+        "published_scales_summary": Markdown(pr.published_scales_summary(rs, choices)),
+        "published_lengths": pr.and_list([f"{n}" for n in lengths]),
+        "published_label": rec.label,
+        "qk_band_lengths": f"{low:,.0f} to {high:,.0f}",
     }
 
 
@@ -147,6 +188,7 @@ def figures(ch: Chapter) -> dict[str, Figure]:
         "fig-scale-normal": fg.scale_normal(checks["fits"]),
         "fig-cosine": fg.cosine_scores(checks["density"], checks["large_d"]),
         "fig-finite": fg.finite_sample_curves(mc, pr.shown_lengths(mc["rows"])),
+        "fig-exact": fg.exact_objective(checks["exact"]),
         "fig-rules": fg.scale_rules(mc, checks["decoder"]),
         "fig-train": fg.training_sweep([(r.label, r.data) for r in ch.shown("softmax-scale-train")]),
         "fig-recall": fg.recall_scale(ch.best("softmax-scale-recall").data),

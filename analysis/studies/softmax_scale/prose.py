@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from analysis.studies.softmax_scale.experiments.softmax_scale_train import (best_setting, indistinguishable_values,
-                                                                             loss_by_setting)
+import numpy as np
+
+from analysis.studies.softmax_scale.experiments.softmax_scale_train import best_setting, noise_band
 
 # the rival growths of the best recall scale from the fewest to the most pairs (key of the summary's growth, or a
 # fixed ratio): QK-norm practice keeps s = sqrt(k) at every n, so it predicts no growth
@@ -109,21 +111,13 @@ def train_table(data: dict[str, Any]) -> str:
 
 
 def train_summary(data: dict[str, Any], label: str) -> str:
-    """Per context length, the best dot-product alpha and the grid values of alpha whose paired loss difference from
-    it is within its 95% Student-t interval, an end of the grid marked as such (the optimum may lie beyond it)
-    (:func:`analysis.studies.softmax_scale.experiments.softmax_scale_train.indistinguishable_range`), with the run's
-    label."""
+    """Per context length, the best dot-product alpha and the band of alpha within seed noise of it (paired loss
+    differences within their 95% Student-t interval), in the words the length's claim states it
+    (:meth:`analysis.studies.softmax_scale.experiments.softmax_scale_train.NoiseBand.words`), with the run's label."""
     ranges = []
     for ctx in train_lengths(data):
-        close = indistinguishable_values(data, ctx, "dot")
-        grid = [v for v, _, _ in loss_by_setting(data, ctx, "dot")]
         value, _, _ = best_setting(data, ctx, "dot")
-        ends = [f"{close[0]:.2g}" + (" (the smallest tested)" if close[0] == grid[0] else ""),
-                f"{close[-1]:.2g}" + (" (the largest tested)" if close[-1] == grid[-1] else "")]
-        span = (f"α = {close[0]:.2g}, the only value tested," if len(grid) == 1 else f"only α = {ends[0]}"
-                if len(close) == 1 else f"α from {ends[0]} to {ends[1]}")
-        ranges.append(f"at L = {ctx} the lowest loss is at α = {value:g}, and {span} is within seed noise of it "
-                      f"(paired over seeds, 95% Student-t)")
+        ranges.append(f"at L = {ctx} the lowest loss is at α = {value:g}, and {noise_band(data, ctx, 'dot').words()}")
     return "; ".join(ranges) + f" ({label})"
 
 
@@ -140,18 +134,73 @@ def grid_text(scales: Sequence[float]) -> str:
 
 
 def recall_table(summary: dict[str, Any]) -> str:
-    """Per number of pairs: the best scale by loss and by accuracy with their 95% Student-t intervals over seeds, how
-    far the best by loss moved over the second half of training, and every prediction."""
+    """Per number of pairs: the best scale by loss with its 95% Student-t interval over seeds, the scales at which
+    the accuracy is tied at its best, how far the best by loss moved over the second half of training, and every
+    prediction."""
     lines = []
     for p in summary["pairs"]:
         r = summary["rows"][p]
         lines.append(f"{p:3d} pairs, mean row length m = {r['row_length']:.3g}: best s = {r['best']:.3g} "
-                     f"(95%: {r['lo']:.3g} to {r['hi']:.3g}), by accuracy {r['best_by_accuracy']:.3g} "
-                     f"({r['accuracy_lo']:.3g} to {r['accuracy_hi']:.3g}),")
+                     f"(95%: {r['lo']:.3g} to {r['hi']:.3g}); accuracy {accuracy_tie(r)},")
         lines.append(f"    moved {100 * r['drift']:+.1f}% over the second half of training; predicted: "
                      f"mean-field {r['mean_field']:.3g}, finite-sample {r['finite_sample']:.3g}, 3.5 ln m "
                      f"{r['log_n']:.3g}, sqrt(k) {r['qk_norm']:.3g}")
     return "\n".join(lines)
+
+
+def accuracy_tie(row: dict[str, Any]) -> str:
+    """'tied at 100% from 2.83 to 8 (4 grid scales)' for a summary row: where every seed's held-out accuracy equals
+    its best; one scale alone when no scale ties for every seed."""
+    share = f"{100 * (1 - row['accuracy_error']):.4g}%"
+    if not row["accuracy_tied"]:
+        return f"best on average at {row['accuracy_lo']:.3g}, {share}, no scale tied for every seed"
+    if row["accuracy_points"] == 1:
+        return f"at {share} for every seed at {row['accuracy_lo']:.3g} alone"
+    return f"tied at {share} from {row['accuracy_lo']:.3g} to {row['accuracy_hi']:.3g} ({row['accuracy_points']} grid scales)"
+
+
+def accuracy_inside(summary: dict[str, Any]) -> dict[str, int]:
+    """For each prediction (:data:`RECALL_PREDICTIONS`), at how many numbers of pairs it lies inside the accuracy's
+    tie [accuracy_lo, accuracy_hi] (ends included)."""
+    rows = summary["rows"]
+    return {name: sum(rows[p]["accuracy_lo"] <= rows[p][key] <= rows[p]["accuracy_hi"] for p in summary["pairs"])
+            for name, key in RECALL_PREDICTIONS}
+
+
+def accuracy_plateau_sentence(summary: dict[str, Any]) -> str:
+    """What the accuracy shows: the scales at which it is tied at its best per number of pairs, their extent as a
+    factor, which predictions lie inside the tie, and how far the tie reached at half the budget."""
+    pairs = summary["pairs"]
+    rows = [summary["rows"][p] for p in pairs]
+    if not all(r["accuracy_tied"] and r["accuracy_points"] > 1 for r in rows):
+        ties = "; ".join(f"{p} pairs: {accuracy_tie(r)}" for p, r in zip(pairs, rows))
+        return f"The held-out accuracy per number of pairs: {ties}."
+    shares = {f"{100 * (1 - r['accuracy_error']):.4g}%" for r in rows}
+    share = shares.pop() if len(shares) == 1 else "its best share"
+    spans = [f"{r['accuracy_lo']:.3g} to {r['accuracy_hi']:.3g}" for r in rows]
+    factors = value_range([r["accuracy_hi"] / r["accuracy_lo"] for r in rows], ".2g")
+    counts = accuracy_inside(summary)
+    inside = and_list([f"{TYPESET[name]} at {counts[name]}" for name, _ in RECALL_PREDICTIONS])
+    half = [r["accuracy_half_points"] if r["accuracy_half_tied"] else 0 for r in rows]
+    widened = all(h < r["accuracy_points"] for h, r in zip(half, rows))
+    return (f"The accuracy has no peak. Every seed answers {share} of the held-out queries at every grid scale from "
+            f"{and_list(spans)}, for {and_list([str(p) for p in pairs])} pairs: a factor of {factors} in $s$. Inside "
+            f"such a tie accuracy cannot rank scales, so the tie is the finding, not its first scale. Of "
+            f"{len(pairs)} numbers of pairs, the tie contains {inside}. At half the budget it spanned "
+            f"{and_list([str(h) for h in half])} grid scales"
+            + (": it widened with training." if widened else "."))
+
+
+# the predictions as the chapter typesets them (keys of RECALL_PREDICTIONS)
+TYPESET = {"the mean-field alpha*": "the mean-field $\\alpha^*$", "the finite-sample maximiser":
+           "the finite-sample maximiser", "3.5 ln m": "$3.5\\ln m$", "sqrt(k)": "$\\sqrt{k}$"}
+
+
+def and_list(items: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    if not items:
+        raise ValueError("items must not be empty")
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def value_range(values: Iterable[float], fmt: str) -> str:
@@ -210,36 +259,16 @@ def recall_conclusion(summary: dict[str, Any], label: str) -> str:
             f"scale lies: {inside} numbers of pairs ({label}).")
 
 
-def accuracy_side(summary: dict[str, Any]) -> str:
-    """Where the best scale by accuracy lies against the best by loss: 'larger' or 'smaller' at every number of
-    pairs, else 'larger at some numbers of pairs and smaller at others'."""
-    rows = [summary["rows"][p] for p in summary["pairs"]]
-    if all(r["best_by_accuracy"] > r["best"] for r in rows):
-        return "larger"
-    if all(r["best_by_accuracy"] < r["best"] for r in rows):
-        return "smaller"
-    return "larger at some numbers of pairs and smaller at others"
-
-
 def recall_budget(summary: dict[str, Any]) -> str:
-    """Whether the loss and the accuracy optima still move with the training budget (said after the loss optimum's
-    drift): the numbers of pairs at which each moved over the second half of training by more than its interval
-    (``moving``), and what that decides."""
-    pairs = summary["pairs"]
-
-    def where(key: str) -> list[str]:
-        return [str(p) for p in pairs if summary["rows"][p][key]]
-
-    loss, acc = where("moving"), where("accuracy_moving")
+    """Whether the loss optimum still moves with the training budget (said after its drift): the numbers of pairs at
+    which it moved over the second half of training by more than its interval (``moving``), and what that
+    decides."""
+    loss = [str(p) for p in summary["pairs"] if summary["rows"][p]["moving"]]
     if loss:
-        first = (f"That is more than its interval at {', '.join(loss)} pairs: there it still moves with the budget, "
-                 "the claim is inconclusive, and a run that trains until it stops moving decides it.")
-    else:
-        first = ("That is less than its interval at every number of pairs: at this budget it has stopped moving, so "
-                 "the loss verdicts stand.")
-    second = (f" The accuracy optimum still moves at {', '.join(acc)} pairs, so those accuracy claims are "
-              "inconclusive." if acc else " The accuracy optimum has stopped moving too.")
-    return first + second
+        return (f"That is more than its interval at {', '.join(loss)} pairs: there it still moves with the budget, "
+                "the claim is inconclusive, and a run that trains until it stops moving decides it.")
+    return ("That is less than its interval at every number of pairs: at this budget it has stopped moving, so the "
+            "loss verdicts stand.")
 
 
 class RecallPlan(Protocol):
@@ -259,3 +288,185 @@ def run_plan(cfg: RecallPlan) -> str:
     pairs = ", ".join(str(p) for p in cfg.pairs[:-1]) + f" and {cfg.pairs[-1]}" if len(cfg.pairs) > 1 else str(cfg.pairs[0])
     interval = f"its intervals are ± {t_quantile(m - 1):.2f} standard errors" if m > 1 else "no error estimate"
     return f"{cfg.steps:,} steps at {pairs} pairs with {m} seeds ({m - 1} degrees of freedom: {interval})"
+
+
+# --- the exact objective -------------------------------------------------------------------------------------------
+
+EXACT_LAW_WORDS = {"normal": "normal scores", "cosine-128": "cosines in $d = 128$", "cosine-64": "cosines in $d = 64$"}
+
+
+def exact_table(exact: dict[str, Any]) -> str:
+    """Per score law and n: the mean-field alpha*, the exact objective there as a share of its limit L_n, the alphas
+    where it reaches 90% and 99% of L_n in units of alpha*, L_n, and the extreme-value level h(b_n) it replaces."""
+    lines = [f"{'scores':10s} {'n':>6s} {'alpha*':>7s}  {'F(alpha*)/L_n':>13s}  {'a90/alpha*':>10s}  "
+             f"{'a99/alpha*':>10s}  {'L_n':>7s}  {'h(b_n)':>7s}"]
+    for law in exact["laws"]:
+        for r in law["rows"]:
+            star = r["alpha_star"]
+            lines.append(f"{law['law']:10s} {r['n']:6d} {star:7.3g}  {r['at_star'] / r['limit']:13.3f}  "
+                         f"{r['share_alpha']['0.9'] / star:10.2f}  {r['share_alpha']['0.99'] / star:10.2f}  "
+                         f"{r['limit']:7.4g}  {r['plateau_h']:7.4g}")
+    return "\n".join(lines)
+
+
+def exact_ranges(exact: dict[str, Any]) -> dict[str, str]:
+    """Over every law and n: the share of L_n reached at alpha*, and where 90% and 99% of L_n are reached (multiples
+    of alpha*), each as 'min to max'."""
+    rows = [r for law in exact["laws"] for r in law["rows"]]
+    return {
+        "share": value_range([100 * r["at_star"] / r["limit"] for r in rows], ".0f"),
+        "at90": value_range([r["share_alpha"]["0.9"] / r["alpha_star"] for r in rows], ".2g"),
+        "at99": value_range([r["share_alpha"]["0.99"] / r["alpha_star"] for r in rows], ".2g"),
+    }
+
+
+def h_over_limit(exact: dict[str, Any]) -> str:
+    """How far the extreme-value level h(b_n) lies above the exact limit L_n over the table: the range of h/L_n and
+    the n where it is nearest, as a sentence."""
+    rows = [r for law in exact["laws"] for r in law["rows"]]
+    ratios = [r["plateau_h"] / r["limit"] for r in rows]
+    nearest = rows[int(np.argmin(ratios))]
+    return (f"The extreme-value level $h(b_n)$ of the plateau law lies above the exact limit $L_n$ by a factor of "
+            f"{value_range(ratios, '.3g')} over the table, nearest at $n$ = {nearest['n']:,}.")
+
+
+def exact_finding(exact: dict[str, Any], rises: Sequence[bool]) -> str:
+    """What the exact objective does, per score law, from the test of :func:`softmax_scale_checks.exact_rises`
+    (``rises``, one per law): no finite maximiser where it rises on the whole grid, stays below L_n and approaches it
+    from below; else the laws where it does not."""
+    laws = [EXACT_LAW_WORDS[law["law"]] for law in exact["laws"]]
+    ns = [r["n"] for r in exact["laws"][0]["rows"]]
+    top = exact["laws"][0]["rows"][0]["alpha_over_star"][-1]
+    r = exact_ranges(exact)
+    if all(rises):
+        return (f"For {and_list(laws)}, and every $n$ from {ns[0]:,} to {ns[-1]:,}, the exact objective rises at "
+                f"every step of a grid up to ${top:g}\\,\\alpha^*$, stays below $L_n$ and approaches it from below, "
+                f"$D_n < 0$. It has no finite maximiser: its supremum is $L_n$, reached only as "
+                f"$\\alpha\\to\\infty$. At the mean-field $\\alpha^*$ it reaches {r['share']}% of $L_n$. It reaches "
+                f"90% of $L_n$ at {r['at90']} times $\\alpha^*$, and 99% at {r['at99']} times $\\alpha^*$.")
+    bad = [w for w, ok in zip(laws, rises) if not ok]
+    return (f"For {and_list(bad)} the exact objective does not rise monotonically to $L_n$ on the grid: the table "
+            "gives its values, and its maximiser is not decided here.")
+
+
+def exact_verdict(claims: Sequence[Verdict], laws: Sequence[str]) -> str:
+    """The verdict of the source's premise, that the expected objective peaks at alpha*, per score law, in words, built
+    from the exact-maximiser claims (one per law, in the order of ``laws``); where it fails for every law, what
+    follows for the source's alpha*."""
+    from analysis.verify import verdict_phrase
+
+    by: dict[str, list[str]] = {}
+    for claim, law in zip(claims, laws):
+        by.setdefault(verdict_phrase(claim.verdict), []).append(EXACT_LAW_WORDS[law])
+    parts = [f"{verb} for {and_list(words)}" for verb, words in by.items()]
+    head = f"The source's premise, that the expected objective peaks at $\\alpha^*$, {'; it '.join(parts)}."
+    if set(by) != {"fails"}:
+        return head
+    return (head + " The source's $\\alpha^*$ is therefore a property of its mean-field approximation, not of "
+            "softmax attention. Read exactly, the criterion asks for ever sharper attention, with returns that fade "
+            "within a few $\\alpha^*$.")
+
+
+# --- published scale choices ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ScaleChoice:
+    """One choice of the cosine scale s for the recall runs: its name and source, its rule on the scale s, and its
+    value at each number of pairs (``text`` overrides how a value is written, for an interval)."""
+
+    name: str
+    rule: str
+    values: tuple[float, ...]
+    text: tuple[str, ...] = ()
+    key: str = ""  # 'exact', 'trained-loss', 'trained-accuracy' for the rows other sentences read
+
+    def cells(self) -> list[str]:
+        """The values as the table writes them."""
+        return list(self.text) if self.text else [f"{v:.3g}" for v in self.values]
+
+
+def published_scale_choices(summary: dict[str, Any], head_dim: int, lengths: Sequence[int]) -> list[ScaleChoice]:
+    """Every published choice of the scale, evaluated at the recall runs' head width k, mean row lengths m and
+    sequence lengths L (one per number of pairs), on the cosine scale s: a dot-product multiplier c of q.k/sqrt(k)
+    is s = c sqrt(k), its value at |q| = |k| = sqrt(k). Then the source's mean-field alpha*(m, k), where the exact
+    objective reaches 90% of its limit, and the trained optimum (lowest loss, its 95% interval; the accuracy's tie)."""
+    from analysis.theory import softmax_scale as sc
+
+    pairs = summary["pairs"]
+    rows = [summary["rows"][p] for p in pairs]
+    m = np.array([r["row_length"] for r in rows])
+    root = math.sqrt(head_dim)
+    return [
+        ScaleChoice("standard $1/\\sqrt{d}$, Vaswani et al. 2017", "$\\sqrt{k}$", tuple(np.full(m.shape, root))),
+        ScaleChoice("QK-norm's initial scale, Henry et al. 2020", "$\\log_2(L^2 - L)$",
+                    tuple(sc.qknorm_initial_scale(np.asarray(lengths, dtype=float)))),
+        ScaleChoice("entropy-invariant, Su 2021", "$\\sqrt{k}\\,\\log_{512} m$",
+                    tuple(root * sc.entropy_invariant_scale(m))),
+        ScaleChoice("GAU-α's softmax_plus, Su et al. 2022", "$\\sqrt{k}\\,\\ln\\max(m, 16)/\\ln 512$",
+                    tuple(root * sc.gau_alpha_factor(m))),
+        ScaleChoice("log-length scaling, Chiang and Cholak 2022", "$\\sqrt{k}\\,\\ln m$",
+                    tuple(root * sc.log_length_factor(m))),
+        ScaleChoice("the source's rounded rule $2.5/\\sqrt{d}$, Su 2023", "$2.5\\sqrt{k}$",
+                    tuple(np.full(m.shape, 2.5 * root))),
+        ScaleChoice("the source's cosine fit for $d = 128$, Su 2023", "$3.5\\ln m$", tuple(r["log_n"] for r in rows)),
+        ScaleChoice("AM-Softmax, Wang et al. 2018", "$30$", tuple(np.full(m.shape, 30.0))),
+        ScaleChoice("SimCSE, Gao et al. 2021", "$1/\\tau = 20$", tuple(np.full(m.shape, 20.0))),
+        ScaleChoice("mean-field maximiser, Su 2023", "$\\alpha^*(m, k)$", tuple(r["mean_field"] for r in rows)),
+        ScaleChoice("exact objective, no maximiser: where it reaches 90% of its limit", "$\\alpha_{90}(m, k)$",
+                    tuple(sc.exact_alpha_at_share("cosine", 0.9, float(v), head_dim) for v in m), key="exact"),
+        ScaleChoice("trained: lowest held-out loss, this book", "95% interval over seeds",
+                    tuple(r["best"] for r in rows),
+                    tuple(f"{r['best']:.3g}, {r['lo']:.3g} to {r['hi']:.3g}" for r in rows), key="trained-loss"),
+        ScaleChoice("trained: accuracy tied at its best, this book", "every scale of the tie",
+                    tuple(r["accuracy_centre"] for r in rows),
+                    tuple(f"{r['accuracy_lo']:.3g} to {r['accuracy_hi']:.3g}" for r in rows), key="trained-accuracy"),
+    ]
+
+
+def choice(choices: Sequence[ScaleChoice], key: str) -> ScaleChoice:
+    """The row of ``choices`` with ``key``."""
+    for c in choices:
+        if c.key == key:
+            return c
+    raise ValueError(f"key must name a row of the choices; got {key!r}")
+
+
+def exact_over_trained(choices: Sequence[ScaleChoice]) -> list[float]:
+    """Per number of pairs, where the exact objective reaches 90% of its limit over the trained loss optimum."""
+    return [a / b for a, b in zip(choice(choices, "exact").values, choice(choices, "trained-loss").values)]
+
+
+def published_scales_table(summary: dict[str, Any], choices: Sequence[ScaleChoice]) -> str:
+    """Markdown: per choice its rule and its scale at each number of pairs, and at how many numbers of pairs it
+    lies inside the trained loss interval and inside the accuracy's tie (blank for the trained rows)."""
+    pairs = summary["pairs"]
+    rows = [summary["rows"][p] for p in pairs]
+    head = ("| choice | $s$ | " + " | ".join(f"{p} pairs, $m = {r['row_length']:.3g}$" for p, r in zip(pairs, rows))
+            + " | in the loss interval | in the accuracy tie |")
+    lines = [head, "|---|---|" + "---:|" * len(pairs) + "---:|---:|"]
+    for c in choices:
+        trained = c.key.startswith("trained")
+        inside = ("", "") if trained else (
+            f"{sum(r['lo'] <= v <= r['hi'] for v, r in zip(c.values, rows))} of {len(pairs)}",
+            f"{sum(r['accuracy_lo'] <= v <= r['accuracy_hi'] for v, r in zip(c.values, rows))} of {len(pairs)}")
+        lines.append(f"| {c.name} | {c.rule} | " + " | ".join(c.cells()) + f" | {inside[0]} | {inside[1]} |")
+    return "\n".join(lines)
+
+
+def published_scales_summary(summary: dict[str, Any], choices: Sequence[ScaleChoice]) -> str:
+    """Which choices lie inside the trained loss interval at every number of pairs, at some, or at none; how many
+    lie inside the accuracy's tie at every number of pairs; and where the exact objective reaches 90% of its limit
+    against the trained optimum (:func:`exact_over_trained`)."""
+    rows = [summary["rows"][p] for p in summary["pairs"]]
+    chosen = [c for c in choices if not c.key.startswith("trained")]
+    count = {c.name: sum(r["lo"] <= v <= r["hi"] for v, r in zip(c.values, rows)) for c in chosen}
+    every = [n for n, k in count.items() if k == len(rows)]
+    some = [n for n, k in count.items() if 0 < k < len(rows)]
+    tie = sum(all(r["accuracy_lo"] <= v <= r["accuracy_hi"] for v, r in zip(c.values, rows)) for c in chosen)
+    loss = (f"inside the trained loss interval at every number of pairs: {and_list(every)}" if every else
+            "no choice lies inside the trained loss interval at every number of pairs")
+    part = f"; at some but not all: {and_list(some)}" if some else "; no other choice lies inside it at any"
+    return (f"Of the {len(chosen)} choices, {loss}{part}. {tie} of the {len(chosen)} lie inside the accuracy's tie at "
+            "every number of pairs, which therefore cannot rank them. The exact objective reaches 90% of its limit "
+            f"at {value_range(exact_over_trained(choices), '.2g')} times the trained loss optimum: the gradient "
+            "criterion, read exactly, asks for much sharper attention than training picks.")

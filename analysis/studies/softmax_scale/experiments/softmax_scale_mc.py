@@ -11,6 +11,7 @@ plateau h(b_n) of :func:`analysis.theory.softmax_scale.finite_sample_plateau`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -160,11 +161,66 @@ def finite_sample_alpha(kind: str, n: int, d: int | None = None, reps: int = 256
     return {"alpha": row["alpha_finite_sample"], "se": row["alpha_finite_sample_se"]}
 
 
+EXACT_EVERY = 4  # the exact objective is compared at every 4th point of each row's alpha grid (its cost)
+
+
+def exact_against_mc(data: dict[str, Any]) -> dict[str, Any]:
+    """The exact expected objective (:func:`analysis.theory.softmax_scale.exact_objective`) against the Monte Carlo
+    mean of every row: at every ``EXACT_EVERY``-th alpha of its grid, at the mean-field alpha* and at 4 h(b_n). The
+    largest distance in standard errors of the mean and where it lies; the Bonferroni-corrected 95% Student-t
+    critical value for that many points; and, for the rival the Monte Carlo must tell apart, the mean-field
+    objective's smallest distance from the exact one at alpha*, in the standard errors of the mean there."""
+    from analysis.stats import t_quantile
+
+    reps = int(data["reps"])
+    worst, worst_at, rival, points = 0.0, {}, math.inf, 0
+    for r in data["rows"]:
+        d = int(data["d"]) if r["kind"] == "cosine" else None
+        star = r["alpha_mean_field"]
+        alpha = np.concatenate([np.asarray(r["alpha"])[::EXACT_EVERY], [star, 4.0 * r["plateau_predicted"]]])
+        mean = np.concatenate([np.asarray(r["mean"])[::EXACT_EVERY],
+                               [r["objective_at_mean_field"], r["plateau_measured"]]])
+        se = np.concatenate([np.asarray(r["mean_se"])[::EXACT_EVERY],
+                             [r["objective_at_mean_field_se"], r["plateau_measured_se"]]])
+        exact = sc.exact_objective(r["kind"], alpha, r["n"], d)
+        z = np.abs(exact - mean) / se
+        points += z.size
+        if z.max() > worst:
+            i = int(np.argmax(z))
+            worst, worst_at = float(z[i]), {"kind": r["kind"], "n": r["n"], "alpha_over_star": float(alpha[i] / star)}
+        mf = float(sc.mean_field_objective_normal(star, r["n"]) if d is None
+                   else sc.mean_field_objective_cosine(star, r["n"], d))
+        rival = min(rival, abs(mf - float(exact[-2])) / r["objective_at_mean_field_se"])
+    # two-sided 95% over all points at once (Bonferroni), t with the rows' degrees of freedom
+    critical = t_quantile(reps - 1, 1 - 0.05 / points)
+    # a shift of critical + t_0.8 standard errors is found with 80% power (t_quantile(., 0.6) is the 0.8 quantile)
+    return {"max_z": worst, "worst": worst_at, "points": points, "critical": critical, "rival_min_z": rival,
+            "detectable": critical + t_quantile(reps - 1, 0.6)}
+
+
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
-    """Per kind, at the largest n: mean-field alpha* as the finite-sample maximiser, and the plateau h(b_n); both
-    Student-t intervals over the independent rows (the maximiser's SE a bootstrap over rows)."""
+    """Per kind, at the largest n: mean-field alpha* as the finite-sample maximiser, and the plateau h(b_n) (corrected:
+    the exact objective at the same alpha); both Student-t intervals over the independent rows (the maximiser's SE a
+    bootstrap over rows). And the exact objective against every row's Monte Carlo mean (:func:`exact_against_mc`)."""
     out = []
     reps = int(data["reps"])
+    check = exact_against_mc(data)
+    worst = check["worst"]
+    out.append(Claim(
+        key="exact-vs-monte-carlo",
+        statement=f"The exact expected objective $n(n-1)\\int f_Y^2 F_Y^{{n-2}}$ is the mean of "
+                  f"$\\alpha(1 - \\sum_i p_i^2)$ over rows of $n$ scores ({check['points']} points of "
+                  f"{len(data['rows'])} Monte Carlo curves of {reps} rows, among them every curve's $\\alpha^*$, "
+                  f"where the mean-field objective lies at least {check['rival_min_z']:.0f} standard errors away; "
+                  f"largest distance at {worst['kind']} scores, $n$ = {worst['n']:,}, "
+                  f"$\\alpha = {worst['alpha_over_star']:.2f}\\,\\alpha^*$; {label})",
+        source="this book (the exact objective without the mean-field step)",
+        predicted=check["critical"], measured=check["max_z"], uncertainty=0.0, tolerance=0.0,
+        tolerance_basis=f"the Bonferroni-corrected 95% critical value for {check['points']} points, Student t with "
+                        f"{reps - 1} df; the prediction is that bound itself",
+        kind="upper_bound", unit="standard errors (largest)",
+        detectable=check["detectable"], effect=check["rival_min_z"],
+    ))
     for kind in KINDS:
         rows = [r for r in data["rows"] if r["kind"] == kind]
         r = max(rows, key=lambda x: x["n"])
@@ -178,12 +234,15 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
             **estimate_fields(argmax, "the median-curve maximiser (its SE a bootstrap over the rows)"),
         ))
         plateau = from_se(r["plateau_measured"], r["plateau_measured_se"], reps, "independent rows")
+        d = int(data["d"]) if kind == "cosine" else None
         out.append(Claim(
             key=f"finite-plateau-{kind}",
             statement=f"For $\\alpha \\gg b_n$ the mean objective tends to the Poisson-Dirichlet level $h(b_n) = n\\,p(b_n)$, {where} ({label})",
             source="this book (extreme-value correction of the mean-field step)",
             predicted=r["plateau_predicted"],
             **estimate_fields(plateau, "the Monte Carlo mean at $\\alpha = 4 h(b_n)$"),
+            corrected=float(sc.exact_objective(kind, 4.0 * r["plateau_predicted"], r["n"], d)),
+            corrected_note="the exact expected objective at the same $\\alpha = 4h(b_n)$, below its limit $L_n$",
         ))
     return out
 

@@ -260,6 +260,32 @@ def by_budget(data: dict[str, Any], pairs: int, metric: str = "loss") -> list[di
             for i, step in enumerate(steps) if step > 0]
 
 
+def accuracy_plateau(data: dict[str, Any], pairs: int, checkpoint: int = -1) -> dict[str, Any]:
+    """Where the held-out accuracy is tied at its best: the grid scales at which every seed's error equals the least
+    error of the table (:func:`loss_table`, ``metric='error'``), the longest run of consecutive such scales (the first
+    of equal runs), its ends ``lo`` and ``hi``, its geometric centre, how many grid points it spans, the tied error
+    and whether the run touches an end of the grid. Accuracy cannot rank the scales inside it: an argmin there only
+    breaks a tie."""
+    scales, table = loss_table(data, pairs, checkpoint, metric="error")
+    least = float(table.min())
+    tied = np.all(table == least, axis=0)
+    runs, start = [], None
+    for i, t in enumerate(list(tied) + [False]):
+        if t and start is None:
+            start = i
+        elif not t and start is not None:
+            runs.append((start, i - 1))
+            start = None
+    if not runs:  # no scale ties for every seed: the scale with the least mean error stands alone
+        i = int(np.argmin(table.mean(axis=0)))
+        runs = [(i, i)]
+    first, last = max(runs, key=lambda r: r[1] - r[0])  # max keeps the first of equal runs
+    lo, hi = float(scales[first]), float(scales[last])
+    return {"lo": lo, "hi": hi, "centre": math.sqrt(lo * hi), "points": last - first + 1, "error": least,
+            "tied_everywhere": bool(tied[first]), "at_edge": first == 0 or last == scales.size - 1,
+            "grid_step": float(scales[1] / scales[0])}
+
+
 def halfway_checkpoint(data: dict[str, Any], pairs: int) -> int:
     """The index of the held-out evaluation nearest half the training budget (the start of the drift window)."""
     steps = [c[0] for c in next(r for r in data["runs"] if r["pairs"] == pairs)["curve"]]
@@ -280,21 +306,25 @@ def growth_estimate(data: dict[str, Any], low: int, high: int, checkpoint: int =
 
 
 def summary(data: dict[str, Any]) -> dict[str, Any]:
-    """Per number of pairs: the best scale by loss with its Student-t interval over seeds beside every prediction, the
-    best by accuracy with its interval, how far each moved over the second half of training and whether that is more
-    than its interval (``moving``, ``accuracy_moving``: :func:`still_moving`); and the growth from
-    the fewest to the most pairs, measured (paired over seeds, with the standard error of its log) and predicted."""
+    """Per number of pairs: the best scale by loss with its Student-t interval over seeds beside every prediction, how
+    far it moved over the second half of training and whether that is more than its interval (``moving``:
+    :func:`still_moving`); the scales at which the accuracy is tied at its best (:func:`accuracy_plateau`: ends,
+    centre, grid points, the tied error, and the least error at half the budget); and the growth from the fewest to
+    the most pairs, measured (paired over seeds, with the standard error of its log) and predicted."""
     pairs = sorted(int(p) for p in data["predictions"])
     rows: dict[int, dict[str, Any]] = {}
     for p in pairs:
-        acc = best_scale(data, p, metric="error")
-        rows[p] = {**best_scale(data, p), **data["predictions"][str(p)], "best_by_accuracy": acc["best"],
-                   "accuracy_lo": acc["lo"], "accuracy_hi": acc["hi"]}
-        for metric, key in (("loss", "drift"), ("error", "accuracy_drift")):
-            drift = budget_drift(data, p, metric)
-            rows[p][key] = math.expm1(drift.value)
-            rows[p][f"{key}_log"] = drift.value
-            rows[p][key.replace("drift", "moving")] = still_moving(drift, best_scale_estimate(data, p, metric=metric))
+        plateau = accuracy_plateau(data, p)
+        half = accuracy_plateau(data, p, halfway_checkpoint(data, p))
+        rows[p] = {**best_scale(data, p), **data["predictions"][str(p)], "accuracy_lo": plateau["lo"],
+                   "accuracy_hi": plateau["hi"], "accuracy_centre": plateau["centre"],
+                   "accuracy_points": plateau["points"], "accuracy_error": plateau["error"],
+                   "accuracy_tied": plateau["tied_everywhere"], "accuracy_half_points": half["points"],
+                   "accuracy_half_error": half["error"], "accuracy_half_tied": half["tied_everywhere"]}
+        drift = budget_drift(data, p, "loss")
+        rows[p]["drift"] = math.expm1(drift.value)
+        rows[p]["drift_log"] = drift.value
+        rows[p]["moving"] = still_moving(drift, best_scale_estimate(data, p, metric="loss"))
     steps = [c[0] for c in data["runs"][0]["curve"]]
     lo, hi = rows[pairs[0]], rows[pairs[-1]]
     g = growth_estimate(data, pairs[0], pairs[-1])
@@ -390,22 +420,21 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         predicted = r["mean_field"]
         # the claim is about alpha* against the other rules: the nearest of them sets the difference it must resolve
         effect = min(abs(r[k] - predicted) for k in ("log_n", "qk_norm"))
-        for metric, key, what, by in (("loss", f"recall-best-scale-{p}", "the lowest held-out loss", "loss"),
-                                      ("error", f"recall-best-scale-accuracy-{p}", "the highest held-out accuracy",
-                                       "accuracy")):
-            est = best_scale_estimate(data, p, metric=metric)
-            fields = _drift_verdict(log_claim_fields(est, predicted, f"ln of the seeds' best scales by held-out {by}"),
-                                    budget_drift(data, p, metric), est, start, end)
-            out.append(Claim(
-                key=key,
-                statement=f"Cosine attention trains recall to {what} at the mean-field $\\alpha^*(m, k)$ ({p} pairs, "
-                          f"mean row length $m = {r['row_length']:.3g}$, $k = {data['head_dim']}$, {end} steps; "
-                          f"{label})",
-                source="Su 2023 (kexue.fm/archives/9812), cosine scores",
-                predicted=predicted, **fields, effect=effect,
-                alternative=r["finite_sample"],
-                alternative_note="the finite-sample maximiser of the same objective (this book's correction)",
-            ))
+        where = (f"{p} pairs, mean row length $m = {r['row_length']:.3g}$, $k = {data['head_dim']}$, {end} steps; "
+                 f"{label}")
+        est = best_scale_estimate(data, p, metric="loss")
+        fields = _drift_verdict(log_claim_fields(est, predicted, "ln of the seeds' best scales by held-out loss"),
+                                budget_drift(data, p, "loss"), est, start, end)
+        out.append(Claim(
+            key=f"recall-best-scale-{p}",
+            statement=f"Cosine attention trains recall to the lowest held-out loss at the mean-field "
+                      f"$\\alpha^*(m, k)$ ({where})",
+            source="Su 2023 (kexue.fm/archives/9812), cosine scores",
+            predicted=predicted, **fields, effect=effect,
+            alternative=r["finite_sample"],
+            alternative_note="the finite-sample maximiser of the same objective (this book's correction)",
+        ))
+        out.append(accuracy_claim(data, p, r, where))
     g = s["growth"]
     est, drift = growth_and_drift(data)
     fields = _drift_verdict(log_claim_fields(est, g["mean_field"], "the ln ratio of the best scales, paired over seeds"),
@@ -419,6 +448,35 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         alternative=g["log_n"], alternative_note="the log-n rule $3.5 \\ln m$; QK-norm practice predicts 1",
     ))
     return out
+
+
+def accuracy_claim(data: dict[str, Any], pairs: int, row: dict[str, Any], where: str) -> Claim:
+    """The mean-field alpha* as the scale of the highest held-out accuracy, against the accuracy's plateau
+    (:func:`accuracy_plateau`): every scale in it is a best scale, so the claim holds when alpha* lies inside it,
+    and it cannot tell alpha* from the nearest rival rule (the log-n rule or sqrt(k)) that lies inside it too."""
+    plateau = accuracy_plateau(data, pairs)
+    predicted = row["mean_field"]
+    centre = plateau["centre"]
+    # every scale of the plateau is a best one: the tolerance reaches its end on the prediction's side
+    reach = (plateau["hi"] - centre) if predicted >= centre else (centre - plateau["lo"])
+    rival = min(("log_n", "qk_norm"), key=lambda k: abs(row[k] - predicted))
+    names = {"log_n": "the log-n rule $3.5 \\ln m$", "qk_norm": "QK-norm practice $s = \\sqrt{k}$"}
+    share = f"{100 * (1 - plateau['error']):.4g}%"
+    tie = (f"every seed scores {share} of the held-out queries at each of the {plateau['points']} grid scales from "
+           f"{plateau['lo']:.3g} to {plateau['hi']:.3g}" if plateau["tied_everywhere"] else
+           f"no scale ties for every seed; the least mean error is at {plateau['lo']:.3g}")
+    return Claim(
+        key=f"recall-best-scale-accuracy-{pairs}",
+        statement=f"Cosine attention trains recall to the highest held-out accuracy at the mean-field "
+                  f"$\\alpha^*(m, k)$ ({where})",
+        source="Su 2023 (kexue.fm/archives/9812), cosine scores",
+        predicted=predicted, measured=centre, uncertainty=0.0, tolerance=reach,
+        tolerance_basis=f"{tie}: accuracy cannot rank scales tied at its best, so each is a best scale; the measured "
+                        f"value is the tie's geometric centre and the tolerance reaches its end on the prediction's "
+                        f"side",
+        alternative=row[rival], alternative_note=f"the nearest rival rule, {names[rival]}",
+        detectable=reach, effect=abs(row[rival] - predicted),
+    )
 
 
 def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:

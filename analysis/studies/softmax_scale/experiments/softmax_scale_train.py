@@ -203,6 +203,42 @@ def indistinguishable_range(data: dict[str, Any], ctx: int, kind: str) -> tuple[
     return min(close) / np.sqrt(2), max(close) * np.sqrt(2)
 
 
+@dataclass(frozen=True)
+class NoiseBand:
+    """The grid values of a setting whose loss is within seed noise of the best (:func:`indistinguishable_values`),
+    the grid they were chosen from, and that band widened by the grid's step (:func:`indistinguishable_range`): one
+    fact, which the claim's statement and the chapter's prose both write with :meth:`words`."""
+
+    close: tuple[float, ...]
+    grid: tuple[float, ...]
+    lo: float
+    hi: float
+
+    def words(self, alpha: str = "α", root2: str = "√2") -> str:
+        """'α from 0.25 to 8, all 6 values tested, is within seed noise of the best: the optimum lies in 0.18 to 11
+        at the grid's resolution of √2, and may lie beyond both ends of the grid'; no parentheses, so that it reads
+        inside a claim's statement (which passes ``alpha`` and ``root2`` as maths)."""
+        if len(self.grid) == 1:
+            return f"{alpha} = {self.close[0]:.2g} is the only value tested"
+        count = "all" if len(self.close) == len(self.grid) else f"{len(self.close)} of the"
+        head = (f"only {alpha} = {self.close[0]:.2g} of the {len(self.grid)} values tested is" if len(self.close) == 1
+                else f"{alpha} from {self.close[0]:.2g} to {self.close[-1]:.2g}, {count} {len(self.grid)} values "
+                     "tested, is")
+        ends = [name for name, hit in (("smallest", self.close[0] == self.grid[0]),
+                                       ("largest", self.close[-1] == self.grid[-1])) if hit]
+        edge = ("" if not ends else f", and may lie beyond the {ends[0]} value tested" if len(ends) == 1 else
+                ", and may lie beyond both ends of the grid")
+        return (f"{head} within seed noise of the best: the optimum lies in {self.lo:.2g} to {self.hi:.2g} at the "
+                f"grid's resolution of {root2}{edge}")
+
+
+def noise_band(data: dict[str, Any], ctx: int, kind: str) -> NoiseBand:
+    """The :class:`NoiseBand` of ``kind`` at ``ctx``."""
+    grid = tuple(v for v, _, _ in loss_by_setting(data, ctx, kind))
+    lo, hi = indistinguishable_range(data, ctx, kind)
+    return NoiseBand(tuple(indistinguishable_values(data, ctx, kind)), grid, float(lo), float(hi))
+
+
 def detectable_loss(data: dict[str, Any], ctx: int, kind: str) -> tuple[float, float, float]:
     """(smallest, largest) loss difference from the best that the run detects with 80% power across the other
     settings (paired over seeds), and the largest measured difference: what the sweep can resolve."""
@@ -220,7 +256,9 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     for ctx_key, pred in data["predictions"].items():
         ctx = int(ctx_key)
         best, _, _ = best_setting(data, ctx, "dot")
-        lo, hi = indistinguishable_range(data, ctx, "dot")
+        band = noise_band(data, ctx, "dot")
+        lo, hi = band.lo, band.hi
+        band_words = band.words("$\\alpha$", "$\\sqrt{2}$")
         small, large, measured_gap = detectable_loss(data, ctx, "dot")
         seeds = len({r["seed"] for r in data["runs"] if r["ctx"] == ctx})
         predicted = pred["dot_alpha_mean_field"]
@@ -232,9 +270,8 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         out.append(Claim(
             key=f"train-best-dot-{ctx}",
             statement=f"Dot-product attention trains best at $\\alpha = \\alpha^*(n = L/2)$ ($L = {ctx}$; "
-                      f"scales $\\alpha$ within seed noise of the best: {lo:.2g} to {hi:.2g}; the sweep detects loss "
-                      f"differences of {small:.2g} to {large:.2g} nats with 80% power and measured at most "
-                      f"{measured_gap:.2g}; {label})",
+                      f"{band_words}; the sweep detects loss differences of {small:.2g} to {large:.2g} nats with "
+                      f"80% power and measured at most {measured_gap:.2g}; {label})",
             source="Su 2023 (kexue.fm/archives/9812): $2.5/\\sqrt{d}$, decoder rule $n = L/2$",
             predicted=predicted,
             measured=best,
