@@ -66,6 +66,19 @@ def test_docstrings_comments_and_layout_do_not_count():
     assert fp.source_tokens('x = "one"\n') != fp.source_tokens('x = "two"\n')
 
 
+def test_an_import_does_not_count_wherever_it_stands():
+    """Moving a module changes its importers' import lines only: a function that imports inside itself keeps its
+    tokens, so moving a module moves no record; a change of what the function does still counts."""
+    a = fp.source_tokens("def f():\n    from analysis.data import load\n    return load(1)\n")
+    b = fp.source_tokens("def f():\n    from analysis.tasks.data import load  # moved\n    return load(1)\n")
+    c = fp.source_tokens("def f():\n    import analysis.tasks.data as d, os\n    return load(1)\n")
+    changed = fp.source_tokens("def f():\n    from analysis.tasks.data import load\n    return load(2)\n")
+    assert a == b == c != changed
+    # 'from' that is not an import still counts
+    assert "NAME from" in fp.source_tokens("def g(x):\n    raise ValueError(x) from None\n")
+    assert "NAME from" in fp.source_tokens("def g(x):\n    yield from x\n")
+
+
 def test_tokens_are_pinned():
     """The token text of a snippet with f-strings, as Python 3.11 gives it. Python 3.12 tokenizes f-strings into
     parts, which are joined back: the same text must come out there, or fingerprints differ between versions."""

@@ -75,9 +75,10 @@ def _merged_tokens(source: str) -> list[tuple[str, str]]:
 
 
 def source_tokens(source: str) -> str:
-    """The code of ``source`` as normalised tokens: no comments, blank lines, layout or docstrings.
+    """The code of ``source`` as normalised tokens: no comments, blank lines, layout, docstrings or imports.
 
-    A statement that is nothing but a string (a docstring, wherever it stands) is dropped with its NEWLINE.
+    A statement that is nothing but a string (a docstring, wherever it stands) is dropped with its NEWLINE, and so
+    is an import statement, wherever it stands: the definitions it binds are reached by name.
     """
     tokens = _merged_tokens(source)
     kept: list[tuple[str, str]] = []
@@ -89,6 +90,12 @@ def source_tokens(source: str) -> str:
             j += 1
         if at_statement_start and j > i and j < len(tokens) and tokens[j][0] == "NEWLINE":
             i = j + 1  # a bare string statement
+            continue
+        if at_statement_start and tokens[i] in (("NAME", "import"), ("NAME", "from")):
+            # an import, in a function too: what it binds is followed by name, so moving a module moves nothing
+            while i < len(tokens) and tokens[i][0] != "NEWLINE":
+                i += 1
+            i += 1
             continue
         kept.append(tokens[i])
         i += 1
