@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.results import device_name
+from analysis.core.results import device_name
 from analysis.theory import softmax_scale as sc
 
 N_VALUES = np.logspace(np.log10(2), 12, 10_000)

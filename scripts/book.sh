@@ -40,5 +40,5 @@ if ! .venv/bin/jupyter-book build . --config "$config" -W --keep-going 2>&1 |
 fi
 [ "${ANALYSIS_BOOK_EXECUTE:-cache}" = off ] || echo "$stamp" > _build/.analysis-stamp
 # what a reader would notice: captions, lists, unrendered syntax, GPU status, ledger ids and downloads
-.venv/bin/python -m analysis.html_check _build/html
+.venv/bin/python -m analysis.site.html_check _build/html
 echo "book: done in $(( $(date +%s) - start )) s; open _build/html/index.html"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from analysis.scale import SCALES
+from analysis.core.scale import SCALES
 
 CELL_TIMEOUT_S = {"smoke": 120, "cpu": 1800, "gpu": 1800}
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from analysis.verdict_table import compare, load_table, recorded_verdicts, write_table
+from analysis.site.verdict_table import compare, load_table, recorded_verdicts, write_table
 
 TABLE = Path(__file__).resolve().parent.parent / "tests" / "verdicts.json"
 

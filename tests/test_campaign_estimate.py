@@ -4,8 +4,8 @@ import types
 
 import pytest
 
-from analysis.core.campaign import CPU_ASSUMED_FLOPS, Estimator, runs_on
-from analysis.experiments.base import Workload
+from analysis.compute.campaign import CPU_ASSUMED_FLOPS, Estimator, runs_on
+from analysis.core.experiment import Workload
 
 
 class _Exp:

@@ -3,7 +3,7 @@
 import json
 import subprocess
 
-from analysis.changelog import Change, changelog_html, diff_tables, history
+from analysis.site.changelog import Change, changelog_html, diff_tables, history
 
 
 def _table(**claims):
@@ -55,7 +55,7 @@ def test_history_lists_each_commit_with_its_reason(tmp_path):
 
 
 def test_the_reason_is_the_sentence_that_names_the_claim():
-    from analysis.changelog import REASON_WORDS, reason
+    from analysis.site.changelog import REASON_WORDS, reason
 
     message = ("flash-bench rerun; the table moves on purpose: quad-a goes from fails to inconclusive, because a CPU "
                "cannot decide it. Other values unchanged")
@@ -75,7 +75,7 @@ def test_without_git_history_the_page_says_so(tmp_path):
 
 
 def test_added_claims_are_counted_as_verbs_in_verdict_order():
-    from analysis.changelog import _counts
+    from analysis.site.changelog import _counts
 
     added = tuple(Change("e.cpu", k, None, v) for k, v in (("a", "holds"), ("b", "fails"), ("c", "holds")))
     assert _counts(added, new=True) == "2 hold, 1 fails"

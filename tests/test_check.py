@@ -12,8 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-import analysis.check as check_lib
-from analysis.check import (
+import analysis.models.check as check_lib
+from analysis.models.check import (
     CheckInputError,
     check_module,
     fit_length_law,
@@ -523,7 +523,7 @@ def seq_first():
 
 def _cli(tmp_path, monkeypatch, capsys, *args):
     """The command in this process (as `python -m analysis check ...`): exit status, stdout, stderr."""
-    from analysis.__main__ import main
+    from analysis.cli.main import main
 
     (tmp_path / "check_targets.py").write_text(TARGETS.format(tests=str(Path(__file__).parent)))
     (tmp_path / "exits_at_import.py").write_text("import sys\nsys.exit(0)\n")

@@ -10,7 +10,7 @@ import torch
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded: every model is built from its config here
 transformers = pytest.importorskip("transformers")
 
-from analysis.check import CheckInputError, check_module, rounding_threshold  # noqa: E402
+from analysis.models.check import CheckInputError, check_module, rounding_threshold  # noqa: E402
 
 VOCAB, WIDTH = 96, 32
 # Weights ten times Hugging Face's default scale: attention far from uniform, as in a trained model, so that a
@@ -103,7 +103,7 @@ def test_planted_cache_bugs_fail_the_decoding_check_and_nothing_else(cls, sample
     assert all(r.first_position >= LENGTHS[0] for r in bad)
     # which samples move: an offset moves both, a dropped mask only the left-padded one
     model = llama(cls).double().eval()
-    from analysis.check import _keep, _Runner
+    from analysis.models.check import _keep, _Runner
 
     run = _Runner(model, "hf", VOCAB, "none", None, None, torch.device("cpu"), None, True)
     x = run.inputs(2, LENGTHS[-1], 0, torch.float64)
@@ -145,7 +145,7 @@ def test_half_precision_and_autocast_use_their_dtypes_threshold():
 
 
 def test_the_command_checks_a_hugging_face_model(tmp_path, monkeypatch, capsys):
-    from analysis.__main__ import main
+    from analysis.cli.main import main
 
     (tmp_path / "hf_targets.py").write_text(
         "import sys\n"

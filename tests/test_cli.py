@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from analysis.__main__ import main
+from analysis.cli.main import main
 
 
 def run_cli(*args):
@@ -115,7 +115,7 @@ def test_list_marks_missing_current_and_stale_records(tmp_path, monkeypatch, cap
 
 
 def test_run_all_keeps_current_records_and_logs(tmp_path, monkeypatch, capsys):
-    from analysis import experiments
+    from analysis.core import registry as experiments
 
     ran = []
     monkeypatch.setattr(experiments, "EXPERIMENTS", {k: experiments.EXPERIMENTS[k] for k in ("ffn-basics", "entropy-bound")})
@@ -179,7 +179,7 @@ class Block(importlib.abc.MetaPathFinder):
         if name.split(".")[0] in {blocked!r}:
             raise ModuleNotFoundError(f"No module named {{name!r}} (blocked)")
 sys.meta_path.insert(0, Block())
-from analysis.__main__ import main
+from analysis.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from analysis.data import STDLIB_VAL_FILES, CorpusError, MarkovSource, file_corpus, stdlib_corpus
+from analysis.tasks.data import STDLIB_VAL_FILES, CorpusError, MarkovSource, file_corpus, stdlib_corpus
 
 
 def test_stdlib_corpus_is_deterministic_and_split_by_file():
@@ -77,7 +77,7 @@ def test_markov_corpus_and_validation():
 def test_the_pinned_sources_corpus_has_its_recorded_hash_and_is_checked(tmp_path):
     import hashlib
 
-    from analysis.data import (
+    from analysis.tasks.data import (
         PINNED_CORPUS_SHA256,
         PINNED_SOURCES,
         ensure_pinned_corpus,
@@ -104,9 +104,9 @@ def test_the_pinned_sources_corpus_has_its_recorded_hash_and_is_checked(tmp_path
 
 
 def test_no_gpu_run_reads_its_text_more_than_a_few_times():
-    from analysis.data import PINNED_CORPUS_PATH
-    from analysis.experiments import EXPERIMENTS, config_for
-    from analysis.plan import text_passes
+    from analysis.tasks.data import PINNED_CORPUS_PATH
+    from analysis.core.registry import EXPERIMENTS, config_for
+    from analysis.compute.plan import text_passes
 
     train_tokens = int(0.9 * 45_801_987)  # file_corpus holds out the last 10%
     users = [n for n in sorted(EXPERIMENTS) if getattr(config_for(EXPERIMENTS[n], "gpu"), "corpus_file", None)]

@@ -5,9 +5,9 @@ import math
 import pytest
 import torch
 
-from analysis.ensemble import Ensemble, train_ensemble
+from analysis.training.ensemble import Ensemble, train_ensemble
 from analysis.models.lm import LanguageModel, ModelConfig
-from analysis.train import TrainConfig, train_lm
+from analysis.training.train import TrainConfig, train_lm
 
 CTX = 16
 

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from analysis.experiments import config_for, get_experiment, run_and_record, run_experiment
+from analysis.core.registry import config_for, get_experiment, run_and_record, run_experiment
 from analysis.studies.entropy.experiments import entropy_bound, entropy_lm
-from analysis.results import load_record
+from analysis.core.results import load_record
 
 
 def test_entropy_bound_smoke_claims_hold():

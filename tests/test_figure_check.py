@@ -1,4 +1,4 @@
-"""The figure check (analysis.figure_check): each of its checks fails on a figure made to have that fault and passes
+"""The figure check (analysis.studies.figure_check): each of its checks fails on a figure made to have that fault and passes
 the same figure without it. Every figure of the book, as its chapter shows it, is checked with its caption in
 tests/test_studies.py, which opens each chapter once for its facts and figures."""
 
@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from analysis import figure_check as fc
+from analysis.studies import figure_check as fc
 from analysis.studies.plotting import log_ticks, place_legends, readable
 
 

@@ -32,7 +32,7 @@ def test_code_fingerprint_follows_the_definitions_the_data_depends_on(monkeypatc
     monkeypatch.undo()
     fp._parsed.cache_clear()
     for module, name in [("analysis.studies.deep_gau.experiments.deep_gau", "claims"), ("analysis.studies.deep_gau.experiments.deep_gau", "trial_plan"),
-                         ("analysis.experiments.base", "config_for")]:  # the claims, the plan, code the trials do not call
+                         ("analysis.core.experiment", "config_for")]:  # the claims, the plan, code the trials do not call
         _patched(monkeypatch, module, name)
         assert fp.code_fingerprint("analysis.studies.deep_gau.experiments.deep_gau") == base, name
         monkeypatch.undo()
@@ -44,8 +44,8 @@ def test_closure_resolves_module_attributes_and_imports_inside_functions():
     assert ("analysis.theory.gau_init", "gau_output_rms") in closure  # read as th.gau_output_rms
     assert ("analysis.studies.gau_init.experiments.gau_init", "claims") not in closure
     deep = fp.code_closure("analysis.studies.deep_gau.experiments.deep_gau")
-    assert ("analysis.data", "file_corpus") in deep  # imported inside base.corpus_of
-    assert ("analysis.experiments.base", "corpus_of") in deep
+    assert ("analysis.tasks.data", "file_corpus") in deep  # imported inside base.corpus_of
+    assert ("analysis.core.experiment", "corpus_of") in deep
 
 
 def test_fingerprint_names_definitions_not_modules(monkeypatch):
@@ -69,7 +69,7 @@ def test_docstrings_comments_and_layout_do_not_count():
 def test_an_import_does_not_count_wherever_it_stands():
     """Moving a module changes its importers' import lines only: a function that imports inside itself keeps its
     tokens, so moving a module moves no record; a change of what the function does still counts."""
-    a = fp.source_tokens("def f():\n    from analysis.data import load\n    return load(1)\n")
+    a = fp.source_tokens("def f():\n    from analysis.tasks.data import load\n    return load(1)\n")
     b = fp.source_tokens("def f():\n    from analysis.tasks.data import load  # moved\n    return load(1)\n")
     c = fp.source_tokens("def f():\n    import analysis.tasks.data as d, os\n    return load(1)\n")
     changed = fp.source_tokens("def f():\n    from analysis.tasks.data import load\n    return load(2)\n")
@@ -100,9 +100,9 @@ def test_config_fingerprint_and_differences():
 
 
 def test_from_package_import_resolves_the_package_and_the_module():
-    """``from analysis import widening`` names the package (its __init__) and analysis.widening."""
+    """``from analysis.models import widening`` names the package (its __init__) and analysis.models.widening."""
     assert fp._module_path("analysis") == fp.PACKAGE_ROOT / "__init__.py"
-    assert fp._module_path("analysis.widening") == fp.PACKAGE_ROOT / "widening.py"
+    assert fp._module_path("analysis.models.widening") == fp.PACKAGE_ROOT / "models" / "widening.py"
     assert len(fp.code_fingerprint("analysis.studies.widening.experiments.widening")) == 16
 
 
@@ -111,4 +111,4 @@ def test_split_experiments_do_not_depend_on_the_trial_machinery():
     does not make its records stale."""
     modules = {m for m, _ in fp.code_closure("analysis.studies.gau_trained.experiments.gau_length")}
     assert "analysis.core.trial" in modules
-    assert not {"analysis.core.trials", "analysis.core.runner", "analysis.core.campaign", "analysis.results"} & modules
+    assert not {"analysis.core.trials", "analysis.core.runner", "analysis.compute.campaign", "analysis.core.results"} & modules

@@ -4,8 +4,8 @@ import json
 import shutil
 from pathlib import Path
 
-from analysis.chapter import Chapter, RenderedClaims, RunSet, _recorded_run
-from analysis.steptimes import BENCH_DIR, efficiency_table, recorded_targets
+from analysis.core.chapter import Chapter, RenderedClaims, RunSet, _recorded_run
+from analysis.compute.steptimes import BENCH_DIR, efficiency_table, recorded_targets
 from analysis.studies.flash.kernel import gpu_section
 
 RECORDS = str(Path(__file__).resolve().parent.parent / "results")  # the repository's records (tests write elsewhere)

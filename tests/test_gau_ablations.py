@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from analysis.core.trial import Trial
-from analysis.data import stdlib_corpus
-from analysis.train import TrainConfig, train_lm
+from analysis.tasks.data import stdlib_corpus
+from analysis.training.train import TrainConfig, train_lm
 from analysis.studies.gau_trained.experiments import gau_ablations as ab
 
 

@@ -3,9 +3,9 @@ import math
 import numpy as np
 import pytest
 
-from analysis.__main__ import main
+from analysis.cli.main import main
 from analysis.studies.gau_init.experiments import gau_init as exp
-from analysis.experiments import run_experiment
+from analysis.core.registry import run_experiment
 from analysis.theory import gau_init as th
 
 

@@ -1,7 +1,7 @@
 import csv
 import json
 
-from analysis import html_check as hc
+from analysis.site import html_check as hc
 
 
 def test_chapter_defects_are_found():

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis import lease
-from analysis.data import CorpusError
-from analysis.results import REPO_ROOT
-from analysis.steptimes import efficiency_targets
+from analysis.compute import lease
+from analysis.tasks.data import CorpusError
+from analysis.core.results import REPO_ROOT
+from analysis.compute.steptimes import efficiency_targets
 
 
 def test_pins_come_from_the_requirements_file(tmp_path):
@@ -284,7 +284,7 @@ def test_the_lease_script_passes_its_limit_and_keeps_a_log(tmp_path):
     (["lease", "plan", "x.tar.gz"], "takes no archive paths"),
 ])
 def test_cli_refuses_with_one_line(argv, why, capsys):
-    from analysis.__main__ import main
+    from analysis.cli.main import main
 
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -292,7 +292,7 @@ def test_cli_refuses_with_one_line(argv, why, capsys):
 
 
 def test_cli_plans_and_unpacks(tmp_path, capsys):
-    from analysis.__main__ import main
+    from analysis.cli.main import main
 
     assert main(["lease", "plan", "--scale", "smoke", "--only", "gau-length", "--leases", "1"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
@@ -311,7 +311,7 @@ def test_cli_plans_and_unpacks(tmp_path, capsys):
 def test_a_source_stamp_gives_the_commit_and_whether_the_copied_files_differ(tmp_path, monkeypatch):
     """A device's copy of the checkout may hold another commit's .git: records made there take the commit from the
     stamp written here, and are dirty exactly when a stamped file's bytes differ."""
-    from analysis import results
+    from analysis.core import results
 
     assert results.blob_sha(b"hello\n") == "ce013625030ba8dba906f756967f9e9ca394464a"  # git hash-object's name
     stamp = results.write_source_stamp(tmp_path / "source.json")

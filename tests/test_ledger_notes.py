@@ -3,8 +3,8 @@ and no reason is kept for a claim that does not need one."""
 
 from pathlib import Path
 
-from analysis.ledger_notes import NO_CORRECTED_NUMBER, covers, reason
-from analysis.verdict_table import recorded_verdicts
+from analysis.core.ledger_notes import NO_CORRECTED_NUMBER, covers, reason
+from analysis.site.verdict_table import recorded_verdicts
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"  # the checked-in records (the fixture isolates the default)
 
@@ -58,7 +58,7 @@ def _each_note_names_recorded_claims(table, name):
 
 
 def test_every_replacement_note_belongs_to_a_recorded_claim():
-    from analysis.ledger_notes import REPLACES, replaces
+    from analysis.core.ledger_notes import REPLACES, replaces
 
     for note, matched in _each_note_names_recorded_claims(REPLACES, "REPLACES").items():
         assert all(replaces(k) == REPLACES[note] for k in matched)
@@ -68,8 +68,8 @@ def test_every_replacement_note_belongs_to_a_recorded_claim():
 def test_the_typical_row_ratio_the_note_states_is_the_recorded_one():
     # the note on finite-argmax-normal says the typical row peaks at "a few times alpha*" (the chapter glues the
     # measured multiple): read as 2 to 5
-    from analysis.experiments import EXPERIMENTS
-    from analysis.results import find_record
+    from analysis.core.registry import EXPERIMENTS
+    from analysis.core.results import find_record
 
     record = find_record("softmax-scale-mc", "cpu", RESULTS)
     assert record is not None
@@ -80,7 +80,7 @@ def test_the_typical_row_ratio_the_note_states_is_the_recorded_one():
 
 
 def test_every_formal_claim_is_recorded_and_the_rest_are_substantive():
-    from analysis.ledger_notes import FORMAL, SEVERITY_RULE, formal_reason, severity
+    from analysis.core.ledger_notes import FORMAL, SEVERITY_RULE, formal_reason, severity
 
     for note, matched in _each_note_names_recorded_claims(FORMAL, "FORMAL").items():
         assert all(severity(k) == "formal" and formal_reason(k) == FORMAL[note] for k in matched)

@@ -1,4 +1,4 @@
-"""The length-transfer task and measurements (analysis.length) and the helpers of gau-length and gau-quality."""
+"""The length-transfer task and measurements (analysis.tasks.length) and the helpers of gau-length and gau-quality."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.data import stdlib_corpus
-from analysis.experiments import run_experiment
+from analysis.tasks.data import stdlib_corpus
+from analysis.core.registry import run_experiment
 from analysis.studies.gau_trained.experiments import gau_length, gau_quality
-from analysis.length import (
+from analysis.tasks.length import (
     FILLER,
     SpacedLookupTask,
     attention_rows,
@@ -20,7 +20,7 @@ from analysis.length import (
     truncated_context_loss,
 )
 from analysis.models.lm import LanguageModel, ModelConfig
-from analysis.recall import IGNORE
+from analysis.tasks.recall import IGNORE
 
 
 @pytest.mark.parametrize("layout", ["spread", "near"])

@@ -13,7 +13,7 @@ from analysis.models.lm import (
     ScaleNorm,
     update_sizes,
 )
-from analysis.widening import default_dtype
+from analysis.models.widening import default_dtype
 
 
 def small(**kw):
@@ -129,7 +129,7 @@ def test_bad_config(kw, message):
 
 
 def test_deep_gau_experiment_smoke():
-    from analysis.experiments import run_experiment
+    from analysis.core.registry import run_experiment
     from analysis.studies.deep_gau.experiments import deep_gau
 
     cfg = deep_gau.CONFIGS["smoke"]

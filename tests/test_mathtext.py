@@ -1,8 +1,8 @@
 import pytest
 
-from analysis.ledger_notes import NO_CORRECTED_NUMBER, REPLACES
-from analysis.mathtext import ascii_math, math_html, math_markdown, math_plain
-from analysis.verdict_table import recorded_claims
+from analysis.core.ledger_notes import NO_CORRECTED_NUMBER, REPLACES
+from analysis.core.mathtext import ascii_math, math_html, math_markdown, math_plain
+from analysis.site.verdict_table import recorded_claims
 
 TEXT_FIELDS = ("statement", "source", "tolerance_basis", "unit", "corrected_note", "alternative_note")
 
@@ -51,8 +51,8 @@ def test_recorded_claims_write_maths_as_latex():
 def test_verdict_line_renders_the_claims_maths():
     from markdown_it import MarkdownIt
 
-    from analysis.chapter import verdict_line
-    from analysis.verify import Claim
+    from analysis.core.chapter import verdict_line
+    from analysis.core.verify import Claim
 
     claim = Claim("k", "$\\alpha^*$ maximises it", "s", 1.0, 2.0, 0.0, 0.1, "basis", approx_rel=0.0,
                   corrected=2.0, corrected_note="$2\\alpha^*$ instead")
@@ -62,8 +62,8 @@ def test_verdict_line_renders_the_claims_maths():
 
 
 def test_chapter_claims_table_renders_maths():
-    from analysis.chapter import RenderedClaims
-    from analysis.verify import Claim
+    from analysis.core.chapter import RenderedClaims
+    from analysis.core.verify import Claim
 
     claims = RenderedClaims("doc", "Title")
     claims.record(Claim("k", "with $1/\\sqrt{d}$ and a < b", "src $x$", 1.0, 1.0, 0.0, 0.1, "basis $n^2$"))

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from analysis.models.lm import LanguageModel, ModelConfig
-from analysis.train import TrainConfig, fixed_windows, random_windows, token_stats, train_lm
+from analysis.training.train import TrainConfig, fixed_windows, random_windows, token_stats, train_lm
 
 CFG = ModelConfig.gpt(d=32, layers=2, heads=4, ctx=16)
 
@@ -161,7 +161,7 @@ def test_validation_is_logged_and_loss_explosion_is_divergence():
 
 
 def test_grad_norms_are_the_total_norm_before_clipping_per_step():
-    from analysis.train import GradNorms
+    from analysis.training.train import GradNorms
 
     torch.manual_seed(0)
     model = LanguageModel(ModelConfig(vocab=64, d=32, layers=2, ctx=16, heads=4, s=16))
@@ -228,7 +228,7 @@ def test_a_failing_compiler_falls_back_to_eager_training(monkeypatch):
 
 def test_auto_compiles_long_runs_on_cuda_only():
     """compile_mode "auto": CUDA graphs on CUDA for runs of COMPILE_MIN_STEPS or more, eager otherwise."""
-    from analysis.train import COMPILE_MIN_STEPS, resolve_compile_mode
+    from analysis.training.train import COMPILE_MIN_STEPS, resolve_compile_mode
 
     assert resolve_compile_mode("auto", "cuda", COMPILE_MIN_STEPS) == "reduce-overhead"
     assert resolve_compile_mode("auto", "cuda", COMPILE_MIN_STEPS - 1) is None

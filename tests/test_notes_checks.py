@@ -46,7 +46,7 @@ def test_claims_read_the_stored_record():
     # a record stores -inf and NaN as strings ("-inf", "nan"): the claims read them back as numbers
     from pathlib import Path
 
-    from analysis.results import find_record
+    from analysis.core.results import find_record
 
     record = find_record("notes-checks", "cpu", Path(__file__).resolve().parents[1] / "results")
     assert record is not None and record.data["masking"]["float16"]["stored"] == "-inf"

@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 
 from analysis.core.trials import Experiment
-from analysis.experiments import EXPERIMENTS
+from analysis.core.registry import EXPERIMENTS
 from analysis.models.lm import ModelConfig
-from analysis.experiments.base import Workload
-from analysis.plan import (
+from analysis.core.experiment import Workload
+from analysis.compute.plan import (
     MeasuredStep,
     fit_step_model,
     h100_seconds,
@@ -39,7 +39,7 @@ def test_every_gpu_trial_fits_a_command_and_the_campaign_fits_its_leases():
     """Sized from the measured H100 steps, each model compiled once a lent command: every trial, cold, within one
     command's window with the margin the runner applies; the first tier within 210 minutes, everything within 275."""
     from analysis.compute.queue import build_queue, margin_for, split_leases, trial_window
-    from analysis.core.campaign import FIRST_TIER_PRIORITY, GPU_CAMPAIGN_S, GPU_FIRST_TIER_S, priority_of
+    from analysis.compute.campaign import FIRST_TIER_PRIORITY, GPU_CAMPAIGN_S, GPU_FIRST_TIER_S, priority_of
 
     queue = build_queue("gpu", "h100", directory=str(Path(__file__).parent / "no-such-results"))
     longest = max(queue, key=lambda t: t.cost(set()))
@@ -68,7 +68,7 @@ def test_the_step_model_recovers_its_parameters_and_fits_the_h100_steps():
     # a trial the fit sizes is started with room for the fit's worst miss of a measured step (32% on the compiled
     # H100 steps: the GAU of d = 256 at batch 256), and never less than the runner's own margin
     assert margin_for("h100") == pytest.approx(max(TRIAL_MARGIN, 1 + model.worst_error))
-    from analysis.plan import COMPILE_PRIOR, gpu_basis
+    from analysis.compute.plan import COMPILE_PRIOR, gpu_basis
 
     m = base[0]
     layers = m.model.layers
@@ -88,7 +88,7 @@ def test_the_step_model_recovers_its_parameters_and_fits_the_h100_steps():
 
 
 def test_logit_scale_and_init_change_no_count_so_they_share_one():
-    from analysis.plan import cached_step_cost
+    from analysis.compute.plan import cached_step_cost
 
     base = ModelConfig(d=32, layers=2, block="transformer", residual="pre", attn="cosine", ctx=16)
     other = dataclasses.replace(base, cosine_scale=3.0, attn_alpha=0.5, init="std0.02")
@@ -118,7 +118,7 @@ def test_plan_table_and_bad_workloads():
     ModelConfig.gpt(d=64, layers=5, heads=4, ctx=32),
 ])
 def test_deep_stacks_are_counted_exactly_from_one_and_two_layers(config):
-    from analysis.cost import _step_cost_direct
+    from analysis.compute.cost import _step_cost_direct
 
     assert step_cost(config, 2, 32) == _step_cost_direct(config, 2, 32)
 

@@ -1,4 +1,4 @@
-"""Every registered experiment follows the protocol of analysis.experiments.base, and uses its seed."""
+"""Every registered experiment follows the protocol of analysis.core.experiment, and uses its seed."""
 
 import dataclasses
 import json
@@ -6,9 +6,9 @@ import json
 import pytest
 
 from analysis.core.trials import protocol_problems
-from analysis.experiments import EXPERIMENTS, config_for, fingerprint, run_experiment, staleness
-from analysis.experiments.base import mean_se, run_seed
-from analysis.results import Record, provenance, to_jsonable
+from analysis.core.registry import EXPERIMENTS, config_for, fingerprint, run_experiment, staleness
+from analysis.core.experiment import mean_se, run_seed
+from analysis.core.results import Record, provenance, to_jsonable
 
 
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))
@@ -94,7 +94,7 @@ def test_staleness_names_config_and_code_changes():
 def test_summary_reads_the_recorded_data(name):
     from pathlib import Path
 
-    from analysis.results import find_record
+    from analysis.core.results import find_record
 
     record = find_record(name, "cpu", Path(__file__).resolve().parents[1] / "results")
     assert record is not None, f"{name} has a summary() but no cpu record to read"

@@ -2,12 +2,12 @@
 
 import pytest
 
-from analysis.published import PUBLISHED, SCALE_FIELDS, published_table, rows_for
+from analysis.studies.published import PUBLISHED, SCALE_FIELDS, published_table, rows_for
 from analysis.studies import STUDIES, get_study
 
 
 def test_every_row_names_a_chapter_that_shows_its_experiments_and_recorded_claims():
-    from analysis.verdict_table import load_table
+    from analysis.site.verdict_table import load_table
 
     recorded = load_table("tests/verdicts.json")["records"]
     keys = {(name.rsplit(".", 1)[0], key) for name, claims in recorded.items() for key in claims}
@@ -24,7 +24,7 @@ def test_every_row_names_a_chapter_that_shows_its_experiments_and_recorded_claim
 
 
 def test_the_table_renders_claims_with_their_verdict_and_scale():
-    from analysis.chapter import open_chapter
+    from analysis.core.chapter import open_chapter
 
     study = get_study("widening")
     ch = open_chapter("widening", study.TITLE, *study.EXPERIMENTS)
@@ -54,8 +54,8 @@ def test_every_chapter_shows_published_work_beside_its_claims():
 def test_scale_fields_name_fields_of_every_scale_config():
     """A misspelt or moved field fails here rather than vanishing from the table (dotted names read nested
     fields)."""
-    from analysis.experiments import EXPERIMENTS, config_for
-    from analysis.published import config_field
+    from analysis.core.registry import EXPERIMENTS, config_for
+    from analysis.studies.published import config_field
 
     for experiment, names in SCALE_FIELDS.items():
         for scale in ("smoke", "cpu", "gpu"):
@@ -69,7 +69,7 @@ def test_scale_fields_name_fields_of_every_scale_config():
 
 
 def test_distinct_digits_prints_different_numbers_differently():
-    from analysis.published import distinct_digits
+    from analysis.studies.published import distinct_digits
 
     assert distinct_digits(2_099_712, 2_097_152) == ("2.100e+06", "2.097e+06")
     assert distinct_digits(0.0568, 0.0113) == ("0.0568", "0.0113")
@@ -81,8 +81,8 @@ def test_distinct_digits_prints_different_numbers_differently():
 
 
 def test_a_stale_record_shows_its_own_stored_sizes_and_is_marked_stale():
-    from analysis.chapter import RunSet
-    from analysis.published import _scale_text
+    from analysis.core.chapter import RunSet
+    from analysis.studies.published import _scale_text
 
     stored = {"d": 256, "layers": 2, "ctx": 128, "text_steps": 1200, "seeds": [0, 1]}
     run = RunSet("recorded, gpu scale (stale)", {}, "note", "gpu", recorded=True, stale=("config differs",),
@@ -104,12 +104,12 @@ def test_a_stale_record_shows_its_own_stored_sizes_and_is_marked_stale():
 
 
 def test_a_row_gives_each_claim_its_number_link_and_relation():
-    from analysis.chapter import open_chapter
-    from analysis.verify import SIGNS
+    from analysis.core.chapter import open_chapter
+    from analysis.core.verify import SIGNS
 
     from pathlib import Path
 
-    from analysis.verify import claim_numbers, claim_ref
+    from analysis.core.verify import claim_numbers, claim_ref
 
     study = get_study("attention_basics")
     results = str(Path(__file__).resolve().parents[1] / "results")  # the committed records: measured claims

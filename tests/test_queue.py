@@ -5,8 +5,8 @@ import pytest
 
 from analysis.compute import queue as q
 from analysis.core.trials import Experiment, TrialFile, save_trial
-from analysis.experiments import EXPERIMENTS, config_for
-from analysis.results import provenance
+from analysis.core.registry import EXPERIMENTS, config_for
+from analysis.core.results import provenance
 
 
 def _trial(experiment, key, seconds, compiles=None, claims=()):
@@ -86,7 +86,7 @@ def test_a_queue_file_round_trips_and_a_foreign_file_is_refused(tmp_path):
 def test_the_queue_is_sized_from_the_compiled_h100_steps():
     """No steptimes record exists: the compiled rows of the H100 efficiency record size the campaign, each timed model
     by its own step, with compiling counted apart from the steps."""
-    from analysis.plan import gpu_basis, gpu_steps, gpu_steps_basis
+    from analysis.compute.plan import gpu_basis, gpu_steps, gpu_steps_basis
 
     steps = gpu_steps("h100")
     assert steps and all(s.compiled is True and s.source == "efficiency.gpu.h100.json" for s in steps)
@@ -116,9 +116,9 @@ def test_the_first_lent_command_decides_at_least_fifteen_claims():
 def test_a_trial_without_counted_work_is_sized_as_unknown():
     """A trial whose plan counts no work could take a second or an hour: it is sized as unknown, not as free, until
     this kind of GPU has timed one."""
-    from analysis.core.campaign import UNKNOWN_TRIAL_S
-    from analysis.experiments.base import Workload
-    from analysis.plan import gpu_basis
+    from analysis.compute.campaign import UNKNOWN_TRIAL_S
+    from analysis.core.experiment import Workload
+    from analysis.compute.plan import gpu_basis
 
     class Uncounted:
         def trial_plan(self, cfg, trial):

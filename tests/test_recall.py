@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.recall import IGNORE, LookupTask, RecallTask, recall_metrics
+from analysis.tasks.recall import IGNORE, LookupTask, RecallTask, recall_metrics
 
 
 def solve(inputs, pairs):
@@ -114,7 +114,7 @@ def test_lookup_rejects_bad_shapes(kwargs, message):
 
 def test_the_trainer_learns_lookup_from_a_batch_source_and_scores_only_the_queries():
     from analysis.models.lm import LanguageModel, ModelConfig
-    from analysis.train import TrainConfig, train_lm
+    from analysis.training.train import TrainConfig, train_lm
 
     task = LookupTask(8, keys=8, values=4, queries=4)
     x, y = (torch.from_numpy(a) for a in task.batch(256, seed=99))

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.results import (
+from analysis.core.results import (
     Record,
     ResultsFileError,
     find_record,

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from analysis.core.campaign import parse_budget, run_campaign
+from analysis.compute.campaign import parse_budget, run_campaign
 from analysis.core.runner import QueueItem, TrialTask, execute, make_executor, run_queue, seed_everything
 from analysis.core.trials import Experiment, TrialFile, save_trial
-from analysis.experiments import EXPERIMENTS, config_for
-from analysis.results import load_record
+from analysis.core.registry import EXPERIMENTS, config_for
+from analysis.core.results import load_record
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -150,7 +150,7 @@ def test_a_failed_trial_stops_the_queue_or_only_its_experiment(tmp_path, keep_go
         assert [(i.exp.name, i.trial.key) for i, _ in report.finished] == [("deep-gau", i.trial.key)
                                                                           for i in items[2:]]
         assert report.stopped == ""
-        from analysis.core.campaign import report_lines
+        from analysis.compute.campaign import report_lines
 
         lines = report_lines(report, "smoke", ["gau-length"], tmp_path)
         assert f"FAILED: gau-length {bad}: RuntimeError: CUDA error" in lines[1]
@@ -173,7 +173,7 @@ def test_inputs_are_checked():
 
 
 def test_cli_refuses_bad_campaigns_with_one_line(tmp_path, capsys):
-    from analysis.__main__ import main
+    from analysis.cli.main import main
 
     for args, message in ((["--budget", "soon"], "budget must be"), (["--only", "nope"], "experiment must be one of"),
                           (["--workers", "2"], "--executor inline runs one trial at a time"),
@@ -204,7 +204,7 @@ def test_gpu_slots_share_each_gpu_round_robin():
 
 
 def test_status_lists_each_missing_trial_with_its_expected_time(tmp_path):
-    from analysis.core.campaign import campaign_plans, status_lines
+    from analysis.compute.campaign import campaign_plans, status_lines
 
     plans = campaign_plans("smoke", ["deep-gau"], tmp_path, estimate_on="cuda")
     lines = status_lines(plans, "smoke", "cuda", trials=True)
@@ -215,7 +215,7 @@ def test_status_lists_each_missing_trial_with_its_expected_time(tmp_path):
 
 
 def test_gpu_status_totals_the_first_tier_in_lent_sessions(tmp_path):
-    from analysis.core.campaign import FIRST_TIER_PRIORITY, GPU_LEASE_S, campaign_plans, lease_count, status_lines
+    from analysis.compute.campaign import FIRST_TIER_PRIORITY, GPU_LEASE_S, campaign_plans, lease_count, status_lines
 
     plans = campaign_plans("gpu", ["deep-gau", "ffn-basics"], tmp_path, estimate_on="cuda")
     assert [p.first_tier for p in plans] == [True, False]  # deep-gau has PRIORITY 30, ffn-basics the default 50
@@ -226,7 +226,7 @@ def test_gpu_status_totals_the_first_tier_in_lent_sessions(tmp_path):
                          f"about {first / 60:.1f} min, {first / GPU_LEASE_S:.1f} lent sessions of one 9-minute "
                          f"command; everything: {total / GPU_LEASE_S:.1f}")
     # deep-gau's gpu runs (300 steps) train compiled; no H100 has timed a compile, so the estimates say they omit it
-    from analysis.plan import gpu_basis, run_compiles
+    from analysis.compute.plan import gpu_basis, run_compiles
 
     assert gpu_basis("h100").compile_fit is None and run_compiles(300)
     compiled = [t for t in plans[0].status.missing
@@ -317,7 +317,7 @@ def test_a_ninth_model_in_one_process_still_compiles():
 def test_a_trials_provenance_counts_its_compiled_frames(tmp_path):
     from analysis.core.runner import TrialTask, execute
     from analysis.core.trials import Experiment
-    from analysis.experiments import EXPERIMENTS
+    from analysis.core.registry import EXPERIMENTS
 
     exp = Experiment(EXPERIMENTS["entropy-bound"])
     cfg = exp.module.CONFIGS["smoke"]

@@ -7,7 +7,7 @@ import torch
 
 from analysis.studies.softmax_scale.experiments import softmax_scale_checks as checks
 from analysis.studies.softmax_scale.experiments import softmax_scale_mc as mc
-from analysis.experiments import run_experiment
+from analysis.core.registry import run_experiment
 from analysis.studies.softmax_scale.experiments import softmax_scale_train as train
 from analysis.theory import softmax_scale as sc
 
@@ -238,7 +238,7 @@ def test_recall_best_scale_still_moving_with_the_budget_is_no_verdict():
 
 
 def test_log_claim_fields_take_the_interval_on_the_predictions_side():
-    from analysis.stats import Estimate
+    from analysis.core.stats import Estimate
     from analysis.studies.softmax_scale.experiments import softmax_scale_recall as rec
 
     est = Estimate(math.log(4.0), 0.1, 4, "seeds")  # t(3) = 3.182: ln s within ± 0.3182

@@ -5,7 +5,7 @@ import base64
 import pytest
 from sphinx.cmd.build import build_main
 
-from analysis.sphinx_alt import alt_from_caption, needs_alt
+from analysis.site.sphinx_alt import alt_from_caption, needs_alt
 
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
 
@@ -24,7 +24,7 @@ def test_alt_is_the_captions_first_sentence_cut_at_a_word():
 def test_a_built_figure_gets_its_caption_as_alt(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
-    (src / "conf.py").write_text("extensions = ['analysis.sphinx_alt']\n")
+    (src / "conf.py").write_text("extensions = ['analysis.site.sphinx_alt']\n")
     (src / "plot.png").write_bytes(PNG)
     (src / "index.rst").write_text("Book\n====\n\n.. figure:: plot.png\n\n   The loss falls with depth. More words.\n\n"
                                    ".. figure:: plot.png\n   :alt: Given by the author.\n\n   Another caption.\n")

@@ -5,14 +5,14 @@ import math
 
 from sphinx.cmd.build import build_main
 
-from analysis.sphinx_ledger import strongest
-from analysis.verify import ChapterClaims, Claim, ClaimId
+from analysis.site.sphinx_ledger import strongest
+from analysis.core.verify import ChapterClaims, Claim, ClaimId
 
 
 def build(tmp_path, smoke_only_first=True):
     src = tmp_path / "src"
     src.mkdir()
-    (src / "conf.py").write_text("extensions = ['analysis.sphinx_ledger']\n")
+    (src / "conf.py").write_text("extensions = ['analysis.site.sphinx_ledger']\n")
     (src / "index.rst").write_text("Book\n====\n\n.. findings::\n\n.. toctree::\n\n   chap\n   ledger\n")
     (src / "chap.rst").write_text("Chapter\n=======\n\nText.\n")
     (src / "ledger.rst").write_text("Ledger\n======\n\n.. claims-ledger::\n")
@@ -75,7 +75,7 @@ def test_findings_show_each_chapter_at_its_strongest_evidence(tmp_path):
 
 
 def test_claim_identity_is_typed_and_strongest_compares_it():
-    from analysis.sphinx_ledger import entries
+    from analysis.site.sphinx_ledger import entries
 
     base = Claim("a-b", "s", "src", 1.0, 1.0, 0.0, 0.0, "exact")
     cpu, smoke = base.identified("e", "cpu", recorded=True), base.identified("e", "smoke", recorded=False)
@@ -95,14 +95,14 @@ def test_claim_identity_is_typed_and_strongest_compares_it():
 
 
 def test_reproduce_table_lists_every_experiment_with_its_live_time(tmp_path):
-    from analysis.experiments import EXPERIMENTS
-    from analysis.sphinx_ledger import reproduce_html
+    from analysis.core.registry import EXPERIMENTS
+    from analysis.site.sphinx_ledger import reproduce_html
 
     import dataclasses
     import os
 
-    from analysis.experiments import config_for, fingerprint, run_experiment
-    from analysis.results import Record, provenance, save_record
+    from analysis.core.registry import config_for, fingerprint, run_experiment
+    from analysis.core.results import Record, provenance, save_record
 
     module = EXPERIMENTS["ffn-basics"]
     cpu = config_for(module, "cpu")
@@ -119,14 +119,14 @@ def test_reproduce_table_lists_every_experiment_with_its_live_time(tmp_path):
 
 
 def test_durations_read_as_a_person_says_them():
-    from analysis.sphinx_ledger import human_duration
+    from analysis.site.sphinx_ledger import human_duration
 
     assert [human_duration(s) for s in (1.1e-5, 1.25, 45.0, 444.0, 3600.0, 7500.0, float("nan"))] == [
         "under 1 s", "1.2 s", "45 s", "7 min 24 s", "1 h", "2 h 5 min", "not known"]
 
 
 def test_headline_gives_what_holds_instead_when_no_number_does():
-    from analysis.sphinx_ledger import Entry, headline
+    from analysis.site.sphinx_ledger import Entry, headline
 
     claim = Claim("lambda7", "output scales like $\\lambda^7$", "s", 7.0, 9.6, 0.0, 0.1, "basis",
                   approx_rel=0.0).identified("gau-init", "cpu", recorded=True)
@@ -136,7 +136,7 @@ def test_headline_gives_what_holds_instead_when_no_number_does():
 
 
 def test_the_largest_miss_is_substantive_and_ranked_by_its_relative_size():
-    from analysis.sphinx_ledger import Entry, headline, largest_miss, miss_words
+    from analysis.site.sphinx_ledger import Entry, headline, largest_miss, miss_words
 
     def entry(key, predicted, measured, effect=None):
         c = Claim(key, f"claim {key}", "s", predicted, measured, 0.0, 1e-9, "basis", effect=effect)
@@ -158,7 +158,7 @@ def test_the_largest_miss_is_substantive_and_ranked_by_its_relative_size():
 def test_book_order_reads_the_table_of_contents(tmp_path):
     from types import SimpleNamespace
 
-    from analysis.sphinx_ledger import book_order
+    from analysis.site.sphinx_ledger import book_order
 
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nparts:\n  - caption: A\n    chapters:\n"
                                        "      - file: book/zeta\n      - file: book/alpha.ipynb\n")
@@ -167,7 +167,7 @@ def test_book_order_reads_the_table_of_contents(tmp_path):
 
 
 def test_large_factors_are_written_out():
-    from analysis.sphinx_ledger import miss_words
+    from analysis.site.sphinx_ledger import miss_words
 
     def claim(p, m):
         return Claim("k", "s", "src", p, m, 0.0, 1e-9, "basis")
@@ -178,7 +178,7 @@ def test_large_factors_are_written_out():
 
 
 def test_about_a_duration_reads_as_english():
-    from analysis.sphinx_ledger import about, human_duration
+    from analysis.site.sphinx_ledger import about, human_duration
 
     assert about(human_duration(156)) == "about 2 min 36 s"
     assert about(human_duration(0.2)) == "under 1 s" and about(human_duration(math.inf)) == "not known"

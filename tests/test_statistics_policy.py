@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.verdict_table import recorded_claims
+from analysis.site.verdict_table import recorded_claims
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 # a bound from arithmetic, not from noise: rounding, quadrature, an exact count, a printed digit, a grid's step

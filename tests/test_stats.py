@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from analysis.stats import (
+from analysis.core.stats import (
     Estimate,
     coverage_of,
     detectable_multiple,
@@ -108,7 +108,7 @@ def test_stable_far_outside_the_book_range():
 
 
 def test_welch_difference_and_compare():
-    from analysis.stats import compare, difference
+    from analysis.core.stats import compare, difference
 
     a, b = from_se(1.0, 0.1, 3, "seeds"), from_se(0.5, 0.1, 3, "seeds")
     d = difference(a, b)
@@ -124,7 +124,7 @@ def test_welch_difference_and_compare():
 
 
 def test_direction_reads_a_difference_by_its_interval():
-    from analysis.stats import direction
+    from analysis.core.stats import direction
 
     assert direction(from_se(-1.0, 0.1, 3, "paired seeds")) == "smaller than"
     assert direction(from_se(1.0, 0.1, 3, "paired seeds")) == "larger than"

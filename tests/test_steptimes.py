@@ -7,13 +7,13 @@ import pytest
 import torch
 
 from analysis.models.lm import ModelConfig
-from analysis.plan import benchmarked_steps, cached_step_cost, fit_step_model
-from analysis.steptimes import device_tag, load, save, time_steps, training_models
+from analysis.compute.plan import benchmarked_steps, cached_step_cost, fit_step_model
+from analysis.compute.steptimes import device_tag, load, save, time_steps, training_models
 
 
 def test_training_models_are_distinct_and_cover_the_plan():
     from analysis.core.trials import Experiment
-    from analysis.experiments import EXPERIMENTS
+    from analysis.core.registry import EXPERIMENTS
 
     models = training_models("smoke", ["deep-gau", "gau-quality"])
     keys = [(m, b, n) for _, m, b, n, _ in models]
@@ -46,8 +46,8 @@ def test_a_timed_step_is_the_trainers_and_round_trips(tmp_path):
 def test_timings_in_another_compile_mode_stay_out_of_the_fit(tmp_path):
     """A comparison run (here eager, named as on an H100) is written beside the experiments' own timings, under its
     mode's name, which the step-time fit does not read; the CLI's choices are the benchmark's."""
-    from analysis.__main__ import STEP_COMPILE_MODES
-    from analysis.steptimes import COMPILE_MODES
+    from analysis.cli.main import STEP_COMPILE_MODES
+    from analysis.compute.steptimes import COMPILE_MODES
 
     assert STEP_COMPILE_MODES == COMPILE_MODES
     cfg = ModelConfig(d=32, layers=1, block="transformer", ctx=16)
@@ -77,7 +77,7 @@ def test_benchmarked_h100_steps_feed_the_step_model(tmp_path):
 def test_timed_steps_replace_the_hand_timed_ones_and_are_never_fitted_with_them(tmp_path):
     """The trainer's compiled steps and the eager steps timed by hand are two step paths: the campaign is sized by the
     device's own steptimes record, else an H100's, else the hand-timed H100 steps, never a mix."""
-    from analysis.plan import gpu_steps, gpu_steps_basis, hand_measured_h100_steps
+    from analysis.compute.plan import gpu_steps, gpu_steps_basis, hand_measured_h100_steps
 
     hand = hand_measured_h100_steps()
     assert gpu_steps("h200", tmp_path) == hand and "timed by hand" in gpu_steps_basis("h200", tmp_path)
@@ -103,7 +103,7 @@ def test_device_tags(name, tag):
 
 
 def test_cli_times_records_and_refuses_with_one_line(tmp_path, capsys):
-    from analysis.__main__ import main
+    from analysis.cli.main import main
 
     assert main(["steptimes", "--scale", "smoke", "--only", "gau-length", "--repeats", "1", "--out",
                  str(tmp_path), "--quiet"]) == 0
@@ -118,8 +118,8 @@ def test_efficiency_targets_are_the_issue_sizes():
     and the d = 256 GAU timed by hand on the eager path held to 10x its tokens/s, at its own batch and at 256."""
     import dataclasses
 
-    from analysis.plan import hand_measured_h100_steps
-    from analysis.steptimes import (PEAK_FRACTION_TARGET, SPEEDUP_TARGET, TARGET_MIN_PARAMS, efficiency_targets)
+    from analysis.compute.plan import hand_measured_h100_steps
+    from analysis.compute.steptimes import (PEAK_FRACTION_TARGET, SPEEDUP_TARGET, TARGET_MIN_PARAMS, efficiency_targets)
 
     targets = efficiency_targets("gpu")
     big = [t for t in targets if t.min_peak_fraction is not None]
@@ -138,8 +138,8 @@ def test_efficiency_targets_are_the_issue_sizes():
 
 
 def test_a_target_is_met_only_when_measured_and_at_its_threshold():
-    from analysis.plan import H100_BF16_DENSE_FLOPS, hand_measured_h100_steps
-    from analysis.steptimes import StepTiming, Target, TargetResult
+    from analysis.compute.plan import H100_BF16_DENSE_FLOPS, hand_measured_h100_steps
+    from analysis.compute.steptimes import StepTiming, Target, TargetResult
 
     cfg = ModelConfig(d=32, layers=1, block="transformer", ctx=16)
 
@@ -161,7 +161,7 @@ def test_a_target_is_met_only_when_measured_and_at_its_threshold():
 
 
 def test_cli_times_the_targets_on_a_cpu_at_smoke_scale_only(tmp_path, capsys):
-    from analysis.__main__ import main
+    from analysis.cli.main import main
 
     assert main(["steptimes", "--targets", "--scale", "smoke", "--repeats", "1", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
@@ -186,8 +186,8 @@ def test_cli_times_the_targets_on_a_cpu_at_smoke_scale_only(tmp_path, capsys):
 
 def test_models_that_cost_the_campaign_most_are_timed_first():
     from analysis.core.trials import Experiment
-    from analysis.experiments import EXPERIMENTS
-    from analysis.plan import h100_seconds
+    from analysis.core.registry import EXPERIMENTS
+    from analysis.compute.plan import h100_seconds
 
     names = ["deep-gau", "gau-quality"]
     models = training_models("gpu", names)
@@ -213,7 +213,7 @@ def _trainer_that_compiles(monkeypatch, first_step_sleep: float):
     ``first_step_sleep`` seconds as compiling slows it; returns the modes it was called with."""
     import time
 
-    import analysis.train as train
+    import analysis.training.train as train
 
     real, modes = train.train_lm, []
 
@@ -261,7 +261,7 @@ def test_a_compiled_model_is_timed_with_its_overhead_and_beside_its_eager_step(m
 
 
 def _measured(model, batch, ctx, seconds, compiled=None, overhead=None, eager=None):
-    from analysis.plan import MeasuredStep
+    from analysis.compute.plan import MeasuredStep
 
     return MeasuredStep("m", model, batch, ctx, seconds, "steptimes.gpu.h100.json", compiled, overhead, eager)
 
@@ -270,9 +270,9 @@ def test_a_measured_model_is_sized_by_its_own_step_and_overhead_any_other_by_the
     """A run of a timed model costs its own measured step (compiled or eager, as the run trains) and the overhead its
     timing measured; any other model the fitted step and, when its run compiles, the compile overhead fitted to the
     timed ones (a + b L, both >= 0); the cost-free fields (logit scale, init) do not make a model another."""
-    from analysis.experiments.base import Workload
-    from analysis.plan import fit_compile_overhead, run_compiles, step_basis
-    from analysis.train import COMPILE_MIN_STEPS
+    from analysis.core.experiment import Workload
+    from analysis.compute.plan import fit_compile_overhead, run_compiles, step_basis
+    from analysis.training.train import COMPILE_MIN_STEPS
 
     small = ModelConfig(d=32, layers=2, block="transformer", ctx=16)
     deep = ModelConfig(d=32, layers=8, block="transformer", ctx=16)
@@ -293,7 +293,7 @@ def test_a_measured_model_is_sized_by_its_own_step_and_overhead_any_other_by_the
         short * basis.model.step_s(4, fwd_bwd))
     eager_only = step_basis(tuple(dataclasses.replace(m, compiled=None, overhead_s=0.5, eager_seconds=None)
                                   for m in steps))
-    from analysis.plan import COMPILE_PRIOR
+    from analysis.compute.plan import COMPILE_PRIOR
 
     # none measured: the stated prior, never nothing (a compile of a 96-layer stack is minutes, not free)
     assert eager_only.compile_fit is None and eager_only.compile_overhead_s(96) == COMPILE_PRIOR[0] + 96 * COMPILE_PRIOR[1]

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from matplotlib.figure import Figure
 
-from analysis.chapter import open_chapter
-from analysis.figure_check import check_figures
-from analysis.experiments import EXPERIMENTS, MODULES
+from analysis.core.chapter import open_chapter
+from analysis.studies.figure_check import check_figures
+from analysis.core.registry import EXPERIMENTS, MODULES
 from analysis.studies import STUDIES, gather, get_study
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,7 +97,7 @@ def test_facts_and_figures_are_what_the_prose_glues(chapter):
     its prose glues; with the checked-in records (what the book shows) it makes the same facts, and they are the
     same when the smoke runs are left out: every number the prose glues comes from the strongest evidence, and the
     smoke run is only a check that the code runs. The figures the book shows pass the figure check
-    (:mod:`analysis.figure_check`: no text over text or off the canvas, no legend over data, no empty panel, log
+    (:mod:`analysis.studies.figure_check`: no text over text or off the canvas, no legend over data, no empty panel, log
     axes with labelled ticks, colour bars, captions whose panel words match the layout)."""
     import dataclasses
 

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from analysis.stats import Estimate
+from analysis.core.stats import Estimate
 from analysis.studies.gau_init import (
     estimate_text,
     exponent_near_one,
@@ -21,7 +21,7 @@ from analysis.studies.gau_init import (
     verdict_words,
 )
 from analysis.studies.gau_init.figures import interval_multiple
-from analysis.verify import Claim
+from analysis.core.verify import Claim
 
 
 def _point(rms: float, pred: float, n: int = 64, s: int = 32, d: int = 256, init: str = "lecun") -> dict:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from analysis.chapter import RunSet
+from analysis.core.chapter import RunSet
 from analysis.studies.gau_trained.experiments.gau_length import LEARNED, NORM_LABELS
 from analysis.studies.gau_trained.experiments.gau_quality import ARCH_LABELS, ARCHS
 from analysis.studies import gau_trained as gt
@@ -172,7 +172,7 @@ def test_pre_norm_recall_sentence_reads_the_learning_rate_grid():
 
 
 def test_interval_words_name_the_t_quantiles_or_the_missing_error():
-    from analysis.stats import paired_estimate
+    from analysis.core.stats import paired_estimate
 
     assert gt.interval_words(paired_estimate([1.0, 2.0, 3.0], [0.0, 0.0, 0.0])) == (
         "a 95% Student-t interval over 3 paired seeds (2 df: ±4.3 SE two-sided, 2.92 SE one-sided)")
@@ -200,7 +200,7 @@ def test_the_planned_design_reads_the_finished_runs_sd_and_the_planned_seeds():
     import dataclasses
     import math
 
-    from analysis.stats import planned_detectable_multiple
+    from analysis.core.stats import planned_detectable_multiple
     from analysis.studies.gau_trained.experiments import gau_quality as gq
 
     data = _quality_data()
@@ -243,7 +243,7 @@ def test_length_differences_pair_by_seed():
 
 
 def paired_data(losses: dict[str, list[float]], previous: dict[str, list[float]] | None = None) -> dict[str, Any]:
-    """Runs of analysis.paired's layout: per variant one final loss per seed, curves of two points."""
+    """Runs of analysis.core.paired's layout: per variant one final loss per seed, curves of two points."""
     previous = previous or losses
     runs = [{"variant": v, "seed": i, "parameters": 100, "val_loss": x, "diverged_at": None,
              "curve": [[5, previous[v][i]], [10, x]]} for v, xs in losses.items() for i, x in enumerate(xs)]
@@ -251,7 +251,7 @@ def paired_data(losses: dict[str, list[float]], previous: dict[str, list[float]]
 
 
 def test_paired_summary_pairs_by_seed_and_reports_how_each_gap_moved():
-    from analysis.paired import paired_summary
+    from analysis.core.paired import paired_summary
     data = paired_data({"a": [1.0, 2.0, 3.0], "b": [1.1, 2.1, 3.3], "c": [0.9, 2.0, 2.9]},
                        previous={"a": [1.0, 2.0, 3.0], "b": [1.0, 2.0, 3.0], "c": [1.0, 2.0, 3.0]})
     s = paired_summary(data, ("a", "b", "c"), {"a": "A", "b": "B", "c": "C"}, pairs=(("b", "c"),))
@@ -267,7 +267,7 @@ def test_paired_summary_pairs_by_seed_and_reports_how_each_gap_moved():
 
 
 def test_ablation_table_takes_any_paired_variant_set_and_gap_text_reads_the_interval():
-    from analysis.paired import paired_summary
+    from analysis.core.paired import paired_summary
     data = paired_data({"mixed": [1.0, 2.0, 3.0], "local": [1.2, 2.1, 3.2], "global": [1.5, 2.6, 3.4]})
     s = paired_summary(data, ("mixed", "local", "global"), {"mixed": "M", "local": "L", "global": "G"},
                        pairs=(("local", "global"),))
@@ -294,7 +294,7 @@ def test_an_end_of_the_grid_leaves_a_comparison_undecided_only_if_its_last_step_
 
 
 def test_flash_quad_sentence_says_where_each_run_puts_flash_and_whether_they_agree():
-    from analysis.stats import Estimate
+    from analysis.core.stats import Estimate
 
     quality = {"ctx": 64, "chunk": 16, "d": 96, "steps": 600}
     parts = {"ctx": 512, "d": 64, "steps": 300, "lr": 0.002}

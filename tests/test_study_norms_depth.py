@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from analysis.stats import Estimate
+from analysis.core.stats import Estimate
 from analysis.studies import norms_depth as st
 from analysis.studies.norms_depth.experiments import norms_depth as nd
 

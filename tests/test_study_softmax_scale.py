@@ -274,7 +274,7 @@ def test_growth_drift_sentence_agrees_with_the_growth_claim():
     that contradicted it)."""
     from pathlib import Path
 
-    from analysis.results import load_record
+    from analysis.core.results import load_record
     from analysis.studies.softmax_scale.experiments import softmax_scale_recall as sr
 
     data = load_record(Path(__file__).resolve().parents[1] / "results" / "softmax-scale-recall.cpu.json").data

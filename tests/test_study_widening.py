@@ -92,7 +92,7 @@ def test_the_stationary_claim_bounds_the_float64_gap_by_the_floor_the_float32_ga
 
 
 def test_seeds_needed_is_the_first_n_whose_detectable_difference_is_below_the_effect():
-    from analysis.stats import detectable_multiple
+    from analysis.core.stats import detectable_multiple
     n = wx.seeds_needed(0.2233, 0.45)
     assert n == 5
     assert detectable_multiple(n - 1) * 0.2233 / math.sqrt(n) < 0.45 <= detectable_multiple(n - 2) * 0.2233 / math.sqrt(n - 1)
@@ -100,7 +100,7 @@ def test_seeds_needed_is_the_first_n_whose_detectable_difference_is_below_the_ef
 
 
 def test_saving_sentences_say_which_of_zero_and_the_published_saving_the_interval_contains():
-    from analysis.stats import mean_estimate
+    from analysis.core.stats import mean_estimate
     wide = wf.saving_sentences(mean_estimate([0.0213, -0.416, -0.2757], "seeds"))
     assert "-78% to 33%, contains 0% and excludes 45%" in wide["saving_interval"]
     assert "needs 5 seeds" in wide["saving_interval"] and "(2 df, ±4.3 SE)" in wide["seeds_basis"]
@@ -120,7 +120,7 @@ def test_the_saving_claim_is_inconclusive_when_its_interval_holds_both_zero_and_
         est = wx.saving_estimate(data([0.3, -0.2, 0.25]))
     finally:
         wx.saving = orig
-    from analysis.verify import Claim, estimate_fields
+    from analysis.core.verify import Claim, estimate_fields
     f = estimate_fields(est, "saving")
     both = all(abs(est.value - v) <= f["tolerance"] for v in (0.0, wx.BERT2BERT_SAVING))
     c = Claim("saving", "s", "src", wx.BERT2BERT_SAVING, corrected=0.0, effect=wx.BERT2BERT_SAVING,

@@ -116,7 +116,7 @@ def test_ffn_smoke_claims() -> None:
 def _recorded_attention() -> dict:
     from pathlib import Path
 
-    from analysis.results import load_record
+    from analysis.core.results import load_record
 
     return load_record(Path(__file__).resolve().parents[1] / "results" / "attention-basics.cpu.json").data
 
@@ -125,7 +125,7 @@ def test_attention_claims_use_t_over_their_units_and_a_family_interval_for_the_w
     import copy
     import math
 
-    from analysis.stats import t_quantile
+    from analysis.core.stats import t_quantile
 
     data = _recorded_attention()
     claims = {c.key: c for c in ab.claims(data, "test")}

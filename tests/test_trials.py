@@ -16,8 +16,8 @@ from analysis.core.trials import (
     trial_path,
     trial_status,
 )
-from analysis.experiments import EXPERIMENTS, run_experiment
-from analysis.results import ResultsFileError, find_record, to_jsonable
+from analysis.core.registry import EXPERIMENTS, run_experiment
+from analysis.core.results import ResultsFileError, find_record, to_jsonable
 
 
 def test_trial_checks_its_key_seed_and_params():
@@ -110,8 +110,8 @@ def test_a_record_never_mixes_kinds_of_gpu(tmp_path):
 
     from analysis.core.trials import (Experiment, MixedDevicesError, TrialFile, assemble_record, check_one_kind,
                                       device_kinds, save_trial)
-    from analysis.experiments import EXPERIMENTS
-    from analysis.results import provenance
+    from analysis.core.registry import EXPERIMENTS
+    from analysis.core.results import provenance
 
     def made_on(device, kind="cuda"):
         return TrialFile("x", "gpu", "k", "i", 0, {}, {}, {**provenance(1.0), "device": device, "device_type": kind},

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from analysis.core.typed import OMIT_NONE, fields_of, from_data, result_type, stored_as
-from analysis.results import from_jsonable, to_jsonable
+from analysis.core.results import from_jsonable, to_jsonable
 
 
 @dataclass(frozen=True)

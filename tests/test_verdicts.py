@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.results import REPO_ROOT
-from analysis.verdict_table import compare, load_table, recorded_verdicts
+from analysis.core.results import REPO_ROOT
+from analysis.site.verdict_table import compare, load_table, recorded_verdicts
 
 TABLE = Path(__file__).with_name("verdicts.json")
 

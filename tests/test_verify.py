@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from analysis.verify import ChapterClaims, Claim, claims_html, judge, load_chapter_claims
+from analysis.core.verify import ChapterClaims, Claim, claims_html, judge, load_chapter_claims
 
 
 def make(**kw):
@@ -175,8 +175,8 @@ def test_underpowered_passes_are_inconclusive():
 
 
 def test_estimate_fields_and_the_table_say_what_is_detectable():
-    from analysis.stats import mean_estimate
-    from analysis.verify import detects_text, estimate_fields
+    from analysis.core.stats import mean_estimate
+    from analysis.core.verify import detects_text, estimate_fields
 
     est = mean_estimate([0.1, 0.3, 0.2], "paired seeds")
     f = estimate_fields(est, "the loss difference")
@@ -194,7 +194,7 @@ def test_estimate_fields_and_the_table_say_what_is_detectable():
 
 
 def test_a_named_reason_leaves_the_claim_undecided():
-    from analysis.verify import detects_text
+    from analysis.core.verify import detects_text
 
     moving = make(measured=5.0, detectable=0.1, undecided="the optimum still moves with the budget")
     assert moving.verdict == "inconclusive" and moving.corrected_verdict is None
@@ -210,7 +210,7 @@ def _runs(key, statement="s", **kw):
 
 
 def test_strongest_evidence_is_one_definition_and_smoke_is_never_a_measurement():
-    from analysis.verify import claim_numbers, measurements, strongest_claims, unmeasured
+    from analysis.core.verify import claim_numbers, measurements, strongest_claims, unmeasured
 
     a_smoke, a_cpu, a_gpu = _runs("a")
     b_smoke, b_cpu, _ = _runs("b")
@@ -230,7 +230,7 @@ def test_strongest_evidence_is_one_definition_and_smoke_is_never_a_measurement()
 def test_a_stale_record_ranks_below_every_current_measurement():
     """A gpu record made by other code or another config measured another setup: a current cpu record (or a live cpu
     run) is the stronger evidence, and the table says the record is stale."""
-    from analysis.verify import evidence_words, strongest_claims
+    from analysis.core.verify import evidence_words, strongest_claims
 
     _, a_cpu, _ = _runs("a")
     a_stale = make(key="a").identified("e", "gpu", recorded=True, stale=True)
@@ -240,13 +240,13 @@ def test_a_stale_record_ranks_below_every_current_measurement():
     assert strongest_claims([make(key="a").identified("e", "smoke", recorded=False), a_stale]) == [a_stale]
     assert "gpu record (stale)" in claims_html([a_stale], "chap")
     with pytest.raises(ValueError, match="only a record can be stale"):
-        from analysis.verify import ClaimId
+        from analysis.core.verify import ClaimId
 
         ClaimId("e", "a", "cpu", recorded=False, stale=True)
 
 
 def test_short_statement_drops_the_details_and_never_cuts_maths():
-    from analysis.verify import short_statement
+    from analysis.core.verify import short_statement
 
     assert short_statement("$q \\cdot k$ is normal, $N(0, d)$ (excess kurtosis 0; at $d = 1$)") == \
         "$q \\cdot k$ is normal, $N(0, d)$"
@@ -260,7 +260,7 @@ def test_short_statement_drops_the_details_and_never_cuts_maths():
 
 
 def test_the_verdict_box_lists_each_claim_once_with_severity_and_anchors():
-    from analysis.verify import verdict_box_html
+    from analysis.core.verify import verdict_box_html
 
     a = _runs("a", "claim A (details 1)", measured=1.5)
     eps = _runs("ln-scale", "LayerNorm (eps details)", measured=1.5)
@@ -277,7 +277,7 @@ def test_the_verdict_box_lists_each_claim_once_with_severity_and_anchors():
 
 
 def test_verdict_counts_read_as_verbs():
-    from analysis.verify import verdict_count
+    from analysis.core.verify import verdict_count
 
     assert [verdict_count(v, n) for v, n in (("holds", 1), ("holds", 29), ("fails", 11), ("inconclusive", 1),
                                              ("inconclusive", 3), ("holds approximately", 2))] == [
@@ -285,7 +285,7 @@ def test_verdict_counts_read_as_verbs():
 
 
 def test_addresses_break_at_slashes_dots_and_underscores_but_maths_numbers_and_tags_do_not():
-    from analysis.verify import address_breaks
+    from analysis.core.verify import address_breaks
 
     assert address_breaks("kexue.fm/archives/8934 (a / b)") == "kexue.<wbr>fm/<wbr>archives/<wbr>8934 (a / b)"
     assert address_breaks("(analysis.theory.flash_counts)") == \
@@ -298,8 +298,8 @@ def test_addresses_break_at_slashes_dots_and_underscores_but_maths_numbers_and_t
 
 def test_a_measurement_that_only_bounds_the_quantity_is_written_as_a_bound():
     """No crossover up to the longest length measured: the value is a lower bound, and every table says so."""
-    from analysis.sphinx_ledger import miss_words
-    from analysis.verify import bounded
+    from analysis.site.sphinx_ledger import miss_words
+    from analysis.core.verify import bounded
 
     c = make(key="cross", predicted=256.0, measured=8192.0, tolerance=106.0, measured_bound="≥")
     assert c.verdict == "fails" and bounded(c, "8192") == "≥ 8192" and bounded(make(), "1") == "1"
@@ -312,7 +312,7 @@ def test_a_measurement_that_only_bounds_the_quantity_is_written_as_a_bound():
 
 def test_an_inconclusive_verdict_names_the_rule_that_made_it():
     """The verdict line gives the real reason: not 'the alternative fits as well' when the alternative fails."""
-    from analysis.chapter import verdict_line
+    from analysis.core.chapter import verdict_line
 
     assert make().inconclusive_reason == ""
     assert make(undecided="the optimum still moves").inconclusive_reason == "the optimum still moves"

@@ -1,4 +1,4 @@
-"""analysis.widening: every case to its tolerance in float64, the broken ones broken, the caveats' identities, the
+"""analysis.models.widening: every case to its tolerance in float64, the broken ones broken, the caveats' identities, the
 checkpoint command and its bad inputs."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from analysis import widening as W
-from analysis.__main__ import main
+from analysis.models import widening as W
+from analysis.cli.main import main
 from analysis.studies.widening.experiments.widening import CONFIGS, exactness_cases, spread
 from analysis.models.bert import Bert, BertConfig
 from analysis.models.lm import LanguageModel, ModelConfig
-from analysis.widening import default_dtype
+from analysis.models.widening import default_dtype
 
 TOL = 1e-12  # relative, float64
 
@@ -191,7 +191,7 @@ def test_the_gpu_config_has_the_seeds_its_claim_needs_at_the_cpu_records_spread(
     """The gpu campaign's widening run must be able to tell no saving from bert2BERT's 45%: at the seed spread the
     cpu record measured (its SD of the FLOPs saving), seeds_needed seeds detect 45% with 80% power; the gpu config
     has at least that many (a run that cannot decide its claim would spend GPU time for an inconclusive)."""
-    from analysis.experiments import current_record
+    from analysis.core.registry import current_record
     from analysis.studies.widening.experiments.widening import BERT2BERT_SAVING, saving_estimate, seeds_needed
 
     record, _ = current_record("widening", "cpu", str(Path(__file__).resolve().parent.parent / "results"))

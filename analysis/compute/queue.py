@@ -8,9 +8,9 @@ trials it reads that no earlier unit added. Trials that no claim reads (figures 
 tier (:data:`FIGURES_PRIORITY`). A stored trial made by older code is run again in its unit's place, so a stale
 record of a higher priority is refreshed before new trials of a lower one.
 
-Sizes. A trial's seconds come from the GPU kind's step basis (:func:`analysis.plan.gpu_basis`: its own measured
+Sizes. A trial's seconds come from the GPU kind's step basis (:func:`analysis.compute.plan.gpu_basis`: its own measured
 step for a measured model, else the fitted step model), or from that experiment's trials already stored from this
-kind of GPU once there are some (:class:`analysis.core.campaign.Estimator`). Compiling is counted apart, once per
+kind of GPU once there are some (:class:`analysis.compute.campaign.Estimator`). Compiling is counted apart, once per
 model and lent command: a process that has compiled a model reuses its graphs for the next trial of it.
 
 Leases. :func:`split_leases` runs the queue as a lent command's campaign runs it (:func:`analysis.core.runner.
@@ -29,19 +29,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.core.campaign import UNKNOWN_TRIAL_S, Estimator, priority_of, runs_on
+from analysis.compute.campaign import UNKNOWN_TRIAL_S, Estimator, priority_of, runs_on
 from analysis.core.runner import QueueItem, QueueReport, run_trials
 from analysis.core.trials import Experiment, MixedDevicesError, TrialFile, assemble_record, claim_reads, trial_status
-from analysis.plan import StepBasis, cost_key, gpu_basis, run_compiles
-from analysis.results import device_tag, find_record
-from analysis.scale import validate_scale
+from analysis.compute.plan import StepBasis, cost_key, gpu_basis, run_compiles
+from analysis.core.results import device_tag, find_record
+from analysis.core.scale import validate_scale
 
 QUEUE_SCHEMA = "analysis.lease-queue/1"
 COMMAND_S = 540.0  # one lent command: 9 minutes of the 15 a lent session has, its machine's start included
 START_S = 40.0  # before the first trial: Python, imports, the corpus restored and its hash checked, the wheels
 END_S = 20.0  # after the last: the final packing, and the grace between SIGTERM and SIGKILL
 TRIAL_MARGIN = 1.25  # a trial starts only if its estimate times this still fits: an estimate is not a measurement
-FIGURES_PRIORITY = 50  # trials no claim reads run after the first tier (analysis.core.campaign.FIRST_TIER_PRIORITY)
+FIGURES_PRIORITY = 50  # trials no claim reads run after the first tier (analysis.compute.campaign.FIRST_TIER_PRIORITY)
 RECORD = "(record)"  # the unit of an experiment that declares no claim trials, while it has no cpu record to name
 
 
@@ -82,7 +82,7 @@ def model_digest(model: Any, batch: int, ctx: int) -> str:
 
 def trial_costs(exp: Experiment, cfg: Any, trial: Any, basis: StepBasis) -> tuple[float, dict[str, float]]:
     """(seconds without compiling, compiling seconds by model digest) of one trial by the step basis; a trial whose
-    plan counts nothing takes :data:`analysis.core.campaign.UNKNOWN_TRIAL_S` until this kind of GPU has timed one."""
+    plan counts nothing takes :data:`analysis.compute.campaign.UNKNOWN_TRIAL_S` until this kind of GPU has timed one."""
     seconds, compiles = 0.0, {}
     workloads = exp.trial_plan(cfg, trial)
     if all(w.model is None and w.flops <= 0 and w.overhead_s <= 0 for w in workloads):
@@ -107,7 +107,7 @@ def claim_keys(exp: Experiment, directory: str | os.PathLike[str] | None = None)
     makes (stale or not), else its cpu record's, else one name for the record (:data:`RECORD`)."""
     declared = getattr(exp.module, "claim_trials", None)
     if declared is not None:
-        from analysis.experiments import config_for
+        from analysis.core.registry import config_for
 
         return list(declared(config_for(exp.module, "gpu")))
     for scale in ("gpu", "cpu"):
@@ -157,7 +157,7 @@ def build_queue(scale: str = "gpu", tag: str = "h100", only: Sequence[str] | Non
                 directory: str | os.PathLike[str] | None = None) -> list[QueuedTrial]:
     """The trials a lent GPU of kind ``tag`` has left to run at ``scale``, in campaign order (module docstring):
     missing ones, and stored ones made by older code; experiments whose config runs on the CPU left out."""
-    from analysis.experiments import EXPERIMENTS, config_for, get_experiment
+    from analysis.core.registry import EXPERIMENTS, config_for, get_experiment
 
     scale = validate_scale(scale)
     names = list(only) if only else sorted(EXPERIMENTS)
@@ -281,7 +281,7 @@ def save_queue(queue: Sequence[QueuedTrial], path: str | os.PathLike[str], scale
                margin: float | None = None) -> Path:
     """Write the queue (with the scale and GPU kind it was sized for, and the margin its runner applies: default
     :func:`margin_for` the kind) atomically to ``path``."""
-    from analysis.results import write_json_atomic
+    from analysis.core.results import write_json_atomic
 
     doc = {"schema": QUEUE_SCHEMA, "scale": validate_scale(scale), "device": tag,
            "margin": margin_for(tag) if margin is None else margin, "trials": [t.to_dict() for t in queue]}
@@ -339,7 +339,7 @@ def queue_items(queue: Sequence[QueuedTrial], scale: str, directory: str | os.Pa
     """The queue's trials that are still to run here, as the runner's items: a trial whose file today's code has
     stored is left out; one stored by older code, or missing, is run (no FLOP is counted here: the estimates came
     with the queue)."""
-    from analysis.experiments import config_for, get_experiment
+    from analysis.core.registry import config_for, get_experiment
 
     out = []
     statuses: dict[str, Any] = {}

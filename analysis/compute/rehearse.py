@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.compute.queue import build_queue, save_queue
-from analysis.results import REPO_ROOT
+from analysis.core.results import REPO_ROOT
 
 REHEARSAL_EXPERIMENTS = ("gau-quality", "gau-length")  # many trials of a second or less at smoke scale
 REHEARSAL_LIMIT_S = 300.0  # the limit the rehearsed command is given: the kill comes long before it
@@ -91,7 +91,7 @@ def rehearse(kill_after_s: float | None = None, only: Sequence[str] = REHEARSAL_
     moment drawn from ``window_s`` with ``seed``), then unpack its archives into another folder and compare."""
     import json
 
-    from analysis import lease
+    from analysis.compute import lease
 
     if kill_after_s is None:
         kill_after_s = random.Random(seed).uniform(*window_s)

@@ -5,5 +5,5 @@
   the record assembled from them;
 * :mod:`analysis.core.runner`: device, seeding, threads, progress and the executors (in-process, local
   processes or GPUs, Ray);
-* :mod:`analysis.core.campaign`: the missing trials of a scale, run in priority order within a time budget.
+* :mod:`analysis.compute.campaign`: the missing trials of a scale, run in priority order within a time budget.
 """

@@ -37,8 +37,8 @@ import numpy as np
 import torch
 
 from analysis.core.trials import Experiment, Trial, TrialFile, save_trial
-from analysis.data import prepare_corpus
-from analysis.results import from_jsonable, provenance, to_jsonable
+from analysis.tasks.data import prepare_corpus
+from analysis.core.results import from_jsonable, provenance, to_jsonable
 
 EXECUTORS = ("inline", "local", "ray")
 # dynamo keeps at most 8 compiled versions of one function by default, and every model shares LanguageModel.forward:
@@ -133,7 +133,7 @@ def compile_census() -> Iterator[CompileCensus]:
 def execute(task: TrialTask) -> TrialFile:
     """Run one trial as every executor does: threads, device, seed, then the experiment's ``run_trial``; its
     provenance counts the frames compiled and those left eager."""
-    from analysis.experiments import fingerprint, get_experiment
+    from analysis.core.registry import fingerprint, get_experiment
 
     exp = Experiment(get_experiment(task.experiment))
     prepare_corpus(task.config)  # the pinned-sources corpus is built on first use, its hash checked
@@ -177,7 +177,7 @@ def run_in_process(exp: Experiment, scale: str, cfg: Any, threads: int | None = 
 def _cached(task: TrialTask, code: str, cache: str | os.PathLike[str]) -> TrialFile | None:
     """The trial file of ``task`` in ``cache`` when today's code made it; else None."""
     from analysis.core.trials import load_trial, trial_path
-    from analysis.results import ResultsFileError
+    from analysis.core.results import ResultsFileError
 
     probe = TrialFile(task.experiment, task.scale, task.trial.key, task.trial_id, task.trial.seed, {}, {}, {}, {})
     path = trial_path(probe, cache)

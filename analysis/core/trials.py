@@ -1,7 +1,7 @@
 """An experiment as a list of independent trials, each stored as its own file, and its record assembled from them.
 
 A trial is one unit of work that needs nothing from any other (a seed x a grid point). An experiment module
-(:mod:`analysis.experiments.base` lists the rest of its protocol) declares
+(:mod:`analysis.core.experiment` lists the rest of its protocol) declares
 
 * ``trials(cfg) -> list[Trial]``: its trials, in the order its record lists them;
 * ``run_trial(cfg, trial, device) -> dict``: one trial's plain data, every random draw derived from ``trial.seed``
@@ -41,9 +41,9 @@ from typing import Any
 from analysis.core.fingerprint import code_fingerprint, config_fingerprint
 from analysis.core.trial import Trial
 from analysis.core.typed import from_data, result_type
-from analysis.data import prepare_corpus
-from analysis.experiments.base import config_dict
-from analysis.results import (
+from analysis.tasks.data import prepare_corpus
+from analysis.core.experiment import config_dict
+from analysis.core.results import (
     PROVENANCE_KEYS,
     Record,
     ResultsFileError,
@@ -53,7 +53,7 @@ from analysis.results import (
     to_jsonable,
     write_json_atomic,
 )
-from analysis.scale import validate_scale
+from analysis.core.scale import validate_scale
 
 TRIAL_SCHEMA = "analysis.trial/1"
 
@@ -137,7 +137,7 @@ SPLIT = ("trials", "run_trial", "assemble", "trial_plan")  # a module split into
 
 def protocol_problems(module: ModuleType) -> list[str]:
     """What ``module`` lacks of the experiment protocol (empty when it conforms)."""
-    from analysis.scale import SCALES
+    from analysis.core.scale import SCALES
 
     problems = [f"no {a}" for a in ("NAME", "Config", "CONFIGS", "DATA_VERSION", "claims") if not hasattr(module, a)]
     wanted = SPLIT if hasattr(module, "trials") else ONE_TRIAL
@@ -322,7 +322,7 @@ class MixedDevicesError(ValueError):
 
 def device_kinds(files: Sequence[TrialFile]) -> list[str]:
     """The kinds of GPU the trials ran on ('h100', 'h200'; CPU trials left out), in order of first appearance."""
-    from analysis.results import device_tag
+    from analysis.core.results import device_tag
 
     return list(dict.fromkeys(device_tag(str(f.provenance.get("device", ""))) for f in files
                               if f.provenance.get("device_type") == "cuda"))

@@ -1,6 +1,6 @@
 """Typed trial results: a dataclass that ``run_trial`` returns, stored as plain JSON data and rebuilt from it.
 
-A trial's result is written to its file as plain data (:func:`analysis.results.to_jsonable` turns a dataclass
+A trial's result is written to its file as plain data (:func:`analysis.core.results.to_jsonable` turns a dataclass
 into a dict of its fields, in field order). When a record is assembled, :func:`from_data` rebuilds the type that
 ``run_trial`` is annotated to return, recursively, from the type hints of its fields: nested dataclasses,
 ``list[X]``, ``tuple[X, ...]``, ``tuple[X, Y]``, ``dict[str, X]``, ``X | None``, ``float``, ``int``, ``str``,
@@ -50,7 +50,7 @@ def _key(f: dataclasses.Field[Any]) -> str:
 def fields_of(value: Any) -> dict[str, Any]:
     """The fields of a dataclass instance as a dict, in order, their values as they are (not copied or converted);
     each under its stored key (:func:`stored_as`), and a None field marked :data:`OMIT_NONE` left out: the layout in
-    which :func:`analysis.results.to_jsonable` stores them."""
+    which :func:`analysis.core.results.to_jsonable` stores them."""
     if not dataclasses.is_dataclass(value) or isinstance(value, type):
         raise ValueError(f"value must be a dataclass instance; got {type(value).__name__}")
     return {_key(f): getattr(value, f.name) for f in dataclasses.fields(value)

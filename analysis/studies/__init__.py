@@ -6,8 +6,8 @@ A study ``analysis/studies/<chapter>/`` (found by discovery; the chapter is ``bo
   ``facts(ch) -> dict`` (every number and decision the chapter's prose states, computed from its runs, as the text
   or Markdown it glues) and ``figures(ch) -> dict`` (its figures, by the names its prose cites);
 * ``figures.py``: the functions that draw its figures;
-* ``experiments/<name>.py``: the experiments it owns, each following :mod:`analysis.experiments.base` and found
-  by the experiments' discovery (:mod:`analysis.experiments`).
+* ``experiments/<name>.py``: the experiments it owns, each following :mod:`analysis.core.experiment` and found
+  by the experiments' discovery (:mod:`analysis.core.registry`).
 
 A chapter's notebook is then: ``ch = show("<chapter>")`` (open the chapter, glue its facts and figures), its
 prose, and ``ch.claims``. ``tests/test_studies.py`` checks that every glue name a chapter's prose uses is a fact or
@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from analysis.chapter import Chapter
+    from analysis.core.chapter import Chapter
 
 STUDIES = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.ispkg and not m.name.startswith("_")))
 PROTOCOL = ("TITLE", "EXPERIMENTS", "facts", "figures")
@@ -45,7 +45,7 @@ def show(chapter: str, directory: str | None = None) -> Chapter:
     import matplotlib.pyplot as plt
     from myst_nb import glue
 
-    from analysis.chapter import open_chapter
+    from analysis.core.chapter import open_chapter
 
     study = get_study(chapter)
     ch = open_chapter(chapter, study.TITLE, *study.EXPERIMENTS, directory=directory)
@@ -60,7 +60,7 @@ def gather(study: ModuleType, ch: Chapter) -> dict[str, Any]:
     """The study's facts and figures for ``ch``, one dict; ValueError when a name is both."""
     from IPython.display import Markdown
 
-    from analysis.published import published_table, rows_for
+    from analysis.studies.published import published_table, rows_for
 
     facts, figures = dict(study.facts(ch)), dict(study.figures(ch))
     if rows_for(ch.doc):  # what published work reports on the chapter's questions, beside its claims

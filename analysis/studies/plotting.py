@@ -103,7 +103,7 @@ def _clear_of_texts(ax: Any, box: Any) -> bool:
 def _move_inside(ax: Any, legend: Any) -> bool:
     """Put ``legend`` at the first place inside ``ax`` (:data:`INSIDE`) where it covers no data and no text;
     False (and the legend where it was) when there is none."""
-    from analysis.figure_check import data_points, legend_cover
+    from analysis.studies.figure_check import data_points, legend_cover
 
     before = legend._loc  # noqa: SLF001  (matplotlib keeps the legend's location code here)
     points = data_points(ax)
@@ -146,10 +146,10 @@ def _move_below(ax: Any, legend: Any) -> Any:
 
 
 def place_legends(fig: Figure, rounds: int = 3) -> Figure:
-    """Move every legend of ``fig`` that covers data of its axes (:func:`analysis.figure_check.legend_cover`): to
+    """Move every legend of ``fig`` that covers data of its axes (:func:`analysis.studies.figure_check.legend_cover`): to
     free space inside its axes, else below the axes, the figure growing by the height it takes; then lay the
     figure out again, up to ``rounds`` times."""
-    from analysis.figure_check import legend_cover
+    from analysis.studies.figure_check import legend_cover
 
     if not any(ax.get_legend() is not None for ax in fig.axes):
         return fig

@@ -3,7 +3,7 @@
 A ``text`` block is monospaced and does not wrap, so a line wider than the column is cut off at the side. At a
 1280-pixel window the column holds :data:`COLUMN_CHARS` characters of the code font (measured in Chromium: 8.7 px
 per character in a 642-pixel block). :func:`text_block` wraps longer lines at spaces, with a hanging indent, and
-the HTML check (:mod:`analysis.html_check`) fails on any printed line that is still longer.
+the HTML check (:mod:`analysis.site.html_check`) fails on any printed line that is still longer.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.stats import t_quantile
+from analysis.core.stats import t_quantile
 from analysis.studies.attention_basics.experiments.attention_basics import QK_BATCHES, ROWS_AT_LEAST
 from analysis.studies.plotting import STYLE, readable_figure
 

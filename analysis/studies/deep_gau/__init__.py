@@ -18,7 +18,7 @@ from analysis.studies.display import Markdown
 from analysis.studies.text import text_block
 
 if TYPE_CHECKING:
-    from analysis.chapter import Chapter, RunSet
+    from analysis.core.chapter import Chapter, RunSet
 
 TITLE = "Deep GAU without warmup"
 EXPERIMENTS = ("deep-gau", "deep-gau-init")
@@ -34,7 +34,7 @@ LOSSES = (("post", "t0"), ("pre", "p0"), ("deepnorm", "n0"))  # residual -> glue
 def facts(ch: Chapter) -> dict[str, Any]:
     """Every number, table and sentence the chapter states, from the best run of deep-gau and the previous
     chapter's records of gau-init and coord-check (not re-run here)."""
-    from analysis.chapter import recorded
+    from analysis.core.chapter import recorded
 
     best = ch.best("deep-gau")
     s = dg.summary(best.data)

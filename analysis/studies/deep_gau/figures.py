@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from analysis.studies.deep_gau.experiments.deep_gau import ARCHS, arch_label, boundary, lr_curve, moving_average
-from analysis.stats import t_quantile
+from analysis.core.stats import t_quantile
 from analysis.studies.plotting import STYLE, readable_figure
 
 

@@ -19,7 +19,7 @@ from analysis.theory import entropy as ent
 from analysis.studies.text import text_block as fenced_text
 
 if TYPE_CHECKING:
-    from analysis.chapter import Chapter
+    from analysis.core.chapter import Chapter
 
 TITLE = "Entropy, loss and the probability of the right answer"
 EXPERIMENTS = ("entropy-bound", "entropy-lm")

@@ -11,7 +11,7 @@ import numpy as np
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
-from analysis.stats import t_quantile
+from analysis.core.stats import t_quantile
 from analysis.studies.entropy.experiments.entropy_lm import calibration_estimate
 from analysis.studies.plotting import STYLE, readable_figure
 from analysis.theory import entropy as ent

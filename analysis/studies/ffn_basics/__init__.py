@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from analysis.studies.plotting import STYLE, readable_figure
 
 if TYPE_CHECKING:
-    from analysis.chapter import Chapter
+    from analysis.core.chapter import Chapter
 
 TITLE = "Feed-forward layers, activations and dropout"
 EXPERIMENTS = ("ffn-basics",)
@@ -20,7 +20,7 @@ EXPERIMENTS = ("ffn-basics",)
 
 def facts(ch: Chapter) -> dict[str, Any]:
     """Every number the chapter states, from the best run of ffn-basics (formatted as the prose prints it)."""
-    from analysis.chapter import typeset
+    from analysis.core.chapter import typeset
 
     best = ch.best("ffn-basics")
     d = best.data

@@ -19,7 +19,7 @@ from analysis.theory import flash_counts as fc
 from analysis.studies.text import text_block
 
 if TYPE_CHECKING:
-    from analysis.chapter import Chapter
+    from analysis.core.chapter import Chapter
 
 TITLE = "FLASH-Quad and FLASH: counted, checked and timed"
 EXPERIMENTS = ("flash-counts", "flash-bench", "flash-memory", "gau-kernel")

@@ -1,4 +1,4 @@
-"""The FLASH chapter's run of ``analysis check`` (:mod:`analysis.check`) on this book's layers, the sources' printed
+"""The FLASH chapter's run of ``analysis check`` (:mod:`analysis.models.check`) on this book's layers, the sources' printed
 normalisers, FLASH-pytorch's GAU and FLASH, and two tiny Hugging Face decoders decoded through their cache: which
 leak, from where, and by what law."""
 
@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from analysis.check import CheckReport, check_module
+from analysis.models.check import CheckReport, check_module
 from analysis.models.gau import GAU, GAUConfig
 from analysis.studies.display import Markdown
 from analysis.studies.flash.experiments.flash_counts import flash_printed, gau_total_length

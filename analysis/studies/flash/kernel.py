@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from analysis.steptimes import efficiency_table
-from analysis.train import COMPILE_MIN_STEPS
+from analysis.compute.steptimes import efficiency_table
+from analysis.training.train import COMPILE_MIN_STEPS
 from analysis.studies.display import Markdown
 from analysis.studies.flash.experiments import gau_kernel as gk
 

@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Any
 
 from matplotlib.figure import Figure
 
-from analysis.stats import Estimate
+from analysis.core.stats import Estimate
 from analysis.studies.display import Markdown
 from analysis.studies.gau_init.experiments import coord_check as cc
 from analysis.studies.gau_init.experiments import gau_init as gi
 from analysis.studies.gau_init.figures import coord_check, gau_lambda, gau_rms_grid
-from analysis.verify import verdict_phrase
+from analysis.core.verify import verdict_phrase
 from analysis.studies.text import text_block
 
 if TYPE_CHECKING:
-    from analysis.chapter import Chapter
-    from analysis.verify import Claim
+    from analysis.core.chapter import Chapter
+    from analysis.core.verify import Claim
 
 TITLE = "How big is GAU at initialisation?"
 EXPERIMENTS = ("gau-init", "coord-check")

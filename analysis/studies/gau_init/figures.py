@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.stats import t_quantile
+from analysis.core.stats import t_quantile
 from analysis.studies.gau_init.experiments.coord_check import ARCHS
 from analysis.studies.gau_init.experiments.gau_init import local_exponents
 from analysis.studies.plotting import STYLE, readable_figure

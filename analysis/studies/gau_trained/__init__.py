@@ -14,14 +14,14 @@ import numpy as np
 
 from matplotlib.figure import Figure
 
-from analysis.stats import Estimate, t_quantile
+from analysis.core.stats import Estimate, t_quantile
 from analysis.studies.display import Markdown
 from analysis.studies.gau_trained.experiments import flash_parts, gau_ablations, gau_heads, gau_length, gau_quality
 from analysis.studies.gau_trained.figures import length, no_run, quality
 from analysis.studies.text import text_block
 
 if TYPE_CHECKING:
-    from analysis.chapter import Chapter, RunSet
+    from analysis.core.chapter import Chapter, RunSet
 
 TITLE = "GAU and FLASH trained: quality and length"
 EXPERIMENTS = ("gau-quality", "gau-length", "gau-ablations", "gau-heads", "flash-parts")
@@ -296,7 +296,7 @@ def heads_facts(ch: Chapter) -> dict[str, Any]:
 
 def gap_text(g: dict[str, Any]) -> str:
     """'+0.0123 ± 0.0045 (95% two-sided t, 4 seeds, 3 df; a one-sided test detects ≥ 0.0050)' for a paired gap
-    of :mod:`analysis.paired`."""
+    of :mod:`analysis.core.paired`."""
     end: Estimate = g["end"]
     return paired_interval(end, "95% two-sided t, ",
                            f"; a one-sided test detects ≥ {end.detectable(sided='one'):.4f}")
@@ -381,9 +381,9 @@ def design_sentence(best: RunSet) -> str:
 
 
 def cpu_run(runs: Sequence[RunSet]) -> RunSet | None:
-    """The cpu-scale run among ``runs`` when it is not the best one (:func:`analysis.chapter.strongest_run`, shown
+    """The cpu-scale run among ``runs`` when it is not the best one (:func:`analysis.core.chapter.strongest_run`, shown
     above it); None otherwise."""
-    from analysis.chapter import strongest_run
+    from analysis.core.chapter import strongest_run
 
     cpu = [r for r in runs if r.scale == "cpu"]
     return cpu[-1] if cpu and cpu[-1] is not strongest_run(runs) else None

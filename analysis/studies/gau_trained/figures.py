@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.stats import t_quantile
+from analysis.core.stats import t_quantile
 from analysis.studies.gau_trained.experiments.gau_length import NORM_LABELS, _runs, recall_curve, summary
 from analysis.studies.gau_trained.experiments.gau_quality import (
     ARCH_LABELS,

@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING, Any
 
 from matplotlib.figure import Figure
 
-from analysis.stats import Estimate
+from analysis.core.stats import Estimate
 from analysis.studies.display import Markdown
 from analysis.studies.norms_depth.experiments import norms_depth as nd
 from analysis.studies.norms_depth.figures import depth_updates, residual_streams
-from analysis.verify import verdict_phrase
+from analysis.core.verify import verdict_phrase
 from analysis.studies.text import text_block
 
 if TYPE_CHECKING:
-    from analysis.chapter import Chapter
+    from analysis.core.chapter import Chapter
 
 TITLE = "Normalisation and depth"
 EXPERIMENTS = ("norms-depth",)
@@ -130,7 +130,7 @@ def table_cell(value: float) -> str:
 
 def deepnorm_table(depths: tuple[int, ...] = DEEPNORM_DEPTHS) -> Markdown:
     """The table of DeepNorm's constants, one row per depth, in the style of the book's tables (raw HTML)."""
-    from analysis.verify import claims_table_css
+    from analysis.core.verify import claims_table_css
 
     rows = ["<tr>" + "".join(table_cell(v) for v in deepnorm_row(n)) + "</tr>" for n in depths]
     return Markdown(claims_table_css() + '<table class="claims-table"><thead><tr>'
@@ -141,7 +141,7 @@ def deepnorm_table(depths: tuple[int, ...] = DEEPNORM_DEPTHS) -> Markdown:
 def deepnorm_facts() -> dict[str, Any]:
     """sympy's alpha and beta from DeepNorm's two conditions (eq-deepnorm), alpha^2 beta^2 of the encoder-decoder's
     encoder at N = M = 6, and the table of constants."""
-    from analysis.chapter import typeset
+    from analysis.core.chapter import typeset
     from analysis.theory import transformer_basics as tb
 
     sym = tb.symbolic_checks()

@@ -16,7 +16,7 @@ from analysis.studies.softmax_scale import prose as pr
 from analysis.studies.text import text_block
 
 if TYPE_CHECKING:
-    from analysis.chapter import Chapter
+    from analysis.core.chapter import Chapter
 
 TITLE = "The softmax scale that maximises the gradient"
 EXPERIMENTS = ("softmax-scale-checks", "softmax-scale-mc", "softmax-scale-train", "softmax-scale-recall")
@@ -124,7 +124,7 @@ def train_facts(ch: Chapter) -> dict[str, Any]:
 def recall_facts(ch: Chapter) -> dict[str, Any]:
     """The recall sweep's set-up, its best scales beside the predictions, what it can resolve, and its conclusion
     (:func:`prose.recall_conclusion`)."""
-    from analysis.experiments import config_for
+    from analysis.core.registry import config_for
     from analysis.studies.softmax_scale.experiments import softmax_scale_recall
 
     rec = ch.best("softmax-scale-recall")

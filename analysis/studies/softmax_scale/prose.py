@@ -282,7 +282,7 @@ class RecallPlan(Protocol):
 def run_plan(cfg: RecallPlan) -> str:
     """A recall configuration's budget in words: steps, numbers of pairs, seeds and the t multiple of its 95%
     intervals over those seeds."""
-    from analysis.stats import t_quantile
+    from analysis.core.stats import t_quantile
 
     m = len(cfg.seeds)
     pairs = ", ".join(str(p) for p in cfg.pairs[:-1]) + f" and {cfg.pairs[-1]}" if len(cfg.pairs) > 1 else str(cfg.pairs[0])
@@ -353,7 +353,7 @@ def exact_verdict(claims: Sequence[Verdict], laws: Sequence[str]) -> str:
     """The verdict of the source's premise, that the expected objective peaks at alpha*, per score law, in words, built
     from the exact-maximiser claims (one per law, in the order of ``laws``); where it fails for every law, what
     follows for the source's alpha*."""
-    from analysis.verify import verdict_phrase
+    from analysis.core.verify import verdict_phrase
 
     by: dict[str, list[str]] = {}
     for claim, law in zip(claims, laws):

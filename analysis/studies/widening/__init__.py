@@ -19,7 +19,7 @@ from analysis.studies.widening.figures import (
 )
 
 if TYPE_CHECKING:
-    from analysis.chapter import Chapter
+    from analysis.core.chapter import Chapter
 
 TITLE = "Widening a Transformer or a GAU without changing its function"
 EXPERIMENTS = ("widening",)
@@ -43,7 +43,7 @@ def solved_factors() -> dict[str, sp.Expr]:
 def facts(ch: Chapter) -> dict[str, Any]:
     """Every number the chapter states (:func:`analysis.studies.widening.figures.prose`), the solved factors, the
     source's table and the verdicts, from the best run of widening."""
-    from analysis.chapter import typeset
+    from analysis.core.chapter import typeset
 
     best = ch.best("widening")
     solved = solved_factors()

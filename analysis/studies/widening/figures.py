@@ -11,10 +11,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.stats import Estimate
+from analysis.core.stats import Estimate
 from analysis.studies.widening.experiments import widening as wx
 from analysis.studies.plotting import readable
-from analysis.verify import claims_table_css, fmt
+from analysis.core.verify import claims_table_css, fmt
 
 COLOURS = {"placed": "#1b7f3b", "pairs": "#a36b00", "split": "#8e44ad", "scratch": "#3b5ba5", "small": "#777777"}
 FLOOR = 1e-17  # a difference of exactly 0 is drawn here on the log axis

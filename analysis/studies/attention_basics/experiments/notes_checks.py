@@ -30,10 +30,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from analysis.experiments.base import Workload
-from analysis.stats import Estimate, from_se, mean_estimate
+from analysis.core.experiment import Workload
+from analysis.core.stats import Estimate, from_se, mean_estimate
 from analysis.theory.transformer_basics import sinusoidal_pe
-from analysis.verify import Claim, estimate_fields
+from analysis.core.verify import Claim, estimate_fields
 
 NAME = "notes-checks"
 DATA_VERSION = 1

@@ -23,20 +23,20 @@ from typing import Any
 import numpy as np
 import torch
 
-from analysis.data import PINNED_CORPUS_PATH
+from analysis.tasks.data import PINNED_CORPUS_PATH
 from analysis.core.trial import Trial
 from analysis.core.typed import fields_of
-from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
+from analysis.core.experiment import Workload, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig, update_sizes
-from analysis.train import (
+from analysis.training.train import (
     GradNorms,
     TrainConfig,
     fixed_windows,
     token_stats,
     train_lm,
 )
-from analysis.stats import Estimate, direction, paired_estimate
-from analysis.verify import Claim, estimate_fields
+from analysis.core.stats import Estimate, direction, paired_estimate
+from analysis.core.verify import Claim, estimate_fields
 
 NAME = "deep-gau"
 PRIORITY = 30  # the gpu campaign's order (lower first; 50 by default): the order of the claims' stakes at gpu scale
@@ -77,7 +77,7 @@ CONFIGS: dict[str, Config] = {
     # previous record; about 45 minutes on 2 cores, 2 trials at a time, nine tenths of it at depth 24
     "cpu": Config(d=32, s=16, depths=(2, 24), ctx=64, batch=8, steps=240, lrs=(1e-3, 10**-2.5, 1e-2, 10**-1.5),
                   warmups=(0, 48), seeds=(0, 1, 2), eval_windows=32),
-    # sized from H100 step times (analysis.plan.h100_seconds): about 4 ms per layer and step in kernel launches, so
+    # sized from H100 step times (analysis.compute.plan.h100_seconds): about 4 ms per layer and step in kernel launches, so
     # a 96-layer GAU stack takes 0.4 s a step; 48 trials, about 40 H100 minutes, the longest about 2 minutes
     "gpu": Config(d=384, s=128, depths=(12, 48), ctx=256, batch=32, steps=300, lrs=(10**-3.5, 1e-3, 10**-2.5),
                   warmups=(0, 30), seeds=(0,), eval_windows=128,

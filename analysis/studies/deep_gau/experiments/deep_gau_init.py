@@ -30,10 +30,10 @@ from torch import nn
 
 from analysis.core.trial import Trial
 from analysis.core.typed import fields_of, stored_as
-from analysis.experiments.base import Workload
+from analysis.core.experiment import Workload
 from analysis.models.lm import LanguageModel, ModelConfig
-from analysis.stats import mean_estimate
-from analysis.verify import Claim, estimate_fields
+from analysis.core.stats import mean_estimate
+from analysis.core.verify import Claim, estimate_fields
 
 NAME = "deep-gau-init"
 DATA_VERSION = 1

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from analysis.experiments.base import Workload
-from analysis.verify import Claim
+from analysis.core.experiment import Workload
+from analysis.core.verify import Claim
 from analysis.theory.entropy import (
     direct_sum_error_bound,
     spread_prediction_entropy,

@@ -19,8 +19,8 @@ from torch import nn
 
 from analysis.models.lm import FeedForward, ModelConfig
 from analysis.theory import transformer_basics as tb
-from analysis.experiments.base import Workload
-from analysis.verify import Claim
+from analysis.core.experiment import Workload
+from analysis.core.verify import Claim
 
 NAME = "ffn-basics"
 DATA_VERSION = 1  # raised when the layout of the record's data changes

@@ -21,11 +21,11 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from analysis.experiments.base import Workload
+from analysis.core.experiment import Workload
 from analysis.models.gau import GAU, GAUConfig
 from analysis.models.lm import Attention, FeedForward, ModelConfig
 from analysis.theory import flash_counts as fc
-from analysis.verify import Claim
+from analysis.core.verify import Claim
 
 NAME = "flash-counts"
 DATA_VERSION = 1  # raised when the layout of run()'s data changes

@@ -25,9 +25,9 @@ from typing import Any
 
 import torch
 
-from analysis.experiments.base import Workload
+from analysis.core.experiment import Workload
 from analysis.models.gau import GAU, GAUConfig
-from analysis.verify import Claim
+from analysis.core.verify import Claim
 
 NAME = "flash-memory"
 DATA_VERSION = 2  # 2: the batch census at base size (the bytes a sequence of its own saves, per stack)

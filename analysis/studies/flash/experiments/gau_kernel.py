@@ -27,11 +27,11 @@ from torch import nn
 
 from analysis.core.trial import Trial
 from analysis.core.typed import fields_of
-from analysis.experiments.base import Workload
+from analysis.core.experiment import Workload
 from analysis.models import triton_relu2 as tr
 from analysis.models.gau import GAU, GAUConfig
 from analysis.models.lm import LanguageModel, ModelConfig
-from analysis.verify import Claim
+from analysis.core.verify import Claim
 
 NAME = "gau-kernel"
 PRIORITY = 15  # the gpu campaign's order: after the speed, length and headline claims (their CLAIM_PRIORITY 10 to 14)

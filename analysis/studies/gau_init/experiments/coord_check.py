@@ -16,12 +16,12 @@ import torch
 import torch.nn.functional as F
 
 from analysis.core.trial import Trial
-from analysis.data import stdlib_corpus
-from analysis.experiments.base import Workload
+from analysis.tasks.data import stdlib_corpus
+from analysis.core.experiment import Workload
 from analysis.models.lm import LanguageModel, ModelConfig
-from analysis.train import fixed_windows, random_windows
-from analysis.stats import Estimate, mean_estimate
-from analysis.verify import Claim, estimate_fields
+from analysis.training.train import fixed_windows, random_windows
+from analysis.core.stats import Estimate, mean_estimate
+from analysis.core.verify import Claim, estimate_fields
 
 NAME = "coord-check"
 DATA_VERSION = 1  # raised when the layout of the record's data changes

@@ -15,11 +15,11 @@ import torch
 import torch.nn.functional as F
 
 from analysis.core.trial import Trial
-from analysis.experiments.base import Workload
+from analysis.core.experiment import Workload
 from analysis.models.gau import GAU, GAUConfig
 from analysis.theory import gau_init as th
-from analysis.stats import Estimate, from_se
-from analysis.verify import Claim, estimate_fields
+from analysis.core.stats import Estimate, from_se
+from analysis.core.verify import Claim, estimate_fields
 
 NAME = "gau-init"
 DATA_VERSION = 1  # raised when the layout of the record's data changes

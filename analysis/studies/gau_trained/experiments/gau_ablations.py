@@ -24,12 +24,12 @@ import torch
 
 from analysis.core.trial import Trial
 from analysis.core.typed import fields_of
-from analysis.data import PINNED_CORPUS_PATH
-from analysis.experiments.base import Workload, corpus_of
+from analysis.tasks.data import PINNED_CORPUS_PATH
+from analysis.core.experiment import Workload, corpus_of
 from analysis.models.lm import LanguageModel, ModelConfig
-from analysis.paired import VariantRun, paired_gap, paired_summary, paired_trials, train_variant
-from analysis.stats import Estimate
-from analysis.verify import Claim, estimate_fields
+from analysis.core.paired import VariantRun, paired_gap, paired_summary, paired_trials, train_variant
+from analysis.core.stats import Estimate
+from analysis.core.verify import Claim, estimate_fields
 
 NAME = "gau-ablations"
 PRIORITY = 55  # after the experiments whose verdicts contradict published work
@@ -130,14 +130,14 @@ def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:
 
 def gap(data: dict[str, Any], variant: str, against: str = "base", point: int | None = None) -> Estimate:
     """val_loss(variant) - val_loss(against), paired by seed (nats/byte); at validation point ``point`` of the
-    curve when given, else at the end (:func:`analysis.paired.paired_gap`)."""
+    curve when given, else at the end (:func:`analysis.core.paired.paired_gap`)."""
     return paired_gap(data, variant, against, point)
 
 
 def summary(data: dict[str, Any]) -> dict[str, Any]:
     """Per variant: mean final loss, trainable and frozen parameters; loss(base) - loss(variant) paired by seed at
     the end and at the previous validation point (how the gap moved over the last part of training); diverged runs
-    (:func:`analysis.paired.paired_summary`)."""
+    (:func:`analysis.core.paired.paired_summary`)."""
     out = paired_summary(data, VARIANTS, VARIANT_LABELS)
     for v, row in out["variants"].items():
         row["frozen"] = next(r["frozen"] for r in data["runs"] if r["variant"] == v and r["diverged_at"] is None)

@@ -4,7 +4,7 @@ Four normalisations of a post-norm GAU language model (:mod:`analysis.models.gau
 keys the row sees (Su's 1/(ns)), relu^2(q.k/t) (the paper's appendix, 1/n^2), softmax(q.k/sqrt(s)), and softmax with
 its logits multiplied by log_512 t (GAU-alpha's entropy-invariant scaling). Each is trained at length n, then:
 
-* **recall** (:class:`analysis.length.SpacedLookupTask`): the queries sit at the end, so every query row holds the
+* **recall** (:class:`analysis.tasks.length.SpacedLookupTask`): the queries sit at the end, so every query row holds the
   whole sequence; evaluated at spans n/4 .. 8n with the filler spread as in training (new distances and more keys)
   or all of it before the bindings (``near``: the distances of training, only more keys): accuracy, and each GAU
   layer's attention at the query rows (mass, entropy);
@@ -24,21 +24,21 @@ from typing import Any
 import numpy as np
 import torch
 
-from analysis.data import PINNED_CORPUS_PATH
+from analysis.tasks.data import PINNED_CORPUS_PATH
 from analysis.core.trial import Trial
 from analysis.core.typed import fields_of
-from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
-from analysis.length import (
+from analysis.core.experiment import Workload, corpus_of, mean_se, run_seed
+from analysis.tasks.length import (
     SpacedLookupTask,
     attention_rows,
     position_loss,
     truncated_context_loss,
 )
 from analysis.models.lm import LanguageModel, ModelConfig
-from analysis.recall import IGNORE, recall_metrics
-from analysis.train import TrainConfig, fixed_windows, train_lm
-from analysis.stats import Estimate, mean_estimate, paired_estimate
-from analysis.verify import Claim, estimate_fields
+from analysis.tasks.recall import IGNORE, recall_metrics
+from analysis.training.train import TrainConfig, fixed_windows, train_lm
+from analysis.core.stats import Estimate, mean_estimate, paired_estimate
+from analysis.core.verify import Claim, estimate_fields
 
 NAME = "gau-length"
 PRIORITY = 48  # the gpu campaign's order (lower first; 50 by default): the order of the claims' stakes at gpu scale

@@ -8,7 +8,7 @@ shapes aside, the same batches) on
 
 * the byte corpus: validation loss along training, against steps and against the measured training time (every trial
   runs with the same thread count, so their times are comparable ratios);
-* single-token recall (:class:`analysis.recall.LookupTask`) with a growing number of pairs: held-out accuracy at half
+* single-token recall (:class:`analysis.tasks.recall.LookupTask`) with a growing number of pairs: held-out accuracy at half
   the budget and at its end.
 
 Every architecture is trained at every peak learning rate of a small grid per task, so that none loses by its
@@ -25,15 +25,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from analysis.data import PINNED_CORPUS_PATH
+from analysis.tasks.data import PINNED_CORPUS_PATH
 from analysis.core.trial import Trial
 from analysis.core.typed import fields_of
-from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
+from analysis.core.experiment import Workload, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig
-from analysis.recall import LookupTask, recall_metrics
-from analysis.train import TrainConfig, token_stats, train_lm
-from analysis.stats import Estimate, direction, mean_estimate, paired_estimate, planned_detectable_multiple
-from analysis.verify import Claim, estimate_fields
+from analysis.tasks.recall import LookupTask, recall_metrics
+from analysis.training.train import TrainConfig, token_stats, train_lm
+from analysis.core.stats import Estimate, direction, mean_estimate, paired_estimate, planned_detectable_multiple
+from analysis.core.verify import Claim, estimate_fields
 
 NAME = "gau-quality"
 PRIORITY = 20  # the gpu campaign's order (lower first; 50 by default): the order of the claims' stakes at gpu scale
@@ -92,7 +92,7 @@ CONFIGS: dict[str, Config] = {
                   lrs=(3e-3, 1e-2, 3e-2), evals=24, eval_windows=128, pairs=(4, 16, 64), keys=64, values=16,
                   queries=4, recall_d=64, recall_steps=800, recall_lrs=(3e-3, 1e-2), eval_sequences=512),
     # 10 Transformer layers of d = 512 (31.5 M parameters in the blocks; the GAU stacks 32.8 M), sized from H100 step
-    # times (analysis.plan.h100_seconds): 24 text trials of 1400 steps at 1024 tokens, about 3.1 minutes each. Three
+    # times (analysis.compute.plan.h100_seconds): 24 text trials of 1400 steps at 1024 tokens, about 3.1 minutes each. Three
     # seeds, not two: a one-sided paired t test over n seeds detects planned_detectable_multiple(n) per-seed SDs,
     # 5.8 at 2 seeds (1 df) and 2.3 at 3, so a third seed buys 2.5x the resolution for 1.5x the trials; 1400 steps
     # rather than 1750 pay for part of it

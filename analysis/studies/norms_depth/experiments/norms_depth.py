@@ -19,15 +19,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from analysis.data import PINNED_CORPUS_PATH
+from analysis.tasks.data import PINNED_CORPUS_PATH
 from analysis.core.trial import Trial
 from analysis.core.typed import fields_of
-from analysis.experiments.base import Workload, corpus_of, mean_se, run_seed
+from analysis.core.experiment import Workload, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig, update_sizes
 from analysis.theory import transformer_basics as tb
-from analysis.train import TrainConfig, fixed_windows, random_windows, train_lm
-from analysis.stats import Estimate, mean_estimate, paired_estimate
-from analysis.verify import Claim, estimate_fields
+from analysis.training.train import TrainConfig, fixed_windows, random_windows, train_lm
+from analysis.core.stats import Estimate, mean_estimate, paired_estimate
+from analysis.core.verify import Claim, estimate_fields
 
 NAME = "norms-depth"
 DATA_VERSION = 1  # raised when the layout of the record's data changes

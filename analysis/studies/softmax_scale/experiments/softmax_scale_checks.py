@@ -24,8 +24,8 @@ import torch
 from scipy import integrate, optimize, stats
 
 from analysis.theory import softmax_scale as sc
-from analysis.experiments.base import Workload
-from analysis.verify import Claim
+from analysis.core.experiment import Workload
+from analysis.core.verify import Claim
 
 NAME = "softmax-scale-checks"
 DATA_VERSION = 1  # raised when the layout of the record's data changes

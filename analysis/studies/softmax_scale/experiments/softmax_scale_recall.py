@@ -2,7 +2,7 @@
 
 Cosine attention has logits s cos(q, k): bounded by s whatever the weights learn, so a fixed s is a temperature the
 model must live with (a dot product's scale is undone by W_q, W_k). One attention layer is trained on single-token
-recall (:class:`analysis.recall.LookupTask`): a query must pick, among the ``pairs`` bindings in its row, the one
+recall (:class:`analysis.tasks.recall.LookupTask`): a query must pick, among the ``pairs`` bindings in its row, the one
 with its key. For each number of pairs n, a grid of s and several seeds (the same seeds at every s, so the
 comparison across s is paired): the held-out loss and accuracy at the queries after a fixed budget. The s that
 trains best, with a bootstrap over seeds, is set against the predictions for the mean row length m:
@@ -26,14 +26,14 @@ import torch
 
 from analysis.core.trial import Trial
 from analysis.core.typed import fields_of
-from analysis.experiments.base import Workload, run_seed
+from analysis.core.experiment import Workload, run_seed
 from analysis.studies.softmax_scale.experiments.softmax_scale_mc import finite_sample_alpha
 from analysis.models.lm import LanguageModel, ModelConfig
-from analysis.recall import LookupTask, recall_metrics
+from analysis.tasks.recall import LookupTask, recall_metrics
 from analysis.theory import softmax_scale as sc
-from analysis.train import TrainConfig, train_lm
-from analysis.stats import Estimate, mean_estimate, paired_estimate
-from analysis.verify import Claim, estimate_fields
+from analysis.training.train import TrainConfig, train_lm
+from analysis.core.stats import Estimate, mean_estimate, paired_estimate
+from analysis.core.verify import Claim, estimate_fields
 
 NAME = "softmax-scale-recall"
 PRIORITY = 40  # the gpu campaign's order (lower first; 50 by default): the order of the claims' stakes at gpu scale

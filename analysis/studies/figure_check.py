@@ -583,7 +583,7 @@ def check(fig: Figure, caption: str | None = None, render: bool = True) -> list[
 
 # --- the book ---------------------------------------------------------------------------------------------------
 
-BOOK = Path(__file__).resolve().parents[1] / "book"
+BOOK = Path(__file__).resolve().parents[2] / "book"
 
 
 def notebook_captions(chapter: str, book: Path = BOOK) -> dict[str, str]:
@@ -614,12 +614,12 @@ def check_figures(chapter: str, figures: dict[str, Figure], render: bool = False
 
 def check_chapter(chapter: str, directory: str | None = None, render: bool = False) -> dict[str, list[str]]:
     """Every figure of ``chapter`` as the book shows it, checked with its caption: the chapter opened as its
-    notebook opens it (:func:`analysis.chapter.open_chapter`, live runs at the scale of $ANALYSIS_SCALE, from the
+    notebook opens it (:func:`analysis.core.chapter.open_chapter`, live runs at the scale of $ANALYSIS_SCALE, from the
     live-trial cache in $ANALYSIS_LIVE_CACHE when set; records from ``directory``), then :func:`check_figures`."""
     import contextlib
     import io
 
-    from analysis.chapter import open_chapter
+    from analysis.core.chapter import open_chapter
     from analysis.studies import get_study
 
     study = get_study(chapter)
@@ -630,7 +630,7 @@ def check_chapter(chapter: str, directory: str | None = None, render: bool = Fal
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m analysis.figure_check [chapter ...]``: check every figure of the chapters (default: all, in the
+    """``python -m analysis.studies.figure_check [chapter ...]``: check every figure of the chapters (default: all, in the
     book's order) at smoke scale against the repository's records; print each problem, then the counts by chapter
     and kind; exit status 1 when there is a problem."""
     import argparse
@@ -638,7 +638,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from analysis.studies import STUDIES
 
-    parser = argparse.ArgumentParser(prog="python -m analysis.figure_check", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m analysis.studies.figure_check", description=main.__doc__)
     parser.add_argument("chapters", nargs="*", help="chapters to check (default: every chapter of _toc.yml)")
     parser.add_argument("--render", action="store_true", help="rasterise each figure (Agg) instead of a layout pass")
     args = parser.parse_args(argv)

@@ -15,7 +15,7 @@ import numpy.typing as npt
 import torch
 
 # the target of the positions that are not scored
-from analysis.train import IGNORE_INDEX as IGNORE
+from analysis.training.train import IGNORE_INDEX as IGNORE
 
 
 class _ScoredSequences:
@@ -31,7 +31,7 @@ class _ScoredSequences:
         raise NotImplementedError
 
     def source(self) -> Callable[[int, torch.Generator], tuple[torch.Tensor, torch.Tensor]]:
-        """A batch source for :func:`analysis.train.train_lm`: each batch's seed is drawn from the trainer's generator."""
+        """A batch source for :func:`analysis.training.train.train_lm`: each batch's seed is drawn from the trainer's generator."""
 
         def draw(size: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
             seed = int(torch.randint(0, 2**62, (1,), generator=generator))

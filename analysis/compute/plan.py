@@ -1,6 +1,6 @@
 """The dry run of a scale: what every experiment would cost, proven to build and step without running it.
 
-Each experiment's ``plan(cfg)`` lists its work as :class:`analysis.experiments.base.Workload` items: a
+Each experiment's ``plan(cfg)`` lists its work as :class:`analysis.core.experiment.Workload` items: a
 language model trained (or evaluated) ``count`` times for ``steps`` steps at
 (batch, ctx), or an exact count of the FLOPs and bytes of its sampling work.
 :func:`plan_experiment` turns them into
@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from analysis.cost import _loss, build_model, step_cost
+from analysis.compute.cost import _loss, build_model, step_cost
 
 H100_BF16_DENSE_FLOPS = 989e12  # NVIDIA H100 SXM, dense bf16 tensor-core peak
 H100_MEMORY_GB = 80.0
@@ -90,7 +90,7 @@ def benchmarked_steps(tag: str, directory: Any = None) -> tuple[MeasuredStep, ..
     """Every step timed by ``python -m analysis steptimes`` on devices tagged ``tag``, as MeasuredStep."""
     from pathlib import Path
 
-    from analysis.steptimes import BENCH_DIR, load
+    from analysis.compute.steptimes import BENCH_DIR, load
 
     folder = Path(directory) if directory is not None else BENCH_DIR
     out = []
@@ -105,7 +105,7 @@ def efficiency_steps(tag: str, directory: Any = None) -> tuple[MeasuredStep, ...
     from pathlib import Path
 
     from analysis.models.lm import ModelConfig
-    from analysis.steptimes import BENCH_DIR
+    from analysis.compute.steptimes import BENCH_DIR
 
     path = (Path(directory) if directory is not None else BENCH_DIR) / f"efficiency.gpu.{tag}.json"
     if not path.is_file():
@@ -201,8 +201,8 @@ def cost_key(model: Any, batch: int, ctx: int) -> tuple[Any, int, int]:
 
 def run_compiles(steps: int) -> bool:
     """Whether a training run of ``steps`` steps on CUDA is compiled (the trainer's "auto": CUDA graphs for runs of at
-    least :data:`analysis.train.COMPILE_MIN_STEPS` steps)."""
-    from analysis.train import resolve_compile_mode
+    least :data:`analysis.training.train.COMPILE_MIN_STEPS` steps)."""
+    from analysis.training.train import resolve_compile_mode
 
     return steps > 0 and resolve_compile_mode("auto", "cuda", steps) is not None
 
@@ -320,7 +320,7 @@ COST_FREE_FIELDS = {"attn_alpha": 1.0, "cosine_scale": 10.0, "init": "xavier"}
 
 
 def cached_step_cost(model: Any, batch: int, ctx: int) -> tuple[int, float, float, float]:
-    """:func:`analysis.cost.step_cost`, counted once per (model config, batch, ctx) up to :data:`COST_FREE_FIELDS`:
+    """:func:`analysis.compute.cost.step_cost`, counted once per (model config, batch, ctx) up to :data:`COST_FREE_FIELDS`:
     an experiment split into trials lists the same model in many of them, or a model at many logit scales."""
     return _counted_step_cost(*cost_key(model, batch, ctx))
 
@@ -390,7 +390,7 @@ def _step_group(model: Any, params: int) -> tuple[Any, bool]:
 def plan_experiment(name: str, scale: str, execute: bool = True) -> Estimate:
     """The cost estimate of experiment ``name`` at ``scale``; with ``execute``, each model is built and stepped once."""
     from analysis.core.trials import Experiment
-    from analysis.experiments import config_for, get_experiment
+    from analysis.core.registry import config_for, get_experiment
 
     exp = Experiment(get_experiment(name))
     cfg = config_for(exp.module, scale)
@@ -444,7 +444,7 @@ def text_passes(name: str, scale: str, train_tokens: int) -> float:
     steps x batch x ctx over the trials' training workloads, divided by ``train_tokens`` (an upper bound where a
     workload trains on a synthetic task instead)."""
     from analysis.core.trials import Experiment
-    from analysis.experiments import config_for, get_experiment
+    from analysis.core.registry import config_for, get_experiment
 
     if train_tokens < 1:
         raise ValueError(f"train_tokens must be at least 1; got {train_tokens}")

@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from analysis.results import load_record, results_dir
-from analysis.verify import Claim, run_name
+from analysis.core.results import load_record, results_dir
+from analysis.core.verify import Claim, run_name
 
 SCHEMA = "analysis.verdicts/1"
 # Claims are deterministic functions of the recorded data: the only freedom left is
@@ -33,7 +33,7 @@ MEASURED_ATOL = 1e-12
 def recorded_claims(directory: str | os.PathLike[str] | None = None) -> Iterator[tuple[str, list[Claim]]]:
     """Per committed record, in file order: ("experiment.scale", the experiment's claims on its recorded data, with
     the label ``recorded-<scale>`` a chapter uses)."""
-    from analysis.experiments import EXPERIMENTS
+    from analysis.core.registry import EXPERIMENTS
 
     folder = Path(directory) if directory is not None else results_dir()
     for path in sorted(folder.glob("*.json")):

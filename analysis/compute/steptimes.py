@@ -2,17 +2,17 @@
 fitted to them.
 
 For each distinct (model, batch, length) that the experiments of a scale train (their plans' training workloads),
-:func:`time_steps` runs :func:`analysis.train.train_lm` for ``warmup + repeats`` steps on random bytes and times
+:func:`time_steps` runs :func:`analysis.training.train.train_lm` for ``warmup + repeats`` steps on random bytes and times
 each step between the trainer's per-step callbacks (the device synchronised at each), so that a measured step is
 the one the experiments run: on a GPU bf16 autocast, fused AdamW, clipping and the compiled model (``compile_mode``
 "auto": CUDA graphs; the warm-up steps absorb the compilation and the graph capture). The median of the timed
 steps is kept, with the smallest and largest, tokens per second, achieved FLOP/s (the step's counted FLOPs, from
-:func:`analysis.plan.cached_step_cost`) and, on a GPU, the fraction of the H100's dense bf16 peak. So is the
+:func:`analysis.compute.plan.cached_step_cost`) and, on a GPU, the fraction of the H100's dense bf16 peak. So is the
 overhead: what the untimed first steps took beyond as many median steps (compiling, capturing the graphs); and,
 for a compiled model, its eager step timed beside, so that the steps after which compiling pays are measured too.
 
 A GPU's measurements are written to ``results/benchmarks/steptimes.<scale>.<device>.json``;
-:func:`analysis.plan.gpu_steps` reads them, so that the campaign's estimates follow them: a timed model by its own
+:func:`analysis.compute.plan.gpu_steps` reads them, so that the campaign's estimates follow them: a timed model by its own
 step and overhead, any other by the fit.
 """
 
@@ -32,11 +32,11 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from analysis.plan import H100_BF16_DENSE_FLOPS, MeasuredStep, cached_step_cost
-from analysis.results import device_tag
-from analysis.scale import validate_scale
+from analysis.compute.plan import H100_BF16_DENSE_FLOPS, MeasuredStep, cached_step_cost
+from analysis.core.results import device_tag
+from analysis.core.scale import validate_scale
 
-BENCH_DIR = Path(__file__).resolve().parent.parent / "results" / "benchmarks"
+BENCH_DIR = Path(__file__).resolve().parents[2] / "results" / "benchmarks"
 
 
 @dataclass(frozen=True)
@@ -90,11 +90,11 @@ class StepTiming:
 def training_models(scale: str, only: list[str] | None = None) -> list[tuple[str, Any, int, int, int]]:
     """(label, model config, batch, ctx, steps of its longest run) of every distinct model the experiments of
     ``scale`` train, those that cost the campaign most first: the expected H100 seconds of every workload that trains
-    the model (:func:`analysis.plan.h100_seconds`), summed, descending, so that a budget that stops early has timed
+    the model (:func:`analysis.compute.plan.h100_seconds`), summed, descending, so that a budget that stops early has timed
     the models that size the campaign most."""
     from analysis.core.trials import Experiment
-    from analysis.experiments import EXPERIMENTS, config_for, get_experiment
-    from analysis.plan import h100_seconds
+    from analysis.core.registry import EXPERIMENTS, config_for, get_experiment
+    from analysis.compute.plan import h100_seconds
 
     scale = validate_scale(scale)
     names = list(only) if only else sorted(EXPERIMENTS)
@@ -125,7 +125,7 @@ def time_steps(label: str, model_cfg: Any, batch: int, ctx: int, device: torch.d
     of ``run_steps`` steps (default: the steps timed here) trains on ``device``, "eager" not at all. The overhead is
     the untimed steps' time, from the call, beyond as many median steps; when the steps were compiled and
     ``eager_too``, the same model is timed again eagerly (:attr:`StepTiming.break_even_steps`)."""
-    from analysis.train import resolve_compile_mode
+    from analysis.training.train import resolve_compile_mode
 
     if repeats < 1 or warmup < 0:
         raise ValueError(f"repeats must be >= 1 and warmup >= 0; got {repeats}, {warmup}")
@@ -155,7 +155,7 @@ def _timed_run(label: str, model_cfg: Any, batch: int, ctx: int, device: torch.d
     """One train_lm run of ``warmup + repeats`` steps timed at each step: (durations of the steps after the
     ``warmup`` + 1 untimed ones, overhead s, parameters, whether compile ran)."""
     from analysis.models.lm import LanguageModel
-    from analysis.train import TrainConfig, train_lm
+    from analysis.training.train import TrainConfig, train_lm
 
     gen = np.random.default_rng(0)
     # bytes where the vocabulary fits one (the corpora's own dtype), else int32 (a recall task's larger vocabulary)
@@ -209,7 +209,7 @@ def measure(scale: str, device: torch.device, budget_s: float = math.inf, only: 
 def save(timings: list[StepTiming], scale: str, directory: str | Path | None = None) -> Path:
     """Write the timings with their provenance to ``<directory>/steptimes.<scale>.<device tag>.json``; timings in
     another compile mode than the experiments' ("auto") go to ``...<device tag>.<mode>.json``, outside the fit."""
-    from analysis.results import device_name, provenance, write_json_atomic
+    from analysis.core.results import device_name, provenance, write_json_atomic
 
     if not timings:
         raise ValueError("timings must hold at least one measured model")
@@ -241,7 +241,7 @@ def load(path: str | Path) -> list[StepTiming]:
     return out
 
 
-# What the fast training step is held to on an H100 (dense bf16 peak :data:`analysis.plan.H100_BF16_DENSE_FLOPS`):
+# What the fast training step is held to on an H100 (dense bf16 peak :data:`analysis.compute.plan.H100_BF16_DENSE_FLOPS`):
 # models of at least TARGET_MIN_PARAMS parameters at 1,024 tokens reach PEAK_FRACTION_TARGET of the peak in counted
 # FLOPs, and the 8-layer GAU of d = 256 SPEEDUP_TARGET times the tokens/s of its step timed by hand on the eager path
 PEAK_FRACTION_TARGET = 0.35
@@ -273,7 +273,7 @@ def efficiency_targets(scale: str = "gpu") -> tuple[Target, ...]:
     smoke scale the same architectures, tiny, so that every code path runs on a CPU (not a measurement)."""
     import dataclasses
 
-    from analysis.plan import hand_measured_h100_steps
+    from analysis.compute.plan import hand_measured_h100_steps
     from analysis.studies.gau_trained.experiments.gau_quality import ARCH_LABELS, CONFIGS, model_config
 
     scale = validate_scale(scale)
@@ -387,7 +387,7 @@ def time_targets(scale: str, device: torch.device, repeats: int = 5, warmup: int
 
 def targets_path(scale: str, directory: str | Path | None = None, tag: str | None = None) -> Path:
     """``<directory>/efficiency.<scale>.<device tag>.json``: the efficiency record of this device (or ``tag``)."""
-    from analysis.results import device_name
+    from analysis.core.results import device_name
 
     folder = Path(directory) if directory is not None else BENCH_DIR
     return folder / f"efficiency.{validate_scale(scale)}.{tag or device_tag(device_name())}.json"
@@ -411,7 +411,7 @@ def save_targets(results: list[TargetResult], scale: str, directory: str | Path 
     """Write the results with their provenance to ``<directory>/efficiency.<scale>.<device tag>.json``, beside the
     ``earlier`` rows (:func:`recorded_targets`) of the targets not timed again; each new row carries its date, and the
     record's provenance is this run's."""
-    from analysis.results import provenance, write_json_atomic
+    from analysis.core.results import provenance, write_json_atomic
 
     if not results:
         raise ValueError("results must hold at least one timed target")

@@ -1,6 +1,6 @@
 """What one training step of a model costs, counted on the meta device: parameters, FLOPs and saved activations.
 
-Kept apart from :mod:`analysis.plan` (which reads the experiment registry) so that an experiment that counts its
+Kept apart from :mod:`analysis.compute.plan` (which reads the experiment registry) so that an experiment that counts its
 own FLOPs does not depend, through its code fingerprint, on the list of experiments.
 """
 

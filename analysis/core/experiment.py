@@ -1,6 +1,6 @@
 """The experiment protocol that every experiment and benchmark module follows, and the helpers they share.
 
-A module of :mod:`analysis.experiments` (found by discovery) defines
+A module of :mod:`analysis.core.registry` (found by discovery) defines
 
 * ``NAME``: its command-line name, and a module docstring whose first line says what it measures;
 * ``Config``: a frozen dataclass with a ``seed: int`` field (and ``corpus_file`` where it trains on text);
@@ -16,7 +16,7 @@ A module of :mod:`analysis.experiments` (found by discovery) defines
 * ``claims(data, label) -> list[Claim]``: the chapter's claims, computed from the data alone;
 * optionally ``summary(data) -> dict``: the numbers and decisions a chapter states in its prose.
 
-Plans list :class:`Workload` items, costed by :mod:`analysis.plan` and :mod:`analysis.core.campaign` (Workload is
+Plans list :class:`Workload` items, costed by :mod:`analysis.compute.plan` and :mod:`analysis.compute.campaign` (Workload is
 defined here, so that a record's code fingerprint does not follow the costing code). The runner
 (:mod:`analysis.core.runner`) picks the device and seeds torch, numpy and random from the trial before it runs.
 ``analysis.core.trials.protocol_problems`` checks every registered module against this list
@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.scale import validate_scale
+from analysis.core.scale import validate_scale
 
 SEED_STRIDE = 10_000  # run seed = cfg.seed * SEED_STRIDE + replicate index: seed 0 keeps the replicate indices
 
@@ -89,7 +89,7 @@ def run_seed(cfg: Any, replicate: int) -> int:
 
 def corpus_of(cfg: Any) -> Any:
     """The training corpus of a config: ``cfg.corpus_file`` when set, else the standard-library corpus."""
-    from analysis.data import file_corpus, stdlib_corpus
+    from analysis.tasks.data import file_corpus, stdlib_corpus
 
     path = getattr(cfg, "corpus_file", None)
     return file_corpus(path) if path else stdlib_corpus()

@@ -23,8 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from analysis.recall import IGNORE, LookupTask
-from analysis.train import fixed_windows
+from analysis.tasks.recall import IGNORE, LookupTask
+from analysis.training.train import fixed_windows
 
 LAYOUTS = ("spread", "near")
 FILLER = 0  # the token LookupTask leaves unused

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.mathtext import math_markdown, math_spans
-from analysis.scale import Scale, current_scale
-from analysis.verify import (
+from analysis.core.mathtext import math_markdown, math_spans
+from analysis.core.scale import Scale, current_scale
+from analysis.core.verify import (
     CLAIMS_DIR_ENV,
     EVIDENCE_RANK,
     SIGNS,
@@ -67,7 +67,7 @@ class RunSet:
         before a config changed keeps its sizes), else today's config of the run's scale."""
         if self.config is not None:
             return self.config
-        from analysis.experiments import EXPERIMENTS, config_for
+        from analysis.core.registry import EXPERIMENTS, config_for
 
         return dataclasses.asdict(config_for(EXPERIMENTS[name], self.scale))
 
@@ -92,7 +92,7 @@ class RunSet:
 
 
 def _live_provenance(scale: str, data: dict[str, Any], seconds: float, seed: int | None = None) -> str:
-    from analysis.results import provenance
+    from analysis.core.results import provenance
 
     p = provenance(seconds)
     return (f"this build: {scale} scale on {p['device']}, torch {p['torch']}, "
@@ -107,7 +107,7 @@ def _live_run(scale: str, live: dict[str, Any], seconds: float, seed: int | None
 
 def _seed(name: str, scale: str) -> int | None:
     """The seed of experiment ``name``'s config at ``scale``."""
-    from analysis.experiments import config_for, get_experiment
+    from analysis.core.registry import config_for, get_experiment
 
     return getattr(config_for(get_experiment(name), scale), "seed", None)
 
@@ -118,7 +118,7 @@ def _run_live(name: str, scale: str) -> tuple[dict[str, Any], float]:
     (the test and book commands set it, so that the tests, the chapters and the book share one smoke run)."""
     from analysis.core.runner import run_in_process
     from analysis.core.trials import Experiment
-    from analysis.experiments import config_for, get_experiment
+    from analysis.core.registry import config_for, get_experiment
 
     exp = Experiment(get_experiment(name))
     return run_in_process(exp, scale, config_for(exp.module, scale), cache=os.environ.get("ANALYSIS_LIVE_CACHE") or None)
@@ -126,7 +126,7 @@ def _run_live(name: str, scale: str) -> tuple[dict[str, Any], float]:
 
 def _recorded_run(name: str, scale: str, directory: str | None) -> RunSet | None:
     """The record of ``name`` at ``scale`` as a RunSet, marked stale with its reasons; None when there is none."""
-    from analysis.experiments import current_record
+    from analysis.core.registry import current_record
 
     record, stale = current_record(name, scale, directory)
     if record is None:
@@ -136,7 +136,7 @@ def _recorded_run(name: str, scale: str, directory: str | None) -> RunSet | None
 
 
 def strongest_run(runs: Sequence[RunSet]) -> RunSet:
-    """The run with the strongest evidence (:data:`analysis.verify.EVIDENCE_RANK`: a gpu record over a cpu record over
+    """The run with the strongest evidence (:data:`analysis.core.verify.EVIDENCE_RANK`: a gpu record over a cpu record over
     this build's run; a stale record below every current run but a smoke check); of equal ones, the last."""
     if not runs:
         raise ValueError("runs must hold at least one run")
@@ -204,7 +204,7 @@ class Chapter:
     def gpu_status(self, name: str) -> Any:
         """Markdown: that the GPU run is included, or that none was recorded, or that the only one is stale (made by
         other code or another config: shown, marked stale; its verdicts count only where no current run measured the
-        claim, :data:`analysis.verify.EVIDENCE_RANK`), with the command and its estimate."""
+        claim, :data:`analysis.core.verify.EVIDENCE_RANK`), with the command and its estimate."""
         from IPython.display import Markdown
 
         gpu = [r for r in self.runs[name] if r.scale == "gpu"]
@@ -220,8 +220,8 @@ class Chapter:
         else:
             head = f"**No GPU-scale run of `{name}` has been recorded yet.**"
         from analysis.core.trials import Experiment, trial_status
-        from analysis.experiments import config_for, get_experiment
-        from analysis.plan import plan_experiment
+        from analysis.core.registry import config_for, get_experiment
+        from analysis.compute.plan import plan_experiment
 
         exp = Experiment(get_experiment(name))
         cfg = config_for(exp.module, "gpu")
@@ -287,13 +287,13 @@ class RenderedClaims(ChapterClaims):
 @dataclass(frozen=True)
 class VerdictBox:
     """The box at the top of a chapter: each claim at its strongest evidence, in short, with its source, verdict,
-    scale of evidence and severity (:func:`analysis.verify.verdict_box_html`)."""
+    scale of evidence and severity (:func:`analysis.core.verify.verdict_box_html`)."""
 
     claims: tuple[Claim, ...]
     doc: str
 
     def __repr__(self) -> str:
-        from analysis.ledger_notes import severity
+        from analysis.core.ledger_notes import severity
 
         numbers = claim_numbers(list(self.claims))
         return "\n".join(f"{self.doc}.{numbers[claim_ref(c)]} {c.verdict_text()} ({c.evidence}, {severity(c.key)}): "
@@ -313,7 +313,7 @@ def verdict_line(claim: Claim, doc: str | None = None, number: int | None = None
     line = f"- {link}{math_markdown(claim.statement)}: **{claim.verdict_text()}**"
     if claim.verdict == "fails":  # which side it fails on: a 'fails' of '= 0' may be a win
         unit = f" {claim.unit}" if claim.unit else ""
-        # a bound fails past the prediction plus its tolerance (analysis.verify.judge): that is the number to show
+        # a bound fails past the prediction plus its tolerance (analysis.core.verify.judge): that is the number to show
         limit = {"upper_bound": claim.predicted + claim.tolerance,
                  "lower_bound": claim.predicted - claim.tolerance}.get(claim.kind, claim.predicted)
         line += (f" (measured {bounded(claim, fmt(claim.measured))}{unit} against {SIGNS[claim.kind]} "
@@ -339,7 +339,7 @@ def seeds_words(cfg: Any) -> str:
     """' It has 3 seeds: ...', what a planned config's seeds can resolve, stated before it runs: the degrees of freedom
     of an estimate over them and the mean a one-sided t test detects in their SDs (planned_detectable_multiple);
     '' for a config without seeds."""
-    from analysis.stats import planned_detectable_multiple
+    from analysis.core.stats import planned_detectable_multiple
 
     seeds = getattr(cfg, "seeds", None)
     if seeds is None:
@@ -380,7 +380,7 @@ def open_chapter(doc: str, title: str, *experiments: str, directory: str | None 
     """Run ``experiments`` live at the build's scale, gather their records and claims, print their provenance."""
     from IPython.display import display
 
-    from analysis.experiments import get_experiment
+    from analysis.core.registry import get_experiment
 
     scale = current_scale()
     chapter = Chapter(doc, title, scale, RenderedClaims(doc, title), directory=directory)
@@ -414,7 +414,7 @@ def partial_claims(name: str, scale: str, directory: str | None = None) -> tuple
     reads (:func:`analysis.core.trials.decided_claims`), identified as that scale's record's with the trials stored,
     and a provenance line for them; ([], '') when it decides none."""
     from analysis.core.trials import Experiment, decided_claims
-    from analysis.experiments import config_for, get_experiment
+    from analysis.core.registry import config_for, get_experiment
 
     exp = Experiment(get_experiment(name))
     decided = decided_claims(exp, scale, config_for(exp.module, scale), directory)

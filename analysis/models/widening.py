@@ -531,7 +531,7 @@ def load_checkpoint(path: str | os.PathLike[str]) -> nn.Module:
         raise WideningError(f"{p} is not a readable checkpoint ({type(exc).__name__}: {str(exc)[:120]})") from None
     if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
         raise WideningError(f"{p} is not a checkpoint of format {CHECKPOINT_FORMAT} (save it with "
-                            "analysis.widening.save_checkpoint)")
+                            "analysis.models.widening.save_checkpoint)")
     arch = state.get("arch")
     try:
         model: nn.Module

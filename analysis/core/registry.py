@@ -1,6 +1,5 @@
-"""The registry of experiments, found by discovery: every module of this package but ``base``, and every module of
-a study's ``experiments`` package (``analysis/studies/<chapter>/experiments/``), is one, named by its module name
-with ``-`` for ``_``; each follows the protocol of :mod:`analysis.core.trials` and :mod:`analysis.experiments.base`.
+"""The registry of experiments, found by discovery: every module of a study's ``experiments`` package
+(``analysis/studies/<chapter>/experiments/``) is one, named by its module name with ``-`` for ``_``; each follows the protocol of :mod:`analysis.core.trials` and :mod:`analysis.core.experiment`.
 
 ``EXPERIMENTS`` maps each experiment's command-line name to its module.
 :func:`run_and_record` runs one at a scale and saves its record with provenance
@@ -13,6 +12,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -21,16 +21,14 @@ from analysis.core.fingerprint import (
     config_differences,
     config_fingerprint,
 )
-from analysis.experiments.base import config_dict, config_for
-from analysis.results import Record, find_record
-from analysis.scale import validate_scale
+from analysis.core.experiment import config_dict, config_for
+from analysis.core.results import Record, find_record
+from analysis.core.scale import validate_scale
+
 
 def _discover() -> dict[str, str]:
-    """Experiment name -> module name, from this package and from every study's experiments package."""
-    from pathlib import Path
-
-    found = {m.name.replace("_", "-"): f"{__name__}.{m.name}" for m in pkgutil.iter_modules(__path__)
-             if m.name != "base" and not m.name.startswith("_")}
+    """Experiment name -> module name, from every study's experiments package."""
+    found: dict[str, str] = {}
     studies = Path(__file__).resolve().parent.parent / "studies"
     for folder in sorted(p for p in studies.glob("*/experiments") if p.is_dir()):
         for m in pkgutil.iter_modules([str(folder)]):
@@ -115,7 +113,7 @@ def run_and_record(name: str, scale: str, directory: str | None = None, progress
         raise RuntimeError(f"{name}: stopped with {len(report.left)} trials left; run again to continue")
     record, _ = assemble_record(exp, scale, cfg, directory)
     assert record is not None
-    from analysis.results import record_path
+    from analysis.core.results import record_path
 
     return record, str(record_path(name, scale, directory))
 

@@ -4,7 +4,7 @@ Their parameters are stacked along a new leading axis (``torch.func.stack_module
 vmapped forward and backward (``torch.func.functional_call``) over k batches, then one AdamW step on the stacked
 tensors. AdamW and decoupled weight decay act element by element, and gradient clipping is applied per model
 (each model's own gradient norm, as ``clip_grad_norm_`` computes it), so an ensemble step is k steps of
-:func:`analysis.train.train_lm`'s update, up to the summation order of the vmapped kernels
+:func:`analysis.training.train.train_lm`'s update, up to the summation order of the vmapped kernels
 (``tests/test_ensemble.py`` checks this against ``train_lm`` itself). On a GPU, k small models then cost about
 the kernel launches of one; how much that gains has not been measured here. On the CPU, torch 2.13 has no batching
 rule for its fused attention kernel (``scaled_dot_product_attention``) and loops over the models there.
@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
-from analysis.train import IGNORE_INDEX, TrainConfig
+from analysis.training.train import IGNORE_INDEX, TrainConfig
 
 
 class Ensemble:

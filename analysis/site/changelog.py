@@ -1,6 +1,6 @@
 """The verdict changelog: every change of a recorded verdict, read from the git history of the verdict table.
 
-The verdict table (``tests/verdicts.json``, :mod:`analysis.verdict_table`) is rewritten only on purpose, and the
+The verdict table (``tests/verdicts.json``, :mod:`analysis.site.verdict_table`) is rewritten only on purpose, and the
 commit that rewrites it says why. Each commit that touched it is compared with the table before it: a claim whose
 verdict or corrected verdict changed, and the claims added or removed, are listed with the commit's date, its
 short hash and its message (the reason). Measured values that moved without a verdict changing are counted.
@@ -162,7 +162,7 @@ def _flip_rows(revisions: list[Revision], links: ClaimLinks) -> list[str]:
 
 
 def _counts(changes: tuple[Change, ...], new: bool) -> str:
-    from analysis.verify import VERDICT_COLOURS, verdict_count
+    from analysis.core.verify import VERDICT_COLOURS, verdict_count
 
     counts = Counter((c.new if new else c.old) for c in changes)
     order = [v for v in VERDICT_COLOURS if counts.get(v)] + sorted(str(v) for v in counts if v not in VERDICT_COLOURS)
@@ -173,7 +173,7 @@ def changelog_html(revisions: list[Revision] | None, links: ClaimLinks | None = 
     """The changelog page's body: one line per verdict change, newest first (the claim's id linked to the ledger
     through ``links``, before → after, the reason in one sentence, the commit); then each commit, newest first, with
     what it changed and its whole message folded."""
-    from analysis.verify import claims_table_css, plural
+    from analysis.core.verify import claims_table_css, plural
 
     if revisions is None:
         return ("<p>No git history is available in this copy of the book's sources, so the verdict changelog "

@@ -5,7 +5,7 @@ An experiment built on this module names its variants (the first is the base), a
 the model of a variant. Every (variant, seed) is one trial seeded with ``run_seed(cfg, seed)``, so one seed gives
 every variant the same batches (and, where the experiment builds variants from one model's weights, the same
 initial values). Each gap is loss(base) - loss(variant) over the seeds both finished, with a Student-t interval on
-the seeds' differences (:func:`analysis.stats.paired_estimate`), at the end of training and at the validation point
+the seeds' differences (:func:`analysis.core.stats.paired_estimate`), at the end of training and at the validation point
 before it, so a reader sees whether the gap was still moving.
 """
 
@@ -19,10 +19,10 @@ import numpy as np
 import torch
 
 from analysis.core.trial import Trial
-from analysis.experiments.base import corpus_of, run_seed
+from analysis.core.experiment import corpus_of, run_seed
 from analysis.models.lm import LanguageModel
-from analysis.stats import Estimate, paired_estimate
-from analysis.train import TrainConfig, token_stats, train_lm
+from analysis.core.stats import Estimate, paired_estimate
+from analysis.training.train import TrainConfig, token_stats, train_lm
 
 
 def _variants(variants: Sequence[str]) -> tuple[str, ...]:

@@ -5,9 +5,9 @@ seconds of their missing trials (cheapest first, so that a short lease completes
 within an experiment, trials go in the order of ``trials(cfg)``.
 
 Estimates. Once trials of an experiment are stored from this device, a trial's expected seconds are its counted
-FLOPs (its ``trial_plan``, one training step counted on the meta device by :func:`analysis.plan.cached_step_cost`)
+FLOPs (its ``trial_plan``, one training step counted on the meta device by :func:`analysis.compute.plan.cached_step_cost`)
 divided by the throughput those trials measured (their summed seconds over their summed FLOPs). Before that, on a
-GPU, they come from the step times measured on an H100 (:func:`analysis.plan.h100_seconds`: a time per layer and
+GPU, they come from the step times measured on an H100 (:func:`analysis.compute.plan.h100_seconds`: a time per layer and
 step for kernel launches plus the FLOPs at a rate fitted to those steps), and on a CPU from an assumed throughput
 (:data:`CPU_ASSUMED_FLOPS`). A trial whose plan counts no FLOPs takes the mean seconds of the experiment's stored
 trials on this device, else :data:`UNKNOWN_TRIAL_S`.
@@ -28,10 +28,10 @@ from typing import Any
 
 from analysis.core.runner import QueueItem, QueueReport, pick_device, run_trials
 from analysis.core.trials import Experiment, TrialFile, TrialStatus, assemble_record, trial_status
-from analysis.plan import COMPILE_PRIOR, cached_step_cost, gpu_basis, gpu_seconds, gpu_steps, run_compiles
-from analysis.train import COMPILE_MIN_STEPS
-from analysis.results import device_name, device_tag
-from analysis.scale import validate_scale
+from analysis.compute.plan import COMPILE_PRIOR, cached_step_cost, gpu_basis, gpu_seconds, gpu_steps, run_compiles
+from analysis.training.train import COMPILE_MIN_STEPS
+from analysis.core.results import device_name, device_tag
+from analysis.core.scale import validate_scale
 
 DEFAULT_PRIORITY = 50
 # Experiments below this PRIORITY measure at gpu scale the claims whose cpu verdicts contradict published work or
@@ -49,7 +49,7 @@ UNKNOWN_TRIAL_S = 60.0
 GPU_LEASE_S = 9 * 60.0
 GPU_TRIAL_MAX_S = 8 * 60.0  # every trial fits one such command
 # What the gpu configs are sized to at the H100 step times measured so far (eager steps; a lease's compiled steps
-# replace them, analysis.plan.gpu_steps): the first tier within 210 minutes and everything within 275, about eight
+# replace them, analysis.compute.plan.gpu_steps): the first tier within 210 minutes and everything within 275, about eight
 # and eleven sessions when a session lent 25 minutes of campaign (gau-quality's third seed took the first tier from
 # 7 to 8 such sessions; widening's fourth seed, which its claim needs at the cpu record's spread, from 200 to 206
 # minutes, 8.2 sessions). At one 9-minute command a session these are 23 and 31 sessions
@@ -102,7 +102,7 @@ def runs_on(cfg: Any, device_type: str) -> str:
 class Estimator:
     """Expected seconds of the trials of one experiment at one scale on this device.
 
-    A trial's time is overhead + FLOPs / rate. Uncalibrated, the rate is the device's step model (analysis.plan's
+    A trial's time is overhead + FLOPs / rate. Uncalibrated, the rate is the device's step model (analysis.compute.plan's
     fitted GPU steps, or :data:`CPU_ASSUMED_FLOPS`) and the overhead the workloads' own. Each stored trial timed on
     this device calibrates it: its time beyond the model's is overhead (compiling kernels, start-up), averaged over
     those trials; once they span two FLOP counts, a least-squares line through (FLOPs, seconds) with a positive
@@ -113,7 +113,7 @@ class Estimator:
     exp: Experiment
     cfg: Any
     device_type: str
-    gpu_tag: str = "h100"  # on CUDA, the kind whose measured steps size an unmeasured trial (analysis.plan.gpu_steps)
+    gpu_tag: str = "h100"  # on CUDA, the kind whose measured steps size an unmeasured trial (analysis.compute.plan.gpu_steps)
     points: list[tuple[float, float, float]] = field(default_factory=list)  # counted trials: (FLOPs, s, model's s)
     uncounted_s: float = 0.0  # seconds of the stored trials whose plan counts no FLOPs
     uncounted_n: int = 0
@@ -210,7 +210,7 @@ def campaign_plans(scale: str, only: Sequence[str] | None = None, directory: str
 
     Estimates are for this machine's device, or, with ``estimate_on`` ("cpu" or "cuda"), for a device of that type
     before any trial was timed on it (the assumed throughput, and the launch floor on a GPU)."""
-    from analysis.experiments import EXPERIMENTS, config_for, get_experiment
+    from analysis.core.registry import EXPERIMENTS, config_for, get_experiment
 
     scale = validate_scale(scale)
     if estimate_on not in (None, "cpu", "cuda"):
@@ -326,7 +326,7 @@ def run_campaign(scale: str, budget_s: float | None = None, only: Sequence[str] 
 
 
 def _record_exists(plan: ExperimentPlan, directory: str | os.PathLike[str] | None) -> bool:
-    from analysis.results import record_path
+    from analysis.core.results import record_path
 
     return record_path(plan.exp.name, plan.status.scale, directory).exists()
 

@@ -34,9 +34,9 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
-from analysis.ledger_notes import SEVERITY_RULE, formal_reason, reason, replaces, severity
-from analysis.mathtext import math_html, math_plain
-from analysis.verify import (
+from analysis.core.ledger_notes import SEVERITY_RULE, formal_reason, reason, replaces, severity
+from analysis.core.mathtext import math_html, math_plain
+from analysis.core.verify import (
     CLAIMS_DIR_ENV,
     EVIDENCE_RANK,
     SIGNS,
@@ -110,7 +110,7 @@ class Entry:
 
 def entries(chapters: list[tuple[str, ChapterClaims]]) -> list[Entry]:
     """Every measurement of every chapter's claims (smoke runs, which only check that the code runs, are left out),
-    numbered by claim within its chapter (:func:`analysis.verify.claim_numbers`), in the order the chapter states
+    numbered by claim within its chapter (:func:`analysis.core.verify.claim_numbers`), in the order the chapter states
     them; each claim's strongest evidence is marked."""
     out = []
     for doc, ch in chapters:
@@ -541,7 +541,7 @@ def human_duration(seconds: float) -> str:
 
 def repository_line(root: Path) -> str:
     """Which sources this build is made from: the repository (its remote when it has a web address) and commit."""
-    from analysis.changelog import git_output
+    from analysis.site.changelog import git_output
 
     remote = (git_output(root, "remote", "get-url", "origin") or "").strip()
     where = (f'<a href="{html.escape(remote)}">{html.escape(remote)}</a>' if remote.startswith(("https://", "http://"))
@@ -560,8 +560,8 @@ def reproduce_html(timings: dict[str, tuple[str, str, float]], chapter_uri: dict
     """Per experiment: its chapter (linked), this build's live time, its cpu record (wall time, date, commit,
     current or stale, a link to its JSON), the gpu record or estimate, and the commands that regenerate each."""
     from analysis.core.trials import Experiment, trial_status
-    from analysis.experiments import EXPERIMENTS, config_for, current_record
-    from analysis.plan import plan_experiment
+    from analysis.core.registry import EXPERIMENTS, config_for, current_record
+    from analysis.compute.plan import plan_experiment
 
     chapter_uri, titles = chapter_uri or {}, titles or {}
     head = ["experiment / chapter", "this build (live)", "cpu record", "gpu record, else estimate (not run)",
@@ -620,7 +620,7 @@ class ChangelogDirective(SphinxDirective):
     has_content = False
 
     def run(self) -> list[nodes.Node]:
-        from analysis.changelog import changelog_html, history
+        from analysis.site.changelog import changelog_html, history
 
         app = self.env.app
         ledger = next((d for d in sorted(_ledger_docs(app)) if d.endswith("ledger")), None)
@@ -648,7 +648,7 @@ def _on_build_finished(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
     items = entries(_chapters(app))
-    from analysis.results import results_dir
+    from analysis.core.results import results_dir
 
     for doc in _ledger_docs(app):
         if doc.endswith("reproduce"):  # the records the reproduction page links to

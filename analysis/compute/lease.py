@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from analysis.results import (
+from analysis.core.results import (
     REPO_ROOT,
     SOURCE_ENV,
     device_name,
@@ -51,7 +51,7 @@ from analysis.results import (
     write_json_atomic,
     write_source_stamp,
 )
-from analysis.scale import validate_scale
+from analysis.core.scale import validate_scale
 
 LEASE_DIR = REPO_ROOT / ".lease"
 CORPUS_XZ = "pinned-sources.txt.xz"
@@ -187,8 +187,8 @@ def travelling_bytes(root: str | os.PathLike[str] = REPO_ROOT, carried: Sequence
 def restore_corpus(lease_dir: str | os.PathLike[str] = LEASE_DIR, target: str | os.PathLike[str] | None = None,
                    expected_sha256: str | None = None) -> Path | None:
     """Decompress ``<lease_dir>/pinned-sources.txt.xz`` to the corpus path when that file is missing; None when
-    neither is there. The corpus's SHA-256 must be the pinned one (:func:`analysis.data.ensure_pinned_corpus`)."""
-    from analysis.data import PINNED_CORPUS_PATH, PINNED_CORPUS_SHA256, ensure_pinned_corpus
+    neither is there. The corpus's SHA-256 must be the pinned one (:func:`analysis.tasks.data.ensure_pinned_corpus`)."""
+    from analysis.tasks.data import PINNED_CORPUS_PATH, PINNED_CORPUS_SHA256, ensure_pinned_corpus
 
     target = Path(target) if target is not None else REPO_ROOT / PINNED_CORPUS_PATH
     expected = PINNED_CORPUS_SHA256 if expected_sha256 is None else expected_sha256
@@ -230,8 +230,8 @@ def plan_lease(scale: str = "gpu", only: Sequence[str] | None = None, directory:
     them (``steptimes --targets --scale smoke`` runs their code path on a CPU in the tests), then
     the campaign: the prepared ``queue`` file when there is one (and no ``only``), else every experiment (or
     ``only``) in priority order."""
-    from analysis.experiments import EXPERIMENTS
-    from analysis.steptimes import efficiency_targets, recorded_targets
+    from analysis.core.registry import EXPERIMENTS
+    from analysis.compute.steptimes import efficiency_targets, recorded_targets
 
     scale = validate_scale(scale)
     root = Path(directory) if directory is not None else results_dir()
@@ -316,7 +316,7 @@ def run_lease(limit_s: float, out: str | os.PathLike[str], scale: str = "gpu", o
     root = Path(directory) if directory is not None else results_dir()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    from analysis.data import PINNED_CORPUS_PATH
+    from analysis.tasks.data import PINNED_CORPUS_PATH
 
     summary = LeaseSummary(device_name(), validate_scale(scale), limit_s, None)
     before = snapshot(root)
@@ -494,7 +494,7 @@ def assemble_taken_in(report: UnpackReport, directory: str | os.PathLike[str] | 
     """Assemble the record of every experiment whose trials ``report`` took in and which now has all of them (a lease
     cut off at its limit stores trials but assembles nothing); a line per experiment touched."""
     from analysis.core.trials import Experiment, MixedDevicesError, assemble_record
-    from analysis.experiments import EXPERIMENTS, config_for
+    from analysis.core.registry import EXPERIMENTS, config_for
 
     touched = dict.fromkeys(tuple(Path(name).parts[1].rsplit(".", 1)) for name in report.added + report.replaced
                             if name.startswith("trials/") and len(Path(name).parts) == 3)

@@ -1,4 +1,4 @@
-"""Checks of the built HTML book, as a reader would notice its defects: ``python -m analysis.html_check _build/html``.
+"""Checks of the built HTML book, as a reader would notice its defects: ``python -m analysis.site.html_check _build/html``.
 
 Per chapter page: every figure has a caption; no list rendered as a paragraph of literal "- " items; no
 unrendered MyST syntax (glue, roles, directives) or maths (``$...$`` text, or maths without MathJax); the page says whether a GPU-scale run exists and

@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 
 from analysis.core.typed import fields_of
-from analysis.scale import validate_scale
+from analysis.core.scale import validate_scale
 
 SCHEMA = "analysis.results/1"
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 RESULTS_DIR_ENV = "ANALYSIS_RESULTS_DIR"
 PROVENANCE_KEYS = ("device", "torch", "cuda", "python", "git_commit", "git_dirty", "date", "wall_time_s")
 

@@ -14,7 +14,7 @@ that signed or absolute deviation:
 * inconclusive: the prediction passes, but so does the ``alternative`` the
   claim is tested against (the value a rival explanation predicts), so the
   measurement cannot tell them apart; or the measurement's ``detectable``
-  difference (:mod:`analysis.stats`: the smallest true deviation it finds with
+  difference (:mod:`analysis.core.stats`: the smallest true deviation it finds with
   80% power) exceeds the ``effect`` the claim is about, so passing says nothing;
   or it has no error estimate at all (``detectable`` infinite: one seed); or the
   claim names why the run cannot decide it (``undecided``, e.g. an optimum still
@@ -31,7 +31,7 @@ source's own words give an approximation.
 
 A chapter collects its claims in a :class:`ChapterClaims`; when the book is
 built, each chapter writes them to $ANALYSIS_CLAIMS_DIR and the ledger page is
-generated from those files (``analysis.sphinx_ledger``).
+generated from those files (``analysis.site.sphinx_ledger``).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from analysis.stats import CONFIDENCE, Estimate, Sided
+from analysis.core.stats import CONFIDENCE, Estimate, Sided
 
 Kind = Literal["equal", "upper_bound", "lower_bound", "below", "above"]
 Verdict = Literal["holds", "holds approximately", "inconclusive", "fails"]
@@ -176,7 +176,7 @@ class Claim:
     corrected_note: str = ""
     alternative: float | None = None  # what a rival explanation predicts; None: resolved to the tolerance
     alternative_note: str = ""
-    detectable: float | None = None  # smallest true deviation found with 80% power (analysis.stats); inf: none
+    detectable: float | None = None  # smallest true deviation found with 80% power (analysis.core.stats); inf: none
     effect: float | None = None  # the size of difference the claim is about; a larger detectable one is inconclusive
     undecided: str = ""  # why the run cannot decide the claim (e.g. an optimum still moving): always inconclusive
     measured_bound: str = ""  # "≥" or "≤": the measurement only bounds the quantity (no crossover up to the longest n)
@@ -420,7 +420,7 @@ def verdict_phrase(verdict: str) -> str:
 
 def estimate_fields(est: Estimate, what: str, sided: Sided = "two",
                     confidence: float = CONFIDENCE) -> dict[str, Any]:
-    """A claim's ``measured``, ``uncertainty`` (SE), ``tolerance`` (t_{nu} SE, :mod:`analysis.stats`),
+    """A claim's ``measured``, ``uncertainty`` (SE), ``tolerance`` (t_{nu} SE, :mod:`analysis.core.stats`),
     ``tolerance_basis`` and ``detectable`` for a measurement ``est`` of ``what``; one-sided for a directional claim.
     Without an error estimate (one unit) the tolerance is 0 and ``detectable`` infinite: the claim is inconclusive."""
     half = est.half_width(confidence, sided)
@@ -506,7 +506,7 @@ def _number_cell(claim: Claim, number: int | None, doc: str | None) -> str:
 def claims_html(claims: list[Claim], doc: str | None = None) -> str:
     """An HTML table of claims, each at its strongest evidence (:func:`strongest_claims`; smoke runs are checks, not
     rows), numbered, with predictions, measurements, verdicts and severity side by side."""
-    from analysis.ledger_notes import severity
+    from analysis.core.ledger_notes import severity
 
     head = ["#", "claim", "predicted", "measured ± error", "tolerance (basis)", "verdict", "corrected"]
     numbers = claim_numbers(claims)
@@ -565,7 +565,7 @@ def verdict_box_html(claims: list[Claim], doc: str) -> str:
     """The chapter's verdicts at a glance: per claim at its strongest evidence, its number (a link to the ledger), the
     claim in short (:func:`short_statement`), its source, verdict, scale of evidence and severity; rows carry the ids
     ``claim-<key>`` that the ledger links back to."""
-    from analysis.ledger_notes import severity
+    from analysis.core.ledger_notes import severity
 
     shown = strongest_claims(claims)
     numbers = claim_numbers(claims)

@@ -1,0 +1,1 @@
+"""Data the experiments train on: corpora, recall tasks and length tasks."""

@@ -1,0 +1,1 @@
+"""Training: the trainer and ensembles of seeds trained side by side."""
