@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from analysis.models.lm import LanguageModel, ModelConfig
-from analysis.training.train import TrainConfig, fixed_windows, random_windows, token_stats, train_lm
+from analysis.training.train import TrainConfig, token_stats, train_lm
+from analysis.tasks.data import fixed_windows, random_windows
 
 CFG = ModelConfig.gpt(d=32, layers=2, heads=4, ctx=16)
 

@@ -248,7 +248,9 @@ def code_fingerprint(module: str, entry: tuple[str, ...] = ENTRY_POINTS) -> str:
     """SHA-256 (first 16 hex digits) over the normalised tokens of :func:`code_closure`, named by definition only:
     moving a definition to another module leaves it unchanged; editing code the data does not depend on (claims,
     summaries, figures, plans) too."""
-    pieces = sorted(f"{name}\0{tokens}" for (_, name), tokens in code_closure(module, entry).items())
+    # a module's own top-level code counts when it has any: an empty one would count where a definition lives
+    pieces = sorted(f"{name}\0{tokens}" for (_, name), tokens in code_closure(module, entry).items()
+                    if name or tokens)
     h = hashlib.sha256()
     for piece in pieces:
         h.update(piece.encode())

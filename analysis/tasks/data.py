@@ -5,7 +5,9 @@
   interpreter (about 4 MB); whole files are held out for validation.
 * :func:`file_corpus`: any UTF-8 text file of the user's.
 * :class:`MarkovSource`: a random Markov chain of known order whose entropy
-  rate is computed exactly, so a model's loss can be set against its floor.
+  rate is computed exactly, so a model's loss can be set against its floor;
+* :func:`random_windows`, :func:`fixed_windows`: the (input, next-token target)
+  windows the trainer and the evaluations draw from a token stream.
 
 Every corpus carries a SHA-256 of its bytes, printed with every result.
 """
@@ -15,11 +17,13 @@ from __future__ import annotations
 import hashlib
 import os
 import sysconfig
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+import torch
 from scipy import special
 
 U8 = npt.NDArray[np.uint8]
@@ -319,3 +323,34 @@ def prepare_corpus(cfg: object) -> None:
     assembly reads it)."""
     if getattr(cfg, "corpus_file", None) == PINNED_CORPUS_PATH:
         ensure_pinned_corpus()
+
+
+# --- windows of a token stream, as the trainer and the evaluations draw them ---------------------------------------
+
+IGNORE_INDEX = -100  # a target that is not scored (F.cross_entropy's ignore_index)
+BatchSource = Callable[[int, torch.Generator], tuple[torch.Tensor, torch.Tensor]]  # (batch, generator) -> (x, y)
+
+
+def random_windows(
+    tokens: npt.NDArray[np.uint8] | torch.Tensor, ctx: int, batch: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A batch of (input, next-token target) windows of length ``ctx`` at random offsets."""
+    size = int(tokens.shape[0])
+    if size < ctx + 2:
+        raise ValueError(f"need more than ctx + 1 = {ctx + 1} tokens; got {size}")
+    starts = torch.randint(0, size - ctx - 1, (batch,), generator=generator)
+    data = tokens if isinstance(tokens, torch.Tensor) else torch.from_numpy(tokens)
+    win = data[starts[:, None] + torch.arange(ctx + 1)[None, :]].long()
+    return win[:, :-1], win[:, 1:]
+
+
+def fixed_windows(tokens: npt.NDArray[np.uint8], ctx: int, count: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``count`` evenly spaced, non-overlapping validation windows; also returns each target's index in ``tokens``."""
+    usable = (tokens.size - 1) // ctx
+    if usable < 1:
+        raise ValueError(f"need at least ctx + 1 = {ctx + 1} tokens; got {tokens.size}")
+    count = min(count, usable)
+    starts = (np.arange(count) * (usable // count)) * ctx
+    idx = starts[:, None] + np.arange(ctx + 1)[None, :]
+    win = torch.from_numpy(tokens.astype(np.int64)[idx])
+    return win[:, :-1], win[:, 1:], torch.from_numpy(idx[:, 1:])

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from analysis.tasks.recall import IGNORE, LookupTask
-from analysis.training.train import fixed_windows
+from analysis.tasks.data import fixed_windows
 
 LAYOUTS = ("spread", "near")
 FILLER = 0  # the token LookupTask leaves unused

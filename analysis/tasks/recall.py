@@ -15,7 +15,7 @@ import numpy.typing as npt
 import torch
 
 # the target of the positions that are not scored
-from analysis.training.train import IGNORE_INDEX as IGNORE
+from analysis.tasks.data import IGNORE_INDEX as IGNORE
 
 
 class _ScoredSequences:

@@ -20,11 +20,11 @@ from torch import nn
 # console bars; disabled when stderr is not a terminal (notebooks, CI)
 from tqdm import tqdm
 
-IGNORE_INDEX = -100  # a target that is not scored (F.cross_entropy's ignore_index)
+from analysis.tasks.data import IGNORE_INDEX, BatchSource, fixed_windows, random_windows
+
 # compiling costs tens of seconds once per process (less from inductor's on-disk cache): on CUDA, compile_mode "auto"
 # compiles runs of at least this many steps and trains shorter ones eagerly
 COMPILE_MIN_STEPS = 300
-BatchSource = Callable[[int, torch.Generator], tuple[torch.Tensor, torch.Tensor]]  # (batch, generator) -> (x, y)
 
 
 @dataclass(frozen=True)
@@ -57,31 +57,6 @@ class TrainConfig:
             return self.lr * (step + 1) / self.warmup
         frac = (step - self.warmup) / max(1, self.steps - self.warmup)
         return self.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
-
-
-def random_windows(
-    tokens: npt.NDArray[np.uint8] | torch.Tensor, ctx: int, batch: int, generator: torch.Generator
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """A batch of (input, next-token target) windows of length ``ctx`` at random offsets."""
-    size = int(tokens.shape[0])
-    if size < ctx + 2:
-        raise ValueError(f"need more than ctx + 1 = {ctx + 1} tokens; got {size}")
-    starts = torch.randint(0, size - ctx - 1, (batch,), generator=generator)
-    data = tokens if isinstance(tokens, torch.Tensor) else torch.from_numpy(tokens)
-    win = data[starts[:, None] + torch.arange(ctx + 1)[None, :]].long()
-    return win[:, :-1], win[:, 1:]
-
-
-def fixed_windows(tokens: npt.NDArray[np.uint8], ctx: int, count: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``count`` evenly spaced, non-overlapping validation windows; also returns each target's index in ``tokens``."""
-    usable = (tokens.size - 1) // ctx
-    if usable < 1:
-        raise ValueError(f"need at least ctx + 1 = {ctx + 1} tokens; got {tokens.size}")
-    count = min(count, usable)
-    starts = (np.arange(count) * (usable // count)) * ctx
-    idx = starts[:, None] + np.arange(ctx + 1)[None, :]
-    win = torch.from_numpy(tokens.astype(np.int64)[idx])
-    return win[:, :-1], win[:, 1:], torch.from_numpy(idx[:, 1:])
 
 
 @dataclass

@@ -28,13 +28,8 @@ from analysis.core.trial import Trial
 from analysis.core.typed import fields_of
 from analysis.core.experiment import Workload, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig, update_sizes
-from analysis.training.train import (
-    GradNorms,
-    TrainConfig,
-    fixed_windows,
-    token_stats,
-    train_lm,
-)
+from analysis.training.train import GradNorms, TrainConfig, token_stats, train_lm
+from analysis.tasks.data import fixed_windows
 from analysis.core.stats import Estimate, direction, paired_estimate
 from analysis.core.verify import Claim, estimate_fields
 

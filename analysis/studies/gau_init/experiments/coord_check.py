@@ -19,7 +19,7 @@ from analysis.core.trial import Trial
 from analysis.tasks.data import stdlib_corpus
 from analysis.core.experiment import Workload
 from analysis.models.lm import LanguageModel, ModelConfig
-from analysis.training.train import fixed_windows, random_windows
+from analysis.tasks.data import fixed_windows, random_windows
 from analysis.core.stats import Estimate, mean_estimate
 from analysis.core.verify import Claim, estimate_fields
 

@@ -36,7 +36,8 @@ from analysis.tasks.length import (
 )
 from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.tasks.recall import IGNORE, recall_metrics
-from analysis.training.train import TrainConfig, fixed_windows, train_lm
+from analysis.training.train import TrainConfig, train_lm
+from analysis.tasks.data import fixed_windows
 from analysis.core.stats import Estimate, mean_estimate, paired_estimate
 from analysis.core.verify import Claim, estimate_fields
 

@@ -25,7 +25,8 @@ from analysis.core.typed import fields_of
 from analysis.core.experiment import Workload, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig, update_sizes
 from analysis.theory import transformer_basics as tb
-from analysis.training.train import TrainConfig, fixed_windows, random_windows, train_lm
+from analysis.training.train import TrainConfig, train_lm
+from analysis.tasks.data import fixed_windows, random_windows
 from analysis.core.stats import Estimate, mean_estimate, paired_estimate
 from analysis.core.verify import Claim, estimate_fields
 

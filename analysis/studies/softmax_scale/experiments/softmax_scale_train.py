@@ -24,7 +24,8 @@ from analysis.core.typed import fields_of
 from analysis.core.experiment import Workload, corpus_of, mean_se, run_seed
 from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.theory import softmax_scale as sc
-from analysis.training.train import TrainConfig, fixed_windows, token_stats, train_lm
+from analysis.training.train import TrainConfig, token_stats, train_lm
+from analysis.tasks.data import fixed_windows
 from analysis.core.stats import Estimate, paired_estimate
 from analysis.core.verify import Claim
 
