@@ -1,9 +1,8 @@
 """Computes and measures every number of the book on attention, GAU and FLASH.
 
-Subpackages: ``theory`` (closed forms, numpy/scipy/sympy), ``models`` (torch
-modules), ``experiments`` (one module per measured experiment). Modules:
-``verify`` (claims and verdicts), ``results`` (recorded runs with provenance),
-``data`` (corpora), ``scale`` (smoke / cpu / gpu).
+Floors, lowest first (a module imports only from floors below its own): ``theory``, ``models`` and ``tasks``;
+``training``; ``core`` (the experiment protocol, records, claims and verdicts); ``compute`` (gpu sizing, campaigns,
+leases); ``studies`` (one package per chapter); ``site`` (the book's build) and ``cli`` (the command line).
 """
 
 __version__ = "0.1.0"

@@ -2,8 +2,9 @@
 
 import dataclasses
 
-from analysis.core.chapter import open_chapter, runs_for
-from analysis.core.registry import EXPERIMENTS, config_for, fingerprint, run_experiment
+from analysis.studies.chapter import open_chapter, runs_for
+from analysis.core.registry import EXPERIMENTS, config_for, fingerprint
+from analysis.core.runner import run_experiment
 from analysis.core.results import Record, provenance, save_record
 
 
@@ -39,7 +40,7 @@ def test_open_chapter_shows_live_then_records_and_marks_stale(tmp_path, capsys):
 
 
 def test_gpu_status_says_when_a_campaign_is_partial(tmp_path):
-    from analysis.core.chapter import Chapter, RenderedClaims
+    from analysis.studies.chapter import Chapter, RenderedClaims
     from analysis.core.trials import Experiment, TrialFile, save_trial
 
     exp = Experiment(EXPERIMENTS["gau-length"])
@@ -59,7 +60,7 @@ def test_a_partial_gpu_campaign_decides_the_claims_whose_trials_are_stored(tmp_p
     whose trials are missing, are not."""
     import os
 
-    from analysis.core.chapter import Chapter, RenderedClaims, partial_claims
+    from analysis.studies.chapter import Chapter, RenderedClaims, partial_claims
     from analysis.core.runner import TrialTask, _cached, run_in_process
     from analysis.core.trials import Experiment, claim_reads, save_trial
 
@@ -90,7 +91,7 @@ def test_a_partial_gpu_campaign_decides_the_claims_whose_trials_are_stored(tmp_p
 
 
 def test_verdict_lines_link_to_the_claims_stable_ledger_anchor():
-    from analysis.core.chapter import VerdictBox, verdict_line
+    from analysis.studies.chapter import VerdictBox, verdict_line
     from analysis.core.verify import Claim
 
     c = Claim("k", "a claim", "src", 1.0, 1.0, 0.0, 0.1, "basis").identified("e", "cpu", recorded=True)
@@ -103,7 +104,7 @@ def test_verdict_lines_link_to_the_claims_stable_ledger_anchor():
 
 
 def test_the_smoke_run_is_one_check_line():
-    from analysis.core.chapter import Provenance
+    from analysis.studies.chapter import Provenance
 
     lines = ("e: this build: smoke scale on CPU, 1.4 s", "e: recorded: e at cpu scale", "f: recorded: f at cpu scale")
     p = Provenance(lines, "The code still runs: this build's smoke run took 1.4 s")
@@ -118,7 +119,7 @@ def test_duration_text_reads_as_prose_at_every_size():
 
     import pytest
 
-    from analysis.core.chapter import duration_text
+    from analysis.studies.chapter import duration_text
 
     cases = {0.0: "under a second", 2.2e-4: "under a second", 1.0: "1 s", 24.4: "24 s", 59.4: "59 s",
              60.0: "1 minute", 153.6: "2.6 minutes", 596.0: "9.9 minutes", 597.0: "10 minutes",
@@ -134,7 +135,7 @@ def test_seeds_words_state_what_a_planned_configs_seeds_resolve():
 
     import pytest
 
-    from analysis.core.chapter import seeds_words
+    from analysis.studies.chapter import seeds_words
 
     @dataclasses.dataclass
     class Cfg:
@@ -150,7 +151,7 @@ def test_seeds_words_state_what_a_planned_configs_seeds_resolve():
 
 
 def test_the_best_run_is_a_current_record_before_a_stale_one():
-    from analysis.core.chapter import Chapter, RenderedClaims, RunSet
+    from analysis.studies.chapter import Chapter, RenderedClaims, RunSet
 
     live = RunSet("this build", {}, "p", "smoke")
     cpu = RunSet("recorded, cpu scale", {}, "p", "cpu", recorded=True)
@@ -163,7 +164,7 @@ def test_the_best_run_is_a_current_record_before_a_stale_one():
 
 
 def test_a_failing_verdict_line_says_on_which_side_it_fails():
-    from analysis.core.chapter import verdict_line
+    from analysis.studies.chapter import verdict_line
     from analysis.core.verify import Claim
 
     c = Claim("k", "FLASH matches FLASH-Quad", "src", 0.0, -0.129, 0.01, 0.05, "t", unit="nats/byte")
@@ -179,7 +180,7 @@ def test_a_failing_verdict_line_says_on_which_side_it_fails():
 
 
 def test_a_runs_settings_are_its_records_own_config_else_todays():
-    from analysis.core.chapter import RunSet
+    from analysis.studies.chapter import RunSet
     from analysis.core.registry import EXPERIMENTS, config_for
 
     live = RunSet("this build", {}, "p", "smoke")
@@ -189,7 +190,7 @@ def test_a_runs_settings_are_its_records_own_config_else_todays():
 
 
 def test_gpu_status_says_when_the_only_gpu_record_is_stale():
-    from analysis.core.chapter import Chapter, RenderedClaims, RunSet
+    from analysis.studies.chapter import Chapter, RenderedClaims, RunSet
 
     live = RunSet("this build", {}, "p", "smoke")
     gpu = RunSet("recorded, gpu scale", {}, "p", "gpu", recorded=True)
@@ -211,7 +212,7 @@ def test_gpu_status_says_when_the_only_gpu_record_is_stale():
 def test_gpu_status_of_a_campaign_stored_whole_by_older_code(tmp_path):
     """Every trial stored, one by other code: not 'partial' (the stale record is assembled from them), and the
     command that runs the stale ones again."""
-    from analysis.core.chapter import Chapter, RenderedClaims
+    from analysis.studies.chapter import Chapter, RenderedClaims
     from analysis.core.trials import Experiment, TrialFile, save_trial
 
     exp = Experiment(EXPERIMENTS["gau-kernel"])

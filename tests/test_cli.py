@@ -116,16 +116,17 @@ def test_list_marks_missing_current_and_stale_records(tmp_path, monkeypatch, cap
 
 def test_run_all_keeps_current_records_and_logs(tmp_path, monkeypatch, capsys):
     from analysis.core import registry as experiments
+    from analysis.core import runner
 
     ran = []
     monkeypatch.setattr(experiments, "EXPERIMENTS", {k: experiments.EXPERIMENTS[k] for k in ("ffn-basics", "entropy-bound")})
-    real = experiments.run_and_record
+    real = runner.run_and_record
 
     def counting(name, *a, **kw):
         ran.append(name)
         return real(name, *a, **kw)
 
-    monkeypatch.setattr(experiments, "run_and_record", counting)
+    monkeypatch.setattr(runner, "run_and_record", counting)
     assert main(["run", "--all", "--scale", "smoke", "--out", str(tmp_path), "--quiet"]) == 0
     assert sorted(ran) == ["entropy-bound", "ffn-basics"]
     assert main(["run", "--all", "--scale", "smoke", "--out", str(tmp_path), "--quiet"]) == 0  # resume: nothing left

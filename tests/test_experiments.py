@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from analysis.core.registry import config_for, get_experiment, run_and_record, run_experiment
+from analysis.core.registry import config_for, get_experiment
+from analysis.core.runner import run_and_record, run_experiment
 from analysis.studies.entropy.experiments import entropy_bound, entropy_lm
 from analysis.core.results import load_record
 

@@ -5,7 +5,7 @@ matplotlib.use("Agg")
 import pytest
 from matplotlib.figure import Figure
 
-from analysis.core.registry import run_experiment
+from analysis.core.runner import run_experiment
 from analysis.studies.entropy.experiments import entropy_bound, entropy_lm
 from analysis.studies.entropy.figures import (architecture_clouds, bound_sampling, entropy_curves, lm_clouds,
                                               markov_curve)
@@ -75,7 +75,7 @@ def test_the_book_style_is_one_file():
 
 
 def test_typeset_gives_mathjax_markdown():
-    from analysis.core.chapter import typeset
+    from analysis.studies.chapter import typeset
 
     md = typeset("sqrt(2)/(2*K**(1/4))").data
     assert md.startswith('<span class="math') and "\\\\(" in md and "\\\\frac" in md

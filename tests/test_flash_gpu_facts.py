@@ -4,8 +4,9 @@ import json
 import shutil
 from pathlib import Path
 
-from analysis.core.chapter import Chapter, RenderedClaims, RunSet, _recorded_run
+from analysis.studies.chapter import Chapter, RenderedClaims, RunSet, _recorded_run
 from analysis.compute.steptimes import BENCH_DIR, efficiency_table, recorded_targets
+from analysis.studies.flash.targets import efficiency_targets
 from analysis.studies.flash.kernel import gpu_section
 
 RECORDS = str(Path(__file__).resolve().parent.parent / "results")  # the repository's records (tests write elsewhere)
@@ -36,10 +37,11 @@ def test_the_kernels_gpu_record_is_shown_beside_a_current_cpu_record_and_only_th
 
 
 def test_the_efficiency_table_shows_each_recorded_target_and_says_when_none_is(tmp_path):
-    assert efficiency_table("gpu", tmp_path).startswith("No GPU has timed the efficiency targets yet")
+    targets = efficiency_targets("gpu")
+    assert efficiency_table(targets, "gpu", tmp_path).startswith("No GPU has timed the efficiency targets yet")
     shutil.copy(BENCH_DIR / "efficiency.gpu.h100.json", tmp_path)
-    text = efficiency_table("gpu", tmp_path)
-    rows = recorded_targets("gpu", tmp_path, "h100")
+    text = efficiency_table(targets, "gpu", tmp_path)
+    rows = recorded_targets("gpu", targets, tmp_path, "h100")
     prov = json.loads((tmp_path / "efficiency.gpu.h100.json").read_text())["provenance"]
     assert rows and text.startswith(f"Measured on {prov['device']}, torch {prov['torch']}")
     lines = [line for line in text.splitlines() if line.startswith("| ") and " ms |" in line]

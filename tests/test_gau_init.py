@@ -5,7 +5,7 @@ import pytest
 
 from analysis.cli.main import main
 from analysis.studies.gau_init.experiments import gau_init as exp
-from analysis.core.registry import run_experiment
+from analysis.core.runner import run_experiment
 from analysis.theory import gau_init as th
 
 

@@ -16,7 +16,7 @@ import pytest
 from analysis.compute import lease
 from analysis.tasks.data import CorpusError
 from analysis.core.results import REPO_ROOT
-from analysis.compute.steptimes import efficiency_targets
+from analysis.studies.flash.targets import efficiency_targets
 
 
 def test_pins_come_from_the_requirements_file(tmp_path):
@@ -91,21 +91,23 @@ def test_the_steps_follow_what_results_hold_for_the_device(tmp_path):
     targets = efficiency_targets("gpu")
     rows = [{"name": t.name, "model": asdict(t.model), "batch": t.batch, "ctx": t.ctx} for t in targets]
     (bench / "efficiency.gpu.h100.json").write_text(json.dumps({"rows": rows[1:]}))
-    steps = lease.plan_lease("gpu", None, tmp_path, tag="h100")
+    steps = lease.plan_lease("gpu", None, tmp_path, tag="h100", targets=targets)
     assert [s.name for s in steps] == ["targets", "campaign"] and targets[0].name in steps[0].why
     # an H100 has timed some targets: an H200 leaves the rest to H100s
-    assert [s.name for s in lease.plan_lease("gpu", None, tmp_path, tag="h200")] == ["campaign"]
+    assert [s.name for s in lease.plan_lease("gpu", None, tmp_path, tag="h200", targets=targets)] == ["campaign"]
     (bench / "efficiency.gpu.h100.json").rename(bench / "efficiency.gpu.a100.json")
-    assert "targets" in [s.name for s in lease.plan_lease("gpu", None, tmp_path, tag="h200")]  # no H100 has
+    assert "targets" in [s.name for s in lease.plan_lease("gpu", None, tmp_path, tag="h200", targets=targets)]  # no H100 has
     (bench / "efficiency.gpu.a100.json").unlink()
     (bench / "efficiency.gpu.h100.json").write_text(json.dumps({"rows": rows}))
-    assert [s.name for s in lease.plan_lease("gpu", ["gau-length"], tmp_path, tag="h100")] == ["campaign"]
+    assert [s.name for s in lease.plan_lease("gpu", ["gau-length"], tmp_path, tag="h100", targets=targets)] == ["campaign"]
     queue = tmp_path / "queue.json"
     queue.write_text("{}")
-    steps = lease.plan_lease("gpu", None, tmp_path, tag="h100", queue=queue)
+    steps = lease.plan_lease("gpu", None, tmp_path, tag="h100", queue=queue, targets=targets)
     assert [s.name for s in steps] == ["campaign"] and steps[0].argv[-3:] == ("--queue", str(queue), "--quiet")
-    steps = lease.plan_lease("gpu", ["gau-length"], tmp_path, tag="h100", queue=queue)
+    steps = lease.plan_lease("gpu", ["gau-length"], tmp_path, tag="h100", queue=queue, targets=targets)
     assert steps[0].argv[-3:] == ("--only", "gau-length", "--quiet")  # a selection runs without the queue
+    (bench / "efficiency.gpu.h100.json").unlink()
+    assert [s.name for s in lease.plan_lease("gpu", None, tmp_path, tag="h100")] == ["campaign"]  # none given
     with pytest.raises(ValueError, match="only must name experiments"):
         lease.plan_lease("smoke", ["no-such-experiment"], tmp_path)
 

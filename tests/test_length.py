@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from analysis.tasks.data import stdlib_corpus
-from analysis.core.registry import run_experiment
+from analysis.core.runner import run_experiment
 from analysis.studies.gau_trained.experiments import gau_length, gau_quality
 from analysis.tasks.length import (
     FILLER,

@@ -129,7 +129,7 @@ def test_bad_config(kw, message):
 
 
 def test_deep_gau_experiment_smoke():
-    from analysis.core.registry import run_experiment
+    from analysis.core.runner import run_experiment
     from analysis.studies.deep_gau.experiments import deep_gau
 
     cfg = deep_gau.CONFIGS["smoke"]

@@ -51,7 +51,7 @@ def test_recorded_claims_write_maths_as_latex():
 def test_verdict_line_renders_the_claims_maths():
     from markdown_it import MarkdownIt
 
-    from analysis.core.chapter import verdict_line
+    from analysis.studies.chapter import verdict_line
     from analysis.core.verify import Claim
 
     claim = Claim("k", "$\\alpha^*$ maximises it", "s", 1.0, 2.0, 0.0, 0.1, "basis", approx_rel=0.0,
@@ -62,7 +62,7 @@ def test_verdict_line_renders_the_claims_maths():
 
 
 def test_chapter_claims_table_renders_maths():
-    from analysis.core.chapter import RenderedClaims
+    from analysis.studies.chapter import RenderedClaims
     from analysis.core.verify import Claim
 
     claims = RenderedClaims("doc", "Title")

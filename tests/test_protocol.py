@@ -6,7 +6,8 @@ import json
 import pytest
 
 from analysis.core.trials import protocol_problems
-from analysis.core.registry import EXPERIMENTS, config_for, fingerprint, run_experiment, staleness
+from analysis.core.registry import EXPERIMENTS, config_for, fingerprint, staleness
+from analysis.core.runner import run_experiment
 from analysis.core.experiment import mean_se, run_seed
 from analysis.core.results import Record, provenance, to_jsonable
 

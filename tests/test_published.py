@@ -24,7 +24,7 @@ def test_every_row_names_a_chapter_that_shows_its_experiments_and_recorded_claim
 
 
 def test_the_table_renders_claims_with_their_verdict_and_scale():
-    from analysis.core.chapter import open_chapter
+    from analysis.studies.chapter import open_chapter
 
     study = get_study("widening")
     ch = open_chapter("widening", study.TITLE, *study.EXPERIMENTS)
@@ -81,7 +81,7 @@ def test_distinct_digits_prints_different_numbers_differently():
 
 
 def test_a_stale_record_shows_its_own_stored_sizes_and_is_marked_stale():
-    from analysis.core.chapter import RunSet
+    from analysis.studies.chapter import RunSet
     from analysis.studies.published import _scale_text
 
     stored = {"d": 256, "layers": 2, "ctx": 128, "text_steps": 1200, "seeds": [0, 1]}
@@ -104,7 +104,7 @@ def test_a_stale_record_shows_its_own_stored_sizes_and_is_marked_stale():
 
 
 def test_a_row_gives_each_claim_its_number_link_and_relation():
-    from analysis.core.chapter import open_chapter
+    from analysis.studies.chapter import open_chapter
     from analysis.core.verify import SIGNS
 
     from pathlib import Path

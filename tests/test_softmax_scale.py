@@ -7,7 +7,7 @@ import torch
 
 from analysis.studies.softmax_scale.experiments import softmax_scale_checks as checks
 from analysis.studies.softmax_scale.experiments import softmax_scale_mc as mc
-from analysis.core.registry import run_experiment
+from analysis.core.runner import run_experiment
 from analysis.studies.softmax_scale.experiments import softmax_scale_train as train
 from analysis.theory import softmax_scale as sc
 

@@ -101,7 +101,8 @@ def test_reproduce_table_lists_every_experiment_with_its_live_time(tmp_path):
     import dataclasses
     import os
 
-    from analysis.core.registry import config_for, fingerprint, run_experiment
+    from analysis.core.registry import config_for, fingerprint
+    from analysis.core.runner import run_experiment
     from analysis.core.results import Record, provenance, save_record
 
     module = EXPERIMENTS["ffn-basics"]

@@ -119,7 +119,8 @@ def test_efficiency_targets_are_the_issue_sizes():
     import dataclasses
 
     from analysis.compute.plan import hand_measured_h100_steps
-    from analysis.compute.steptimes import (PEAK_FRACTION_TARGET, SPEEDUP_TARGET, TARGET_MIN_PARAMS, efficiency_targets)
+    from analysis.compute.steptimes import PEAK_FRACTION_TARGET, SPEEDUP_TARGET, TARGET_MIN_PARAMS
+    from analysis.studies.flash.targets import efficiency_targets
 
     targets = efficiency_targets("gpu")
     big = [t for t in targets if t.min_peak_fraction is not None]
@@ -213,9 +214,9 @@ def _trainer_that_compiles(monkeypatch, first_step_sleep: float):
     ``first_step_sleep`` seconds as compiling slows it; returns the modes it was called with."""
     import time
 
-    import analysis.training.train as train
+    import analysis.compute.steptimes as steptimes
 
-    real, modes = train.train_lm, []
+    real, modes = steptimes.train_lm, []
 
     def fake(model, tokens, cfg, ctx, device, on_step=None, compile_mode=None, **kw):
         modes.append(compile_mode)
@@ -229,7 +230,7 @@ def _trainer_that_compiles(monkeypatch, first_step_sleep: float):
         log.compiled = True if compile_mode is not None else None
         return log
 
-    monkeypatch.setattr(train, "train_lm", fake)
+    monkeypatch.setattr(steptimes, "train_lm", fake)  # the trainer as the step-time benchmark calls it
     return modes
 
 

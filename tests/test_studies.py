@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from matplotlib.figure import Figure
 
-from analysis.core.chapter import open_chapter
+from analysis.studies.chapter import open_chapter
 from analysis.studies.figure_check import check_figures
 from analysis.core.registry import EXPERIMENTS, MODULES
 from analysis.studies import STUDIES, gather, get_study

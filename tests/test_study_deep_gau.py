@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from analysis.core.chapter import RunSet
+from analysis.studies.chapter import RunSet
 from analysis.core.stats import paired_estimate
 from analysis.studies import deep_gau as st
 from analysis.studies.deep_gau.experiments import deep_gau as dg

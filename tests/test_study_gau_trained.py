@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from analysis.core.chapter import RunSet
+from analysis.studies.chapter import RunSet
 from analysis.studies.gau_trained.experiments.gau_length import LEARNED, NORM_LABELS
 from analysis.studies.gau_trained.experiments.gau_quality import ARCH_LABELS, ARCHS
 from analysis.studies import gau_trained as gt

@@ -16,7 +16,8 @@ from analysis.core.trials import (
     trial_path,
     trial_status,
 )
-from analysis.core.registry import EXPERIMENTS, run_experiment
+from analysis.core.registry import EXPERIMENTS
+from analysis.core.runner import run_experiment
 from analysis.core.results import ResultsFileError, find_record, to_jsonable
 
 

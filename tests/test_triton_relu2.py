@@ -10,7 +10,7 @@ import torch
 
 from analysis.core.trial import Trial
 from analysis.models import triton_relu2 as tr
-from analysis.models.gau import GAU, GAUConfig
+from analysis.models.gau import GAU, GAUConfig, kernel_gau
 from analysis.studies.flash.experiments import gau_kernel as gk
 
 pytestmark = pytest.mark.skipif(not tr.available() or not (torch.cuda.is_available() or tr.interpreting()),
@@ -72,7 +72,7 @@ def test_kernel_gau_equals_the_lean_layer() -> None:
     cfg = GAUConfig(d=32, e=48, s=16, causal=True, norm="relu2_ns")
     torch.manual_seed(0)
     lean = GAU(cfg)
-    fused = tr.kernel_gau(cfg)
+    fused = kernel_gau(cfg)
     fused.load_state_dict(lean.state_dict())
     x = torch.randn(2, 70, 32)
     mask = torch.ones(2, 70, dtype=torch.bool)
@@ -117,9 +117,9 @@ def test_inputs_are_validated() -> None:
     with pytest.raises(ValueError, match="v must be float16"):
         tr.relu2_attention_fused(z.double(), z.double(), v.double(), torch.ones(1, 8), True)
     with pytest.raises(ValueError, match="backend 'kernel' applies to quadratic"):
-        tr.kernel_gau(GAUConfig(d=32, e=48, s=16, norm="softmax"))
+        kernel_gau(GAUConfig(d=32, e=48, s=16, norm="softmax"))
     with pytest.raises(ValueError, match="replaces the lean path"):
-        tr.kernel_gau(GAUConfig(d=32, e=48, s=16, backend="dense"))
+        kernel_gau(GAUConfig(d=32, e=48, s=16, backend="dense"))
     with pytest.raises(ValueError, match="norm must be"):
         tr.row_scale_for(torch.ones(1, 8, dtype=torch.bool), 16, "softmax", True)
     with pytest.raises(ValueError, match="n must be"):

@@ -312,7 +312,7 @@ def test_a_measurement_that_only_bounds_the_quantity_is_written_as_a_bound():
 
 def test_an_inconclusive_verdict_names_the_rule_that_made_it():
     """The verdict line gives the real reason: not 'the alternative fits as well' when the alternative fails."""
-    from analysis.core.chapter import verdict_line
+    from analysis.studies.chapter import verdict_line
 
     assert make().inconclusive_reason == ""
     assert make(undecided="the optimum still moves").inconclusive_reason == "the optimum still moves"

@@ -159,12 +159,8 @@ def _experiment_or_usage(name: str) -> Any:
 
 def cmd_run(args: argparse.Namespace) -> None:
     """Run an experiment at a scale and record it under results/ (or, with --all, every one lacking a current record)."""
-    from analysis.core.registry import (
-        EXPERIMENTS,
-        config_for,
-        current_record,
-        run_and_record,
-    )
+    from analysis.core.registry import EXPERIMENTS, config_for, current_record
+    from analysis.core.runner import run_and_record
 
     if args.all == (args.experiment is not None):
         raise UsageError("name one experiment, or give --all")
@@ -206,7 +202,8 @@ BENCHMARKS = {"flash": "flash-bench"}
 
 def cmd_bench(args: argparse.Namespace) -> None:
     """Run a benchmark at a scale, record it under results/ like any experiment, and print its table (or JSON)."""
-    from analysis.core.registry import get_experiment, run_and_record
+    from analysis.core.registry import get_experiment
+    from analysis.core.runner import run_and_record
 
     name = BENCHMARKS[args.benchmark]
     record, path = run_and_record(name, args.scale, directory=args.out, progress=not args.json and not args.quiet)
@@ -271,8 +268,7 @@ def cmd_steptimes(args: argparse.Namespace) -> None:
     from analysis.compute.campaign import parse_budget
     from analysis.core.runner import pick_device
     from analysis.compute.plan import fit_step_model
-    from analysis.compute.steptimes import (efficiency_targets, measure, recorded_targets, save, save_targets, targets_path,
-                                    time_targets)
+    from analysis.compute.steptimes import measure, recorded_targets, save, save_targets, targets_path, time_targets
 
     for name in args.only or []:
         _experiment_or_usage(name)
@@ -290,13 +286,16 @@ def cmd_steptimes(args: argparse.Namespace) -> None:
         if args.scale != "smoke" and device.type != "cuda":
             raise UsageError(f"--targets at {args.scale} scale needs a CUDA GPU; --scale smoke runs their code path "
                              "on this CPU")
-        earlier = recorded_targets(args.scale, args.out) if keep else {}
-        if earlier and len(earlier) == len(efficiency_targets(args.scale)):
+        from analysis.studies.flash.targets import efficiency_targets
+
+        targets = efficiency_targets(args.scale)
+        earlier = recorded_targets(args.scale, targets, args.out) if keep else {}
+        if earlier and len(earlier) == len(targets):
             print(f"every target is recorded for this device: {targets_path(args.scale, args.out)} (remove it to "
                   "time them again)")
             return
-        time_targets(args.scale, device, args.repeats, progress=not args.quiet, skip=frozenset(earlier),
-                     on_result=(lambda r: saved.append(save_targets(r, args.scale, args.out, earlier))) if keep
+        time_targets(targets, args.scale, device, args.repeats, progress=not args.quiet, skip=frozenset(earlier),
+                     on_result=(lambda r: saved.append(save_targets(r, args.scale, targets, args.out, earlier))) if keep
                      else None)
         if saved:
             print(f"recorded {saved[-1]}" + (f" (beside {len(earlier)} target(s) recorded before)" if earlier else ""))
@@ -362,9 +361,16 @@ def cmd_lease(args: argparse.Namespace) -> None:
     for name in args.only or []:
         _experiment_or_usage(name)
     summary = lease.run_lease(limit, args.out, args.scale, args.only, started_at=args.started_at,
-                              lease_dir=args.lease_dir or lease.LEASE_DIR)
+                              lease_dir=args.lease_dir or lease.LEASE_DIR, targets=_targets(args.scale))
     if any(s.returncode not in (0, None) for s in summary.steps):
         raise RuntimeError("a lease step failed (its output is above); the files it left are packed")
+
+
+def _targets(scale: str) -> tuple[Any, ...]:
+    """The efficiency targets a lease at ``scale`` times (at gpu scale only: below it their code path is a test's)."""
+    from analysis.studies.flash.targets import efficiency_targets
+
+    return efficiency_targets(scale) if scale == "gpu" else ()
 
 
 def _lease_prepare(device: str) -> None:
@@ -402,7 +408,8 @@ def _lease_plan(args: argparse.Namespace) -> None:
     from analysis.compute import lease
     from analysis.compute.queue import COMMAND_S, build_queue, lease_table, split_leases
 
-    for step in lease.plan_lease(args.scale, args.only, tag=args.device, queue=lease.LEASE_DIR / lease.QUEUE):
+    for step in lease.plan_lease(args.scale, args.only, tag=args.device, queue=lease.LEASE_DIR / lease.QUEUE,
+                                 targets=_targets(args.scale)):
         cap = f" (at most {step.cap_s:.0f} s)" if step.cap_s else ""
         print(f"{step.name}: python -m analysis {' '.join(step.argv)}{cap}: {step.why}")
     if args.scale == "cpu":

@@ -26,12 +26,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from analysis.core.runner import QueueItem, QueueReport, pick_device, run_trials
-from analysis.core.trials import Experiment, TrialFile, TrialStatus, assemble_record, trial_status
 from analysis.compute.plan import COMPILE_PRIOR, cached_step_cost, gpu_basis, gpu_seconds, gpu_steps, run_compiles
-from analysis.training.train import COMPILE_MIN_STEPS
-from analysis.core.results import device_name, device_tag
+from analysis.core.registry import EXPERIMENTS, config_for, get_experiment
+from analysis.core.results import device_name, device_tag, record_path
+from analysis.core.runner import QueueItem, QueueReport, pick_device, run_trials
 from analysis.core.scale import validate_scale
+from analysis.core.trials import Experiment, TrialFile, TrialStatus, assemble_record, trial_status
+from analysis.training.train import COMPILE_MIN_STEPS
 
 DEFAULT_PRIORITY = 50
 # Experiments below this PRIORITY measure at gpu scale the claims whose cpu verdicts contradict published work or
@@ -210,7 +211,6 @@ def campaign_plans(scale: str, only: Sequence[str] | None = None, directory: str
 
     Estimates are for this machine's device, or, with ``estimate_on`` ("cpu" or "cuda"), for a device of that type
     before any trial was timed on it (the assumed throughput, and the launch floor on a GPU)."""
-    from analysis.core.registry import EXPERIMENTS, config_for, get_experiment
 
     scale = validate_scale(scale)
     if estimate_on not in (None, "cpu", "cuda"):
@@ -326,7 +326,6 @@ def run_campaign(scale: str, budget_s: float | None = None, only: Sequence[str] 
 
 
 def _record_exists(plan: ExperimentPlan, directory: str | os.PathLike[str] | None) -> bool:
-    from analysis.core.results import record_path
 
     return record_path(plan.exp.name, plan.status.scale, directory).exists()
 

@@ -12,10 +12,11 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from analysis.models.lm import LanguageModel, ModelConfig
+
 
 def build_model(config: Any) -> torch.nn.Module:
     """The language model of a ModelConfig (analysis.models.lm)."""
-    from analysis.models.lm import LanguageModel, ModelConfig
 
     if isinstance(config, ModelConfig):
         return LanguageModel(config)

@@ -41,6 +41,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from analysis.compute.steptimes import Target, recorded_targets
+from analysis.core.registry import EXPERIMENTS, config_for
 from analysis.core.results import (
     REPO_ROOT,
     SOURCE_ENV,
@@ -51,7 +53,10 @@ from analysis.core.results import (
     write_json_atomic,
     write_source_stamp,
 )
+
 from analysis.core.scale import validate_scale
+from analysis.core.trials import Experiment, MixedDevicesError, assemble_record
+from analysis.tasks.data import PINNED_CORPUS_PATH, PINNED_CORPUS_SHA256, ensure_pinned_corpus
 
 LEASE_DIR = REPO_ROOT / ".lease"
 CORPUS_XZ = "pinned-sources.txt.xz"
@@ -188,7 +193,6 @@ def restore_corpus(lease_dir: str | os.PathLike[str] = LEASE_DIR, target: str | 
                    expected_sha256: str | None = None) -> Path | None:
     """Decompress ``<lease_dir>/pinned-sources.txt.xz`` to the corpus path when that file is missing; None when
     neither is there. The corpus's SHA-256 must be the pinned one (:func:`analysis.tasks.data.ensure_pinned_corpus`)."""
-    from analysis.tasks.data import PINNED_CORPUS_PATH, PINNED_CORPUS_SHA256, ensure_pinned_corpus
 
     target = Path(target) if target is not None else REPO_ROOT / PINNED_CORPUS_PATH
     expected = PINNED_CORPUS_SHA256 if expected_sha256 is None else expected_sha256
@@ -224,14 +228,13 @@ def install_wheels(lease_dir: str | os.PathLike[str] = LEASE_DIR, site: str | os
 
 
 def plan_lease(scale: str = "gpu", only: Sequence[str] | None = None, directory: str | os.PathLike[str] | None = None,
-               tag: str | None = None, queue: str | os.PathLike[str] | None = None) -> list[Step]:
+               tag: str | None = None, queue: str | os.PathLike[str] | None = None,
+               targets: Sequence[Target] = ()) -> list[Step]:
     """The steps a lease runs, from what ``directory`` (default: results/) holds for the device tagged ``tag``
-    (default: this machine's): at gpu scale, the efficiency targets while this kind is held to them and has not timed
-    them (``steptimes --targets --scale smoke`` runs their code path on a CPU in the tests), then
+    (default: this machine's): at gpu scale, the efficiency ``targets`` while this kind is held to them and has not
+    timed them all (``steptimes --targets --scale smoke`` runs their code path on a CPU in the tests), then
     the campaign: the prepared ``queue`` file when there is one (and no ``only``), else every experiment (or
     ``only``) in priority order."""
-    from analysis.core.registry import EXPERIMENTS
-    from analysis.compute.steptimes import efficiency_targets, recorded_targets
 
     scale = validate_scale(scale)
     root = Path(directory) if directory is not None else results_dir()
@@ -244,10 +247,10 @@ def plan_lease(scale: str = "gpu", only: Sequence[str] | None = None, directory:
     steps = []
     # the targets are set for an H100: another kind times them only while no H100 has (a lent H200's minutes go to
     # the campaign, which its own trials then size, rather than to targets it is not held to)
-    h100_timed = bool(recorded_targets(scale, bench, "h100")) if scale == "gpu" else False
-    if scale == "gpu" and not only and (tag == "h100" or not h100_timed):
-        have = recorded_targets(scale, bench, tag)
-        left = [t.name for t in efficiency_targets(scale) if t.name not in have]
+    h100_timed = bool(recorded_targets(scale, targets, bench, "h100")) if scale == "gpu" else False
+    if scale == "gpu" and targets and not only and (tag == "h100" or not h100_timed):
+        have = recorded_targets(scale, targets, bench, tag)
+        left = [t.name for t in targets if t.name not in have]
         if left:
             steps.append(Step("targets", ("steptimes", "--targets", "--scale", scale, "--out", str(bench), "--quiet"),
                               TARGETS_CAP_S, f"efficiency targets not yet timed on this device ({tag}): "
@@ -306,7 +309,7 @@ def lease_deadline(limit_s: float, started_at: float | None = None, now: float |
 
 def run_lease(limit_s: float, out: str | os.PathLike[str], scale: str = "gpu", only: Sequence[str] | None = None,
               directory: str | os.PathLike[str] | None = None, lease_dir: str | os.PathLike[str] = LEASE_DIR,
-              started_at: float | None = None) -> LeaseSummary:
+              started_at: float | None = None, targets: Sequence[Target] = ()) -> LeaseSummary:
     """One lease command under a limit of ``limit_s`` seconds counted from ``started_at`` (the command's own start;
     default now): restore the corpus and wheels, run :func:`plan_lease`'s steps until :func:`lease_deadline`, with
     every new or changed results file repacked into ``out`` after each trial (by the campaign) and each step."""
@@ -316,7 +319,6 @@ def run_lease(limit_s: float, out: str | os.PathLike[str], scale: str = "gpu", o
     root = Path(directory) if directory is not None else results_dir()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    from analysis.tasks.data import PINNED_CORPUS_PATH
 
     summary = LeaseSummary(device_name(), validate_scale(scale), limit_s, None)
     before = snapshot(root)
@@ -336,7 +338,7 @@ def run_lease(limit_s: float, out: str | os.PathLike[str], scale: str = "gpu", o
     env = {**os.environ, "PYTHONUNBUFFERED": "1", PACK_ENV: f"{out.resolve()}{os.pathsep}{baseline}"}
     if directory is not None:
         env["ANALYSIS_RESULTS_DIR"] = str(root)
-    for step in plan_lease(scale, only, root, queue=Path(lease_dir) / QUEUE):
+    for step in plan_lease(scale, only, root, queue=Path(lease_dir) / QUEUE, targets=targets):
         remaining = end - time.monotonic()
         if remaining < STARTUP_S:
             print(f"lease: {step.name}: skipped, {remaining:.0f} s left", flush=True)
@@ -493,8 +495,6 @@ def unpack(archives: Sequence[str | os.PathLike[str]], directory: str | os.PathL
 def assemble_taken_in(report: UnpackReport, directory: str | os.PathLike[str] | None = None) -> list[str]:
     """Assemble the record of every experiment whose trials ``report`` took in and which now has all of them (a lease
     cut off at its limit stores trials but assembles nothing); a line per experiment touched."""
-    from analysis.core.trials import Experiment, MixedDevicesError, assemble_record
-    from analysis.core.registry import EXPERIMENTS, config_for
 
     touched = dict.fromkeys(tuple(Path(name).parts[1].rsplit(".", 1)) for name in report.added + report.replaced
                             if name.startswith("trials/") and len(Path(name).parts) == 3)

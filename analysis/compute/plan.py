@@ -27,18 +27,24 @@ import json
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
 from analysis.compute.cost import _loss, build_model, step_cost
+from analysis.core.registry import config_for, get_experiment
+from analysis.core.trials import Experiment
+from analysis.models.lm import ModelConfig
+from analysis.training.train import resolve_compile_mode
 
 H100_BF16_DENSE_FLOPS = 989e12  # NVIDIA H100 SXM, dense bf16 tensor-core peak
 H100_MEMORY_GB = 80.0
 BYTES_PER_PARAM_TRAINING = 16  # fp32 weights + gradients + AdamW exp_avg + exp_avg_sq
 CPU_STEP_MAX_PARAMS = 20_000_000
 CPU_STEP_MAX_CTX = 64
+BENCH_DIR = Path(__file__).resolve().parents[2] / "results" / "benchmarks"  # the benchmarks' records
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,65 @@ class MeasuredStep:
     overhead_s: float | None = None  # what its run's untimed first steps took beyond as many timed ones (compiling,
     #                                  capturing CUDA graphs, moving the model to the device); None: not measured
     eager_seconds: float | None = None  # the same model's eager step, timed beside a compiled one; None: not timed
+
+
+@dataclass(frozen=True)
+class StepTiming:
+    """One model's measured training steps."""
+
+    label: str  # "experiment: workload label" of the first workload that trains it
+    model: dict[str, Any]  # the ModelConfig's fields
+    batch: int
+    ctx: int
+    layers: int
+    parameters: int
+    flops: float  # counted FLOPs of one step (forward + backward)
+    seconds: float  # median over the timed steps
+    fastest: float
+    slowest: float
+    steps: int  # timed steps (after the warm-up ones)
+    compile_mode: str = "auto"  # "auto": as the experiments' run trains (CUDA graphs on a GPU for long runs), or another
+    compiled: bool | None = None  # whether torch.compile ran (False: it failed and the steps were eager); None: not asked
+    overhead_s: float | None = None  # the untimed first steps' time beyond as many median steps: compiling, capturing
+    #                                  CUDA graphs, moving the model to the device (None: a file from before)
+    eager_seconds: float | None = None  # median eager step of the same model, when the timed steps were compiled
+
+    @property
+    def break_even_steps(self) -> float | None:
+        """Steps after which compiling pays: overhead_s / (eager_seconds - seconds); inf when the compiled step is
+        not faster; None when either time was not measured."""
+        if self.overhead_s is None or self.eager_seconds is None:
+            return None
+        saved = self.eager_seconds - self.seconds
+        return self.overhead_s / saved if saved > 0 else math.inf
+
+    @property
+    def tokens_per_s(self) -> float:
+        """batch x ctx / seconds."""
+        return self.batch * self.ctx / self.seconds
+
+    @property
+    def flops_per_s(self) -> float:
+        """Counted FLOPs / seconds."""
+        return self.flops / self.seconds
+
+    def measured_step(self, source: str) -> MeasuredStep:
+        """This timing as a MeasuredStep (the median seconds), for the step-time fit."""
+
+        return MeasuredStep(self.label, ModelConfig(**self.model), self.batch, self.ctx, self.seconds, source,
+                            self.compiled, self.overhead_s, self.eager_seconds)
+
+
+def load(path: str | Path) -> list[StepTiming]:
+    """The timings of a file written by :func:`save`."""
+
+    rows = json.loads(Path(path).read_text())["rows"]
+    fields = StepTiming.__dataclass_fields__
+    out = []
+    for r in rows:
+        ModelConfig(**r["model"])  # a model this code can build
+        out.append(StepTiming(**{k: r[k] for k in fields if k in r}))  # files before compile_mode: "auto"
+    return out
 
 
 def h100_steps() -> tuple[MeasuredStep, ...]:
@@ -88,9 +153,6 @@ def gpu_steps_basis(tag: str = "h100", directory: Any = None) -> str:
 
 def benchmarked_steps(tag: str, directory: Any = None) -> tuple[MeasuredStep, ...]:
     """Every step timed by ``python -m analysis steptimes`` on devices tagged ``tag``, as MeasuredStep."""
-    from pathlib import Path
-
-    from analysis.compute.steptimes import BENCH_DIR, load
 
     folder = Path(directory) if directory is not None else BENCH_DIR
     out = []
@@ -102,10 +164,6 @@ def benchmarked_steps(tag: str, directory: Any = None) -> tuple[MeasuredStep, ..
 def efficiency_steps(tag: str, directory: Any = None) -> tuple[MeasuredStep, ...]:
     """The compiled training steps of the efficiency record ``efficiency.gpu.<tag>.json`` (``steptimes --targets``),
     as MeasuredStep: each target's step timed as a long run trains it, with the eager step timed beside it."""
-    from pathlib import Path
-
-    from analysis.models.lm import ModelConfig
-    from analysis.compute.steptimes import BENCH_DIR
 
     path = (Path(directory) if directory is not None else BENCH_DIR) / f"efficiency.gpu.{tag}.json"
     if not path.is_file():
@@ -124,7 +182,6 @@ def efficiency_steps(tag: str, directory: Any = None) -> tuple[MeasuredStep, ...
 def hand_measured_h100_steps() -> tuple[MeasuredStep, ...]:
     """The four steps timed by hand on an H100 before the trainer's fast path (:data:`H100_STEPS_NOTE`): an 8-layer
     GAU of d = 256 at 512 tokens, and gau-quality's Transformer++, FLASH-Quad and FLASH at d = 512, 1,024 tokens."""
-    from analysis.models.lm import ModelConfig
 
     quality = "gau-quality's gpu size, measured on an H100 before its 4-hour run was cut (README, commit d030333)"
     gau = dict(vocab=256, d=512, layers=16, residual="post", s=128, chunk=128, ctx=1024, gau_backend="dense")
@@ -202,7 +259,6 @@ def cost_key(model: Any, batch: int, ctx: int) -> tuple[Any, int, int]:
 def run_compiles(steps: int) -> bool:
     """Whether a training run of ``steps`` steps on CUDA is compiled (the trainer's "auto": CUDA graphs for runs of at
     least :data:`analysis.training.train.COMPILE_MIN_STEPS` steps)."""
-    from analysis.training.train import resolve_compile_mode
 
     return steps > 0 and resolve_compile_mode("auto", "cuda", steps) is not None
 
@@ -389,8 +445,6 @@ def _step_group(model: Any, params: int) -> tuple[Any, bool]:
 
 def plan_experiment(name: str, scale: str, execute: bool = True) -> Estimate:
     """The cost estimate of experiment ``name`` at ``scale``; with ``execute``, each model is built and stepped once."""
-    from analysis.core.trials import Experiment
-    from analysis.core.registry import config_for, get_experiment
 
     exp = Experiment(get_experiment(name))
     cfg = config_for(exp.module, scale)
@@ -443,8 +497,6 @@ def text_passes(name: str, scale: str, train_tokens: int) -> float:
     """Passes over ``train_tokens`` of training text by the longest-trained model of one trial: the largest
     steps x batch x ctx over the trials' training workloads, divided by ``train_tokens`` (an upper bound where a
     workload trains on a synthetic task instead)."""
-    from analysis.core.trials import Experiment
-    from analysis.core.registry import config_for, get_experiment
 
     if train_tokens < 1:
         raise ValueError(f"train_tokens must be at least 1; got {train_tokens}")

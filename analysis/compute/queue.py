@@ -29,12 +29,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.compute.campaign import UNKNOWN_TRIAL_S, Estimator, priority_of, runs_on
-from analysis.core.runner import QueueItem, QueueReport, run_trials
-from analysis.core.trials import Experiment, MixedDevicesError, TrialFile, assemble_record, claim_reads, trial_status
+from analysis.compute.campaign import Estimator, UNKNOWN_TRIAL_S, priority_of, runs_on
 from analysis.compute.plan import StepBasis, cost_key, gpu_basis, run_compiles
-from analysis.core.results import device_tag, find_record
+from analysis.core.registry import EXPERIMENTS, config_for, get_experiment
+from analysis.core.results import device_tag, find_record, write_json_atomic
+from analysis.core.runner import QueueItem, QueueReport, run_trials
 from analysis.core.scale import validate_scale
+from analysis.core.trials import Experiment, MixedDevicesError, TrialFile, assemble_record, claim_reads, trial_status
 
 QUEUE_SCHEMA = "analysis.lease-queue/1"
 COMMAND_S = 540.0  # one lent command: 9 minutes of the 15 a lent session has, its machine's start included
@@ -107,7 +108,6 @@ def claim_keys(exp: Experiment, directory: str | os.PathLike[str] | None = None)
     makes (stale or not), else its cpu record's, else one name for the record (:data:`RECORD`)."""
     declared = getattr(exp.module, "claim_trials", None)
     if declared is not None:
-        from analysis.core.registry import config_for
 
         return list(declared(config_for(exp.module, "gpu")))
     for scale in ("gpu", "cpu"):
@@ -157,7 +157,6 @@ def build_queue(scale: str = "gpu", tag: str = "h100", only: Sequence[str] | Non
                 directory: str | os.PathLike[str] | None = None) -> list[QueuedTrial]:
     """The trials a lent GPU of kind ``tag`` has left to run at ``scale``, in campaign order (module docstring):
     missing ones, and stored ones made by older code; experiments whose config runs on the CPU left out."""
-    from analysis.core.registry import EXPERIMENTS, config_for, get_experiment
 
     scale = validate_scale(scale)
     names = list(only) if only else sorted(EXPERIMENTS)
@@ -281,7 +280,6 @@ def save_queue(queue: Sequence[QueuedTrial], path: str | os.PathLike[str], scale
                margin: float | None = None) -> Path:
     """Write the queue (with the scale and GPU kind it was sized for, and the margin its runner applies: default
     :func:`margin_for` the kind) atomically to ``path``."""
-    from analysis.core.results import write_json_atomic
 
     doc = {"schema": QUEUE_SCHEMA, "scale": validate_scale(scale), "device": tag,
            "margin": margin_for(tag) if margin is None else margin, "trials": [t.to_dict() for t in queue]}
@@ -339,7 +337,6 @@ def queue_items(queue: Sequence[QueuedTrial], scale: str, directory: str | os.Pa
     """The queue's trials that are still to run here, as the runner's items: a trial whose file today's code has
     stored is left out; one stored by older code, or missing, is run (no FLOP is counted here: the estimates came
     with the queue)."""
-    from analysis.core.registry import config_for, get_experiment
 
     out = []
     statuses: dict[str, Any] = {}

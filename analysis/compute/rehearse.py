@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from analysis.compute import lease
 from analysis.compute.queue import build_queue, save_queue
 from analysis.core.results import REPO_ROOT
 
@@ -91,7 +92,6 @@ def rehearse(kill_after_s: float | None = None, only: Sequence[str] = REHEARSAL_
     moment drawn from ``window_s`` with ``seed``), then unpack its archives into another folder and compare."""
     import json
 
-    from analysis.compute import lease
 
     if kill_after_s is None:
         kill_after_s = random.Random(seed).uniform(*window_s)

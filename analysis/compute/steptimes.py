@@ -23,7 +23,7 @@ import json
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -32,59 +32,23 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from analysis.compute.plan import H100_BF16_DENSE_FLOPS, MeasuredStep, cached_step_cost
-from analysis.core.results import device_tag
+from analysis.compute.plan import (
+    BENCH_DIR,
+    H100_BF16_DENSE_FLOPS,
+    MeasuredStep,
+    StepTiming,
+    cached_step_cost,
+    h100_seconds,
+    load,
+)
+
+from analysis.core.registry import EXPERIMENTS, config_for, get_experiment
+from analysis.core.results import device_name, device_tag, provenance, write_json_atomic
 from analysis.core.scale import validate_scale
+from analysis.core.trials import Experiment
+from analysis.models.lm import LanguageModel, ModelConfig
+from analysis.training.train import TrainConfig, resolve_compile_mode, train_lm
 
-BENCH_DIR = Path(__file__).resolve().parents[2] / "results" / "benchmarks"
-
-
-@dataclass(frozen=True)
-class StepTiming:
-    """One model's measured training steps."""
-
-    label: str  # "experiment: workload label" of the first workload that trains it
-    model: dict[str, Any]  # the ModelConfig's fields
-    batch: int
-    ctx: int
-    layers: int
-    parameters: int
-    flops: float  # counted FLOPs of one step (forward + backward)
-    seconds: float  # median over the timed steps
-    fastest: float
-    slowest: float
-    steps: int  # timed steps (after the warm-up ones)
-    compile_mode: str = "auto"  # "auto": as the experiments' run trains (CUDA graphs on a GPU for long runs), or another
-    compiled: bool | None = None  # whether torch.compile ran (False: it failed and the steps were eager); None: not asked
-    overhead_s: float | None = None  # the untimed first steps' time beyond as many median steps: compiling, capturing
-    #                                  CUDA graphs, moving the model to the device (None: a file from before)
-    eager_seconds: float | None = None  # median eager step of the same model, when the timed steps were compiled
-
-    @property
-    def break_even_steps(self) -> float | None:
-        """Steps after which compiling pays: overhead_s / (eager_seconds - seconds); inf when the compiled step is
-        not faster; None when either time was not measured."""
-        if self.overhead_s is None or self.eager_seconds is None:
-            return None
-        saved = self.eager_seconds - self.seconds
-        return self.overhead_s / saved if saved > 0 else math.inf
-
-    @property
-    def tokens_per_s(self) -> float:
-        """batch x ctx / seconds."""
-        return self.batch * self.ctx / self.seconds
-
-    @property
-    def flops_per_s(self) -> float:
-        """Counted FLOPs / seconds."""
-        return self.flops / self.seconds
-
-    def measured_step(self, source: str) -> MeasuredStep:
-        """This timing as a MeasuredStep (the median seconds), for the step-time fit."""
-        from analysis.models.lm import ModelConfig
-
-        return MeasuredStep(self.label, ModelConfig(**self.model), self.batch, self.ctx, self.seconds, source,
-                            self.compiled, self.overhead_s, self.eager_seconds)
 
 
 def training_models(scale: str, only: list[str] | None = None) -> list[tuple[str, Any, int, int, int]]:
@@ -92,9 +56,6 @@ def training_models(scale: str, only: list[str] | None = None) -> list[tuple[str
     ``scale`` train, those that cost the campaign most first: the expected H100 seconds of every workload that trains
     the model (:func:`analysis.compute.plan.h100_seconds`), summed, descending, so that a budget that stops early has timed
     the models that size the campaign most."""
-    from analysis.core.trials import Experiment
-    from analysis.core.registry import EXPERIMENTS, config_for, get_experiment
-    from analysis.compute.plan import h100_seconds
 
     scale = validate_scale(scale)
     names = list(only) if only else sorted(EXPERIMENTS)
@@ -125,7 +86,6 @@ def time_steps(label: str, model_cfg: Any, batch: int, ctx: int, device: torch.d
     of ``run_steps`` steps (default: the steps timed here) trains on ``device``, "eager" not at all. The overhead is
     the untimed steps' time, from the call, beyond as many median steps; when the steps were compiled and
     ``eager_too``, the same model is timed again eagerly (:attr:`StepTiming.break_even_steps`)."""
-    from analysis.training.train import resolve_compile_mode
 
     if repeats < 1 or warmup < 0:
         raise ValueError(f"repeats must be >= 1 and warmup >= 0; got {repeats}, {warmup}")
@@ -154,8 +114,6 @@ def _timed_run(label: str, model_cfg: Any, batch: int, ctx: int, device: torch.d
                mode: str | None) -> tuple[npt.NDArray[np.float64], float, int, bool | None]:
     """One train_lm run of ``warmup + repeats`` steps timed at each step: (durations of the steps after the
     ``warmup`` + 1 untimed ones, overhead s, parameters, whether compile ran)."""
-    from analysis.models.lm import LanguageModel
-    from analysis.training.train import TrainConfig, train_lm
 
     gen = np.random.default_rng(0)
     # bytes where the vocabulary fits one (the corpora's own dtype), else int32 (a recall task's larger vocabulary)
@@ -209,7 +167,6 @@ def measure(scale: str, device: torch.device, budget_s: float = math.inf, only: 
 def save(timings: list[StepTiming], scale: str, directory: str | Path | None = None) -> Path:
     """Write the timings with their provenance to ``<directory>/steptimes.<scale>.<device tag>.json``; timings in
     another compile mode than the experiments' ("auto") go to ``...<device tag>.<mode>.json``, outside the fit."""
-    from analysis.core.results import device_name, provenance, write_json_atomic
 
     if not timings:
         raise ValueError("timings must hold at least one measured model")
@@ -226,19 +183,6 @@ def save(timings: list[StepTiming], scale: str, directory: str | Path | None = N
     payload = {"scale": scale, "provenance": provenance(sum(t.seconds * t.steps for t in timings)), "rows": rows}
     write_json_atomic(path, payload)
     return path
-
-
-def load(path: str | Path) -> list[StepTiming]:
-    """The timings of a file written by :func:`save`."""
-    from analysis.models.lm import ModelConfig
-
-    rows = json.loads(Path(path).read_text())["rows"]
-    fields = StepTiming.__dataclass_fields__
-    out = []
-    for r in rows:
-        ModelConfig(**r["model"])  # a model this code can build
-        out.append(StepTiming(**{k: r[k] for k in fields if k in r}))  # files before compile_mode: "auto"
-    return out
 
 
 # What the fast training step is held to on an H100 (dense bf16 peak :data:`analysis.compute.plan.H100_BF16_DENSE_FLOPS`):
@@ -263,41 +207,6 @@ class Target:
     min_peak_fraction: float | None = None
     reference: MeasuredStep | None = None
     min_speedup: float | None = None
-
-
-def efficiency_targets(scale: str = "gpu") -> tuple[Target, ...]:
-    """The targets at ``scale``. At gpu scale: Transformer++, FLASH-Quad (post-norm) and FLASH at about 101 M
-    parameters (gau-quality's architectures at d = 1,024, 8 Transformer or 16 GAU layers) at 1,024 tokens, batch 32,
-    each to reach :data:`PEAK_FRACTION_TARGET` of the peak; and the 8-layer GAU of d = 256 at 512 tokens, at the
-    batch it was timed with (32) and at 256, each to reach :data:`SPEEDUP_TARGET` times that timing's tokens/s. At
-    smoke scale the same architectures, tiny, so that every code path runs on a CPU (not a measurement)."""
-    import dataclasses
-
-    from analysis.compute.plan import hand_measured_h100_steps
-    from analysis.studies.gau_trained.experiments.gau_quality import ARCH_LABELS, CONFIGS, model_config
-
-    scale = validate_scale(scale)
-    if scale == "cpu":
-        raise ValueError("scale must be gpu (the targets) or smoke (their code path on a CPU); got 'cpu'")
-    reference = hand_measured_h100_steps()[0]  # the 8-layer GAU of d = 256, 36 ms a step on the eager path
-    small = dataclasses.replace(reference.model, gau_backend="auto")  # the backend the experiments now train on
-    if scale == "gpu":
-        base, ctx, batch, big_batch = dataclasses.replace(CONFIGS["gpu"], d=1024, layers=8, heads=16), 1024, 32, 256
-        small_ctx, small_batch = reference.ctx, reference.batch
-    else:
-        base, ctx, batch, big_batch = CONFIGS["smoke"], 32, 2, 4
-        small, small_ctx, small_batch = dataclasses.replace(small, d=32, s=16, layers=2, ctx=32), 32, 2
-    out = []
-    for arch in ("transformer", "flash-quad-post", "flash"):
-        model = model_config(base, arch, ctx=ctx)
-        params = cached_step_cost(model, batch, ctx)[0]
-        size = f"{params / 1e6:.0f} M" if params >= 1e6 else f"{params:,}"
-        out.append(Target(f"{arch}-100m", f"{ARCH_LABELS[arch]}, {size} parameters, n = {ctx:,}, batch {batch}",
-                          model, batch, ctx, min_peak_fraction=PEAK_FRACTION_TARGET))
-    for name, b in (("gau-d256", small_batch), ("gau-d256-big-batch", big_batch)):  # names as at gpu scale
-        out.append(Target(name, f"GAU, {small.layers} layers, d = {small.d}, n = {small_ctx}, batch {b}", small, b,
-                          small_ctx, reference=reference, min_speedup=SPEEDUP_TARGET))
-    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -362,15 +271,15 @@ class TargetResult:
                 f"{goal}: {outcome}; {self.eager_speedup:.2f}x the eager step timed here")
 
 
-def time_targets(scale: str, device: torch.device, repeats: int = 5, warmup: int = 3, progress: bool = True,
-                 on_result: Callable[[list[TargetResult]], None] | None = None,
+def time_targets(targets: Sequence[Target], scale: str, device: torch.device, repeats: int = 5, warmup: int = 3,
+                 progress: bool = True, on_result: Callable[[list[TargetResult]], None] | None = None,
                  skip: frozenset[str] = frozenset()) -> list[TargetResult]:
-    """Each target of :func:`efficiency_targets` (but those named in ``skip``) timed twice by :func:`time_steps`: as
+    """Each of ``targets`` (but those named in ``skip``) timed twice by :func:`time_steps`: as
     a run of :data:`TARGET_RUN_STEPS` steps trains (compiled, CUDA graphs, on a GPU) and eagerly; ``on_result`` is
     given the results so far after each target."""
     out: list[TargetResult] = []
     measured = device.type == "cuda" and validate_scale(scale) == "gpu"
-    for t in efficiency_targets(scale):
+    for t in targets:
         if t.name in skip:
             continue
         timing = time_steps(t.label, t.model, t.batch, t.ctx, device, repeats, warmup, "auto", TARGET_RUN_STEPS)
@@ -387,31 +296,29 @@ def time_targets(scale: str, device: torch.device, repeats: int = 5, warmup: int
 
 def targets_path(scale: str, directory: str | Path | None = None, tag: str | None = None) -> Path:
     """``<directory>/efficiency.<scale>.<device tag>.json``: the efficiency record of this device (or ``tag``)."""
-    from analysis.core.results import device_name
 
     folder = Path(directory) if directory is not None else BENCH_DIR
     return folder / f"efficiency.{validate_scale(scale)}.{tag or device_tag(device_name())}.json"
 
 
-def recorded_targets(scale: str, directory: str | Path | None = None, tag: str | None = None
-                     ) -> dict[str, dict[str, Any]]:
-    """The rows of this device's (or ``tag``'s) efficiency record by target name, {} without one; rows of targets that
-    :func:`efficiency_targets` no longer holds, or of another model or size, are left out (they are timed again)."""
+def recorded_targets(scale: str, targets: Sequence[Target], directory: str | Path | None = None,
+                     tag: str | None = None) -> dict[str, dict[str, Any]]:
+    """The rows of this device's (or ``tag``'s) efficiency record by target name, {} without one; rows of a target
+    not in ``targets``, or of another model or size, are left out (they are timed again)."""
     path = targets_path(scale, directory, tag)
     if not path.is_file():
         return {}
     rows = json.loads(path.read_text()).get("rows", [])
-    now = {t.name: t for t in efficiency_targets(scale)}
+    now = {t.name: t for t in targets}
     return {r["name"]: r for r in rows if r.get("name") in now and r.get("model") == asdict(now[r["name"]].model)
             and (r.get("batch"), r.get("ctx")) == (now[r["name"]].batch, now[r["name"]].ctx)}
 
 
-def save_targets(results: list[TargetResult], scale: str, directory: str | Path | None = None,
-                 earlier: dict[str, dict[str, Any]] | None = None) -> Path:
+def save_targets(results: list[TargetResult], scale: str, targets: Sequence[Target],
+                 directory: str | Path | None = None, earlier: dict[str, dict[str, Any]] | None = None) -> Path:
     """Write the results with their provenance to ``<directory>/efficiency.<scale>.<device tag>.json``, beside the
     ``earlier`` rows (:func:`recorded_targets`) of the targets not timed again; each new row carries its date, and the
     record's provenance is this run's."""
-    from analysis.core.results import provenance, write_json_atomic
 
     if not results:
         raise ValueError("results must hold at least one timed target")
@@ -419,14 +326,14 @@ def save_targets(results: list[TargetResult], scale: str, directory: str | Path 
     wall = sum(r.timing.seconds * r.timing.steps + r.eager.seconds * r.eager.steps for r in results)
     prov = provenance(wall)
     rows = {**(earlier or {}), **{r.target.name: {**r.row(), "date": prov["date"]} for r in results}}
-    order = [t.name for t in efficiency_targets(scale)]
+    order = [t.name for t in targets]
     payload = {"scale": scale, "peak_flops": H100_BF16_DENSE_FLOPS, "provenance": prov,
                "rows": sorted(rows.values(), key=lambda r: order.index(r["name"]) if r["name"] in order else 99)}
     write_json_atomic(path, payload)
     return path
 
 
-def efficiency_table(scale: str = "gpu", directory: str | Path | None = None) -> str:
+def efficiency_table(targets: Sequence[Target], scale: str = "gpu", directory: str | Path | None = None) -> str:
     """Markdown: each efficiency record of ``scale`` (one per GPU kind) as a table, per target: parameters, the
     compiled step (ms), the eager step timed beside it, eager over compiled, the counted-FLOP fraction of the bf16
     peak, and the target with whether it is met; a sentence when no GPU has timed them."""
@@ -437,7 +344,7 @@ def efficiency_table(scale: str = "gpu", directory: str | Path | None = None) ->
     for path in sorted(folder.glob(f"efficiency.{validate_scale(scale)}.*.json")):
         tag = path.name.split(".")[2]
         prov = json.loads(path.read_text()).get("provenance", {})
-        rows = recorded_targets(scale, folder, tag)
+        rows = recorded_targets(scale, targets, folder, tag)
         if not rows:
             continue
         lines = ["| model | parameters | step, compiled | eager | speed-up | bf16 peak | target: met? |",

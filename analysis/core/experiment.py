@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from analysis.core.scale import validate_scale
+from analysis.tasks.data import file_corpus, stdlib_corpus
 
 SEED_STRIDE = 10_000  # run seed = cfg.seed * SEED_STRIDE + replicate index: seed 0 keeps the replicate indices
 
@@ -89,7 +90,6 @@ def run_seed(cfg: Any, replicate: int) -> int:
 
 def corpus_of(cfg: Any) -> Any:
     """The training corpus of a config: ``cfg.corpus_file`` when set, else the standard-library corpus."""
-    from analysis.tasks.data import file_corpus, stdlib_corpus
 
     path = getattr(cfg, "corpus_file", None)
     return file_corpus(path) if path else stdlib_corpus()

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from analysis.core.trial import Trial
 from analysis.core.experiment import corpus_of, run_seed
-from analysis.models.lm import LanguageModel
 from analysis.core.stats import Estimate, paired_estimate
+from analysis.core.trial import Trial
+from analysis.models.lm import LanguageModel
 from analysis.training.train import TrainConfig, token_stats, train_lm
 
 

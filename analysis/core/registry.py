@@ -16,14 +16,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from analysis.core.fingerprint import (
-    code_fingerprint,
-    config_differences,
-    config_fingerprint,
-)
 from analysis.core.experiment import config_dict, config_for
-from analysis.core.results import Record, find_record
+from analysis.core.fingerprint import code_fingerprint, config_differences, config_fingerprint
+from analysis.core.results import Record, find_record, record_path
 from analysis.core.scale import validate_scale
+from analysis.core.trials import Experiment, assemble_record, protocol_problems
 
 
 def _discover() -> dict[str, str]:
@@ -52,7 +49,6 @@ class _Registry(Mapping[str, ModuleType]):
     def __getitem__(self, name: str) -> ModuleType:
         if name not in NAMES:
             raise KeyError(name)
-        from analysis.core.trials import protocol_problems  # core.trials imports this package's base module
 
         module = importlib.import_module(MODULES[name])
         problems = protocol_problems(module) + ([] if module.NAME == name else [f"NAME is {module.NAME!r}"])
@@ -81,41 +77,6 @@ def fingerprint(module: ModuleType, cfg: Any) -> dict[str, Any]:
     """What a record stores of what produced it: config and code fingerprints and the data version."""
     return {"config": config_fingerprint(config_dict(cfg)), "code": code_fingerprint(module.__name__),
             "data_version": module.DATA_VERSION}
-
-
-def run_experiment(name: str, cfg: Any, scale: str = "smoke") -> dict[str, Any]:
-    """The data of experiment ``name`` under ``cfg``: every trial run in this process, assembled, nothing stored."""
-    from analysis.core.runner import run_in_process
-    from analysis.core.trials import Experiment
-
-    return run_in_process(Experiment(get_experiment(name)), validate_scale(scale), cfg)[0]
-
-
-def run_and_record(name: str, scale: str, directory: str | None = None, progress: bool = True,
-                   executor: str = "inline", workers: int | None = None, **overrides: Any) -> tuple[Record, str]:
-    """Run every trial of experiment ``name`` at ``scale`` (all of them, stored or not), store each, and save the
-    record assembled from them; returns (record, path)."""
-    from analysis.core.runner import QueueItem, run_trials
-    from analysis.core.trials import Experiment, assemble_record
-
-    exp = Experiment(get_experiment(name))
-    cfg = config_for(exp.module, validate_scale(scale), **overrides)
-    items = [QueueItem(exp, scale, cfg, t, exp.trial_id(cfg, t)) for t in exp.trials(cfg)]
-
-    def on_finish(item: QueueItem, tf: Any, k: int, n: int) -> None:
-        if progress:
-            print(f"{name}: {k}/{n} trials done ({item.trial.key}, {tf.wall_time_s:.1f} s)", flush=True)
-
-    report = run_trials(items, executor, workers, directory=directory, on_finish=on_finish)
-    if report.failed:
-        raise report.failed[0][1]  # the trial's own error (a bad corpus file is the user's, and says so)
-    if report.left:
-        raise RuntimeError(f"{name}: stopped with {len(report.left)} trials left; run again to continue")
-    record, _ = assemble_record(exp, scale, cfg, directory)
-    assert record is not None
-    from analysis.core.results import record_path
-
-    return record, str(record_path(name, scale, directory))
 
 
 def staleness(record: Record) -> list[str]:

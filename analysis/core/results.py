@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from analysis.core.typed import fields_of
 from analysis.core.scale import validate_scale
+from analysis.core.typed import fields_of
 
 SCHEMA = "analysis.results/1"
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -36,9 +36,12 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from analysis.core.trials import Experiment, Trial, TrialFile, save_trial
+from analysis.core.experiment import config_for
+from analysis.core.registry import fingerprint, get_experiment
+from analysis.core.results import Record, ResultsFileError, from_jsonable, provenance, record_path, to_jsonable
+from analysis.core.scale import validate_scale
+from analysis.core.trials import Experiment, Trial, TrialFile, assemble_record, load_trial, save_trial, trial_path
 from analysis.tasks.data import prepare_corpus
-from analysis.core.results import from_jsonable, provenance, to_jsonable
 
 EXECUTORS = ("inline", "local", "ray")
 # dynamo keeps at most 8 compiled versions of one function by default, and every model shares LanguageModel.forward:
@@ -133,7 +136,6 @@ def compile_census() -> Iterator[CompileCensus]:
 def execute(task: TrialTask) -> TrialFile:
     """Run one trial as every executor does: threads, device, seed, then the experiment's ``run_trial``; its
     provenance counts the frames compiled and those left eager."""
-    from analysis.core.registry import fingerprint, get_experiment
 
     exp = Experiment(get_experiment(task.experiment))
     prepare_corpus(task.config)  # the pinned-sources corpus is built on first use, its hash checked
@@ -176,8 +178,6 @@ def run_in_process(exp: Experiment, scale: str, cfg: Any, threads: int | None = 
 
 def _cached(task: TrialTask, code: str, cache: str | os.PathLike[str]) -> TrialFile | None:
     """The trial file of ``task`` in ``cache`` when today's code made it; else None."""
-    from analysis.core.trials import load_trial, trial_path
-    from analysis.core.results import ResultsFileError
 
     probe = TrialFile(task.experiment, task.scale, task.trial.key, task.trial_id, task.trial.seed, {}, {}, {}, {})
     path = trial_path(probe, cache)
@@ -463,3 +463,31 @@ def run_queue(items: Sequence[QueueItem], executor: Executor, threads: int,
     report.stopped = "failure" if report.failed and not keep_going else stop.reason if pending else ""
     report.wall_time_s = time.perf_counter() - start
     return report
+
+
+def run_experiment(name: str, cfg: Any, scale: str = "smoke") -> dict[str, Any]:
+    """The data of experiment ``name`` under ``cfg``: every trial run in this process, assembled, nothing stored."""
+    return run_in_process(Experiment(get_experiment(name)), validate_scale(scale), cfg)[0]
+
+
+def run_and_record(name: str, scale: str, directory: str | None = None, progress: bool = True,
+                   executor: str = "inline", workers: int | None = None, **overrides: Any) -> tuple[Record, str]:
+    """Run every trial of experiment ``name`` at ``scale`` (all of them, stored or not), store each, and save the
+    record assembled from them; returns (record, path)."""
+    exp = Experiment(get_experiment(name))
+    cfg = config_for(exp.module, validate_scale(scale), **overrides)
+    items = [QueueItem(exp, scale, cfg, t, exp.trial_id(cfg, t)) for t in exp.trials(cfg)]
+
+    def on_finish(item: QueueItem, tf: Any, k: int, n: int) -> None:
+        if progress:
+            print(f"{name}: {k}/{n} trials done ({item.trial.key}, {tf.wall_time_s:.1f} s)", flush=True)
+
+    report = run_trials(items, executor, workers, directory=directory, on_finish=on_finish)
+    if report.failed:
+        raise report.failed[0][1]  # the trial's own error (a bad corpus file is the user's, and says so)
+    if report.left:
+        raise RuntimeError(f"{name}: stopped with {len(report.left)} trials left; run again to continue")
+    record, _ = assemble_record(exp, scale, cfg, directory)
+    assert record is not None
+
+    return record, str(record_path(name, scale, directory))

@@ -38,22 +38,24 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from analysis.core.fingerprint import code_fingerprint, config_fingerprint
-from analysis.core.trial import Trial
-from analysis.core.typed import from_data, result_type
-from analysis.tasks.data import prepare_corpus
 from analysis.core.experiment import config_dict
+from analysis.core.fingerprint import code_fingerprint, config_fingerprint
 from analysis.core.results import (
     PROVENANCE_KEYS,
     Record,
     ResultsFileError,
+    device_tag,
     from_jsonable,
     results_dir,
     save_record,
     to_jsonable,
     write_json_atomic,
 )
-from analysis.core.scale import validate_scale
+
+from analysis.core.scale import SCALES, validate_scale
+from analysis.core.trial import Trial
+from analysis.core.typed import from_data, result_type
+from analysis.tasks.data import prepare_corpus
 
 TRIAL_SCHEMA = "analysis.trial/1"
 
@@ -137,7 +139,6 @@ SPLIT = ("trials", "run_trial", "assemble", "trial_plan")  # a module split into
 
 def protocol_problems(module: ModuleType) -> list[str]:
     """What ``module`` lacks of the experiment protocol (empty when it conforms)."""
-    from analysis.core.scale import SCALES
 
     problems = [f"no {a}" for a in ("NAME", "Config", "CONFIGS", "DATA_VERSION", "claims") if not hasattr(module, a)]
     wanted = SPLIT if hasattr(module, "trials") else ONE_TRIAL
@@ -322,7 +323,6 @@ class MixedDevicesError(ValueError):
 
 def device_kinds(files: Sequence[TrialFile]) -> list[str]:
     """The kinds of GPU the trials ran on ('h100', 'h200'; CPU trials left out), in order of first appearance."""
-    from analysis.core.results import device_tag
 
     return list(dict.fromkeys(device_tag(str(f.provenance.get("device", ""))) for f in files
                               if f.provenance.get("device_type") == "cuda"))

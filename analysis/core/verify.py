@@ -45,6 +45,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from analysis.core.ledger_notes import severity
 from analysis.core.stats import CONFIDENCE, Estimate, Sided
 
 Kind = Literal["equal", "upper_bound", "lower_bound", "below", "above"]
@@ -506,7 +507,6 @@ def _number_cell(claim: Claim, number: int | None, doc: str | None) -> str:
 def claims_html(claims: list[Claim], doc: str | None = None) -> str:
     """An HTML table of claims, each at its strongest evidence (:func:`strongest_claims`; smoke runs are checks, not
     rows), numbered, with predictions, measurements, verdicts and severity side by side."""
-    from analysis.core.ledger_notes import severity
 
     head = ["#", "claim", "predicted", "measured ± error", "tolerance (basis)", "verdict", "corrected"]
     numbers = claim_numbers(claims)
@@ -565,7 +565,6 @@ def verdict_box_html(claims: list[Claim], doc: str) -> str:
     """The chapter's verdicts at a glance: per claim at its strongest evidence, its number (a link to the ledger), the
     claim in short (:func:`short_statement`), its source, verdict, scale of evidence and severity; rows carry the ids
     ``claim-<key>`` that the ledger links back to."""
-    from analysis.core.ledger_notes import severity
 
     shown = strongest_claims(claims)
     numbers = claim_numbers(claims)

@@ -27,8 +27,10 @@ FLASH).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -245,3 +247,11 @@ class GAU(nn.Module):
     def num_parameters(self) -> int:
         """Trainable parameters: about 3 d e for e >> s (W_u, W_v, W_o)."""
         return sum(p.numel() for p in self.parameters())
+
+
+def kernel_gau(cfg: Any) -> torch.nn.Module:
+    """A GAU layer (:class:`GAU`) of ``cfg`` whose relu^2 attention runs the fused kernel on any
+    device (backend "kernel"): quadratic relu^2 attention only (no chunk, norm relu2_ns or relu2_n2)."""
+    if cfg.backend == "dense":
+        raise ValueError("kernel_gau replaces the lean path; got backend 'dense'")
+    return GAU(dataclasses.replace(cfg, backend="kernel"))

@@ -27,8 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from analysis.models.gau import BACKENDS as GAU_BACKENDS
-from analysis.models.gau import GAU, GAUConfig, init_linear, rope
+from analysis.models.gau import BACKENDS as GAU_BACKENDS, GAU, GAUConfig, init_linear, rope
 
 BLOCKS = ("gau", "flash", "transformer")
 RESIDUALS = ("post", "pre", "sandwich", "deepnorm")

@@ -29,7 +29,6 @@ the variable when it is imported, so a process that imported Triton without it c
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 from typing import Any
@@ -349,13 +348,3 @@ def row_scale_for(mask: torch.Tensor, s: int, norm: str, causal: bool) -> torch.
     seen = seen.clamp(min=1)
     scale = 1 / (seen * s) if norm == "relu2_ns" else 1 / seen**2
     return scale
-
-
-def kernel_gau(cfg: Any) -> torch.nn.Module:
-    """A GAU layer (:class:`analysis.models.gau.GAU`) of ``cfg`` whose relu^2 attention runs the fused kernel on any
-    device (backend "kernel"): quadratic relu^2 attention only (no chunk, norm relu2_ns or relu2_n2)."""
-    from analysis.models.gau import GAU  # the model family imports this module
-
-    if cfg.backend == "dense":
-        raise ValueError("kernel_gau replaces the lean path; got backend 'dense'")
-    return GAU(dataclasses.replace(cfg, backend="kernel"))

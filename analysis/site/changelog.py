@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis.core.verify import claims_table_css, plural, VERDICT_COLOURS, verdict_count
+
 TABLE_PATH = "tests/verdicts.json"
 OLD_KEY = re.compile(r"-recorded-(cpu|gpu)$")
 
@@ -162,7 +164,6 @@ def _flip_rows(revisions: list[Revision], links: ClaimLinks) -> list[str]:
 
 
 def _counts(changes: tuple[Change, ...], new: bool) -> str:
-    from analysis.core.verify import VERDICT_COLOURS, verdict_count
 
     counts = Counter((c.new if new else c.old) for c in changes)
     order = [v for v in VERDICT_COLOURS if counts.get(v)] + sorted(str(v) for v in counts if v not in VERDICT_COLOURS)
@@ -173,7 +174,6 @@ def changelog_html(revisions: list[Revision] | None, links: ClaimLinks | None = 
     """The changelog page's body: one line per verdict change, newest first (the claim's id linked to the ledger
     through ``links``, before → after, the reason in one sentence, the commit); then each commit, newest first, with
     what it changed and its whole message folded."""
-    from analysis.core.verify import claims_table_css, plural
 
     if revisions is None:
         return ("<p>No git history is available in this copy of the book's sources, so the verdict changelog "

@@ -16,6 +16,9 @@ import re
 import sys
 from pathlib import Path
 
+from analysis.studies import STUDIES
+from analysis.studies.text import COLUMN_CHARS
+
 UNRENDERED = re.compile(r"\{(glue|glue:text|glue:md|glue:figure|cite|eq|numref|ref|doc|math)\}`|```\{|\{claims-ledger\}")
 UNRENDERED_MATH = re.compile(r"\$[^\s$][^$\n]{0,300}?\$")
 RUN_ON_LIST = re.compile(r"<p>\s*-\s")
@@ -62,7 +65,6 @@ def width_problems(name: str, page: str) -> list[str]:
     off at the side (:data:`analysis.studies.text.COLUMN_CHARS` characters at a 1280-pixel window)."""
     import html
 
-    from analysis.studies.text import COLUMN_CHARS
 
     out = []
     for block in PRE.findall(page):
@@ -138,7 +140,6 @@ def problems(site: Path) -> list[str]:
         if "each at its strongest evidence" not in intro_page:
             out.append("intro: the findings at a glance are missing")
         out += math_problems("intro", intro_page)
-    from analysis.studies import STUDIES
 
     for page in sorted(book.glob("*.html")):
         out += width_problems(page.stem, page.read_text(encoding="utf-8"))

@@ -34,23 +34,27 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
+from analysis.compute.plan import plan_experiment
 from analysis.core.ledger_notes import SEVERITY_RULE, formal_reason, reason, replaces, severity
 from analysis.core.mathtext import math_html, math_plain
+from analysis.core.registry import EXPERIMENTS, config_for, current_record
+from analysis.core.results import results_dir
+from analysis.core.trials import Experiment, trial_status
 from analysis.core.verify import (
     CLAIMS_DIR_ENV,
+    ChapterClaims,
+    Claim,
     EVIDENCE_RANK,
     SIGNS,
     VERDICT_COLOURS,
-    ChapterClaims,
     address_breaks,
     bounded,
-    Claim,
     claim_numbers,
     claim_ref,
-    ledger_id,
     claims_table_css,
     detects_html,
     fmt,
+    ledger_id,
     load_chapter_claims,
     measurements,
     plural,
@@ -59,6 +63,8 @@ from analysis.core.verify import (
     unmeasured_sentence,
     verdict_count,
 )
+
+from analysis.site.changelog import changelog_html, git_output, history
 
 LEDGER_DOC_DIRECTIVE = "claims-ledger"
 CSV_FIELDS = ("id", "chapter", "number", "experiment", "key", "scale", "strongest", "severity", "formal_reason", "statement", "source", "kind", "predicted", "measured",
@@ -541,7 +547,6 @@ def human_duration(seconds: float) -> str:
 
 def repository_line(root: Path) -> str:
     """Which sources this build is made from: the repository (its remote when it has a web address) and commit."""
-    from analysis.site.changelog import git_output
 
     remote = (git_output(root, "remote", "get-url", "origin") or "").strip()
     where = (f'<a href="{html.escape(remote)}">{html.escape(remote)}</a>' if remote.startswith(("https://", "http://"))
@@ -559,9 +564,6 @@ def reproduce_html(timings: dict[str, tuple[str, str, float]], chapter_uri: dict
                    titles: dict[str, str] | None = None) -> str:
     """Per experiment: its chapter (linked), this build's live time, its cpu record (wall time, date, commit,
     current or stale, a link to its JSON), the gpu record or estimate, and the commands that regenerate each."""
-    from analysis.core.trials import Experiment, trial_status
-    from analysis.core.registry import EXPERIMENTS, config_for, current_record
-    from analysis.compute.plan import plan_experiment
 
     chapter_uri, titles = chapter_uri or {}, titles or {}
     head = ["experiment / chapter", "this build (live)", "cpu record", "gpu record, else estimate (not run)",
@@ -620,7 +622,6 @@ class ChangelogDirective(SphinxDirective):
     has_content = False
 
     def run(self) -> list[nodes.Node]:
-        from analysis.site.changelog import changelog_html, history
 
         app = self.env.app
         ledger = next((d for d in sorted(_ledger_docs(app)) if d.endswith("ledger")), None)
@@ -648,7 +649,6 @@ def _on_build_finished(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
     items = entries(_chapters(app))
-    from analysis.core.results import results_dir
 
     for doc in _ledger_docs(app):
         if doc.endswith("reproduce"):  # the records the reproduction page links to

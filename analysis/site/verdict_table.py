@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from analysis.core.registry import EXPERIMENTS
 from analysis.core.results import load_record, results_dir
 from analysis.core.verify import Claim, run_name
 
@@ -33,7 +34,6 @@ MEASURED_ATOL = 1e-12
 def recorded_claims(directory: str | os.PathLike[str] | None = None) -> Iterator[tuple[str, list[Claim]]]:
     """Per committed record, in file order: ("experiment.scale", the experiment's claims on its recorded data, with
     the label ``recorded-<scale>`` a chapter uses)."""
-    from analysis.core.registry import EXPERIMENTS
 
     folder = Path(directory) if directory is not None else results_dir()
     for path in sorted(folder.glob("*.json")):

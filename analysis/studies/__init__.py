@@ -21,8 +21,11 @@ import pkgutil
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from analysis.studies.chapter import open_chapter
+from analysis.studies.published import published_table, rows_for
+
 if TYPE_CHECKING:
-    from analysis.core.chapter import Chapter
+    from analysis.studies.chapter import Chapter
 
 STUDIES = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.ispkg and not m.name.startswith("_")))
 PROTOCOL = ("TITLE", "EXPERIMENTS", "facts", "figures")
@@ -45,7 +48,6 @@ def show(chapter: str, directory: str | None = None) -> Chapter:
     import matplotlib.pyplot as plt
     from myst_nb import glue
 
-    from analysis.core.chapter import open_chapter
 
     study = get_study(chapter)
     ch = open_chapter(chapter, study.TITLE, *study.EXPERIMENTS, directory=directory)
@@ -60,7 +62,6 @@ def gather(study: ModuleType, ch: Chapter) -> dict[str, Any]:
     """The study's facts and figures for ``ch``, one dict; ValueError when a name is both."""
     from IPython.display import Markdown
 
-    from analysis.studies.published import published_table, rows_for
 
     facts, figures = dict(study.facts(ch)), dict(study.figures(ch))
     if rows_for(ch.doc):  # what published work reports on the chapter's questions, beside its claims

@@ -40,6 +40,9 @@ from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
+from analysis.studies import STUDIES, get_study
+from analysis.studies.chapter import open_chapter
+
 KINDS = ("text", "legend", "empty", "log-ticks", "colour", "caption")
 OVERLAP_PX = 1.0  # two texts overlap when their boxes share more than this many pixels in both directions
 CANVAS_PX = 1.0  # a text leaves the canvas when it reaches further than this many pixels outside it
@@ -614,13 +617,11 @@ def check_figures(chapter: str, figures: dict[str, Figure], render: bool = False
 
 def check_chapter(chapter: str, directory: str | None = None, render: bool = False) -> dict[str, list[str]]:
     """Every figure of ``chapter`` as the book shows it, checked with its caption: the chapter opened as its
-    notebook opens it (:func:`analysis.core.chapter.open_chapter`, live runs at the scale of $ANALYSIS_SCALE, from the
+    notebook opens it (:func:`analysis.studies.chapter.open_chapter`, live runs at the scale of $ANALYSIS_SCALE, from the
     live-trial cache in $ANALYSIS_LIVE_CACHE when set; records from ``directory``), then :func:`check_figures`."""
     import contextlib
     import io
 
-    from analysis.core.chapter import open_chapter
-    from analysis.studies import get_study
 
     study = get_study(chapter)
     with contextlib.redirect_stdout(io.StringIO()):  # the chapter prints its provenance
@@ -636,7 +637,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     import argparse
     import os
 
-    from analysis.studies import STUDIES
 
     parser = argparse.ArgumentParser(prog="python -m analysis.studies.figure_check", description=main.__doc__)
     parser.add_argument("chapters", nargs="*", help="chapters to check (default: every chapter of _toc.yml)")

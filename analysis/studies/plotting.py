@@ -11,6 +11,8 @@ from typing import Any
 import matplotlib
 from matplotlib.figure import Figure
 
+from analysis.studies.figure_check import data_points, legend_cover
+
 STYLE_FILE = Path(__file__).with_name("book.mplstyle")
 STYLE: dict[str, Any] = dict(matplotlib.rc_params_from_file(str(STYLE_FILE), use_default_template=False))
 COLUMN_PX = 690  # the book's content column at a 1280-pixel window (measured): a figure is scaled to this width
@@ -103,7 +105,6 @@ def _clear_of_texts(ax: Any, box: Any) -> bool:
 def _move_inside(ax: Any, legend: Any) -> bool:
     """Put ``legend`` at the first place inside ``ax`` (:data:`INSIDE`) where it covers no data and no text;
     False (and the legend where it was) when there is none."""
-    from analysis.studies.figure_check import data_points, legend_cover
 
     before = legend._loc  # noqa: SLF001  (matplotlib keeps the legend's location code here)
     points = data_points(ax)
@@ -149,7 +150,6 @@ def place_legends(fig: Figure, rounds: int = 3) -> Figure:
     """Move every legend of ``fig`` that covers data of its axes (:func:`analysis.studies.figure_check.legend_cover`): to
     free space inside its axes, else below the axes, the figure growing by the height it takes; then lay the
     figure out again, up to ``rounds`` times."""
-    from analysis.studies.figure_check import legend_cover
 
     if not any(ax.get_legend() is not None for ax in fig.axes):
         return fig

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from analysis.core.verify import SIGNS, bounded, claim_numbers, claim_ref, ledger_link
+
 # The config fields that say at what scale an experiment's run was made, shown beside its claims
 SCALE_FIELDS: dict[str, tuple[str, ...]] = {
     "gau-quality": ("d", "layers", "ctx", "steps", "seeds"),
@@ -302,7 +304,7 @@ def config_field(cfg: Any, name: str) -> Any:
 
 def _scale_text(ch: Any, experiment: str) -> str:
     """The run behind an experiment's claims in ``ch``, marked stale when it is, and the config fields that say its
-    scale, from the config the run was made with (:meth:`analysis.core.chapter.RunSet.settings`)."""
+    scale, from the config the run was made with (:meth:`analysis.studies.chapter.RunSet.settings`)."""
     run = ch.best(experiment)
     cfg = run.settings(experiment)
     shown = []
@@ -316,7 +318,6 @@ def _ours(ch: Any, row: Published) -> str:
     """This book's claims on the row's question: the claim's number in the chapter (linked to the ledger; its key only
     when the claim has no number, measured by a smoke run alone), verdict, measured against predicted with the
     claim's relation (< 0, not a bare 0, for 'below 0'), and the run's scale."""
-    from analysis.core.verify import SIGNS, bounded, claim_numbers, claim_ref, ledger_link
 
     numbers = claim_numbers(ch.claims.claims)
     parts, scales = [], {}

@@ -23,8 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from analysis.tasks.recall import IGNORE, LookupTask
 from analysis.tasks.data import fixed_windows
+from analysis.tasks.recall import IGNORE, LookupTask
 
 LAYOUTS = ("spread", "near")
 FILLER = 0  # the token LookupTask leaves unused

@@ -24,8 +24,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
-from analysis.training.train import TrainConfig
 from analysis.tasks.data import IGNORE_INDEX
+from analysis.training.train import TrainConfig
 
 
 class Ensemble:

@@ -19,7 +19,7 @@ from analysis.studies.text import text_block
 from analysis.theory import transformer_basics as tb
 
 if TYPE_CHECKING:
-    from analysis.core.chapter import Chapter
+    from analysis.studies.chapter import Chapter
 
 TITLE = "Scaled dot-product attention, heads and positions"
 EXPERIMENTS = ("attention-basics", "notes-checks")

@@ -11,14 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 from matplotlib.figure import Figure
 
+from analysis.studies.chapter import recorded
 from analysis.studies.deep_gau.experiments import deep_gau as dg
 from analysis.studies.deep_gau.figures import deep_dynamics, deep_gau
 from analysis.studies.deep_gau.init_depth import depth_facts
 from analysis.studies.display import Markdown
+from analysis.studies.gau_init.experiments import coord_check, gau_init
 from analysis.studies.text import text_block
 
 if TYPE_CHECKING:
-    from analysis.core.chapter import Chapter, RunSet
+    from analysis.studies.chapter import Chapter, RunSet
 
 TITLE = "Deep GAU without warmup"
 EXPERIMENTS = ("deep-gau", "deep-gau-init")
@@ -34,7 +36,6 @@ LOSSES = (("post", "t0"), ("pre", "p0"), ("deepnorm", "n0"))  # residual -> glue
 def facts(ch: Chapter) -> dict[str, Any]:
     """Every number, table and sentence the chapter states, from the best run of deep-gau and the previous
     chapter's records of gau-init and coord-check (not re-run here)."""
-    from analysis.core.chapter import recorded
 
     best = ch.best("deep-gau")
     s = dg.summary(best.data)
@@ -95,7 +96,6 @@ def previous_facts(init: RunSet, coord: RunSet) -> dict[str, str]:
     """From the previous chapter's runs: how many times smaller than its input a bidirectional GAU layer's output
     is (measured and per the source) and where, the median GAU branch in causal language models and where, and
     which runs these are."""
-    from analysis.studies.gau_init.experiments import coord_check, gau_init
 
     init_sum, coord_sum = gau_init.summary(init.data), coord_check.summary(coord.data)
     return {"prev_bidir": f"{init_sum['times_below_input']:.0f}",

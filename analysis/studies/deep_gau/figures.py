@@ -9,8 +9,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.studies.deep_gau.experiments.deep_gau import ARCHS, arch_label, boundary, lr_curve, moving_average
 from analysis.core.stats import t_quantile
+from analysis.studies.deep_gau.experiments.deep_gau import ARCHS, arch_label, boundary, lr_curve, moving_average
 from analysis.studies.plotting import STYLE, readable_figure
 
 

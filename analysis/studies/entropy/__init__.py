@@ -13,13 +13,19 @@ from matplotlib.figure import Figure
 
 from analysis.studies.display import Markdown
 from analysis.studies.entropy.experiments import entropy_bound, entropy_lm
-from analysis.studies.entropy.figures import (architecture_clouds, bound_sampling, entropy_curves, lm_clouds,
-                                             markov_curve)
-from analysis.theory import entropy as ent
+from analysis.studies.entropy.figures import (
+    architecture_clouds,
+    bound_sampling,
+    entropy_curves,
+    lm_clouds,
+    markov_curve,
+)
+
 from analysis.studies.text import text_block as fenced_text
+from analysis.theory import entropy as ent
 
 if TYPE_CHECKING:
-    from analysis.core.chapter import Chapter
+    from analysis.studies.chapter import Chapter
 
 TITLE = "Entropy, loss and the probability of the right answer"
 EXPERIMENTS = ("entropy-bound", "entropy-lm")

@@ -9,10 +9,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
+from analysis.studies.chapter import typeset
 from analysis.studies.plotting import STYLE, readable_figure
 
 if TYPE_CHECKING:
-    from analysis.core.chapter import Chapter
+    from analysis.studies.chapter import Chapter
 
 TITLE = "Feed-forward layers, activations and dropout"
 EXPERIMENTS = ("ffn-basics",)
@@ -20,7 +21,6 @@ EXPERIMENTS = ("ffn-basics",)
 
 def facts(ch: Chapter) -> dict[str, Any]:
     """Every number the chapter states, from the best run of ffn-basics (formatted as the prose prints it)."""
-    from analysis.core.chapter import typeset
 
     best = ch.best("ffn-basics")
     d = best.data

@@ -10,16 +10,15 @@ from typing import TYPE_CHECKING, Any
 from matplotlib.figure import Figure
 
 from analysis.studies.display import Markdown
-from analysis.studies.flash.checks import (check_facts, peer_deviations, peer_facts, run_checks,
-                                          unit_gate_is_attention)
+from analysis.studies.flash.checks import check_facts, peer_deviations, peer_facts, run_checks, unit_gate_is_attention
+from analysis.studies.flash.figures import counts, layers, leak, prose, ratio_table, speed
 from analysis.studies.flash.kernel import kernel_facts
 from analysis.studies.flash.memory import memory_facts
-from analysis.studies.flash.figures import counts, layers, leak, prose, ratio_table, speed
-from analysis.theory import flash_counts as fc
 from analysis.studies.text import text_block
+from analysis.theory import flash_counts as fc
 
 if TYPE_CHECKING:
-    from analysis.core.chapter import Chapter
+    from analysis.studies.chapter import Chapter
 
 TITLE = "FLASH-Quad and FLASH: counted, checked and timed"
 EXPERIMENTS = ("flash-counts", "flash-bench", "flash-memory", "gau-kernel")

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from analysis.compute.steptimes import efficiency_table
-from analysis.training.train import COMPILE_MIN_STEPS
 from analysis.studies.display import Markdown
 from analysis.studies.flash.experiments import gau_kernel as gk
+from analysis.studies.flash.targets import efficiency_targets
+from analysis.training.train import COMPILE_MIN_STEPS
 
 
 def error_table(data: dict[str, Any]) -> Markdown:
@@ -65,7 +66,7 @@ def kernel_facts(ch: Any) -> dict[str, Any]:
     size = chk["sizes"]
     return {
         "kernel_gpu": gpu_section(ch),
-        "efficiency_table": Markdown(efficiency_table("gpu")),
+        "efficiency_table": Markdown(efficiency_table(efficiency_targets("gpu"), "gpu")),
         "compile_min_steps": f"{COMPILE_MIN_STEPS:,}",
         "kernel_label": run.label,
         "kernel_where": "Triton's interpreter on the CPU" if chk["interpreted"] else "compiled on a GPU",

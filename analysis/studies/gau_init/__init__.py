@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Any
 from matplotlib.figure import Figure
 
 from analysis.core.stats import Estimate
-from analysis.studies.display import Markdown
-from analysis.studies.gau_init.experiments import coord_check as cc
-from analysis.studies.gau_init.experiments import gau_init as gi
-from analysis.studies.gau_init.figures import coord_check, gau_lambda, gau_rms_grid
 from analysis.core.verify import verdict_phrase
+from analysis.models.gau import GAU, GAUConfig
+from analysis.studies.display import Markdown
+from analysis.studies.gau_init.experiments import coord_check as cc, gau_init as gi
+from analysis.studies.gau_init.figures import coord_check, gau_lambda, gau_rms_grid
 from analysis.studies.text import text_block
 
 if TYPE_CHECKING:
-    from analysis.core.chapter import Chapter
+    from analysis.studies.chapter import Chapter
     from analysis.core.verify import Claim
 
 TITLE = "How big is GAU at initialisation?"
@@ -81,7 +81,6 @@ def position_rms(positions: Sequence[int] = POSITIONS, d: int = 512, e: int = 10
     before x is drawn; the caller's generator state is kept)."""
     import torch
 
-    from analysis.models.gau import GAU, GAUConfig
 
     out: dict[str, list[float]] = {}
     with torch.random.fork_rng(devices=[]):

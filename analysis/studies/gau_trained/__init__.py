@@ -15,13 +15,14 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from analysis.core.stats import Estimate, t_quantile
+from analysis.studies.chapter import strongest_run
 from analysis.studies.display import Markdown
 from analysis.studies.gau_trained.experiments import flash_parts, gau_ablations, gau_heads, gau_length, gau_quality
 from analysis.studies.gau_trained.figures import length, no_run, quality
 from analysis.studies.text import text_block
 
 if TYPE_CHECKING:
-    from analysis.core.chapter import Chapter, RunSet
+    from analysis.studies.chapter import Chapter, RunSet
 
 TITLE = "GAU and FLASH trained: quality and length"
 EXPERIMENTS = ("gau-quality", "gau-length", "gau-ablations", "gau-heads", "flash-parts")
@@ -381,9 +382,8 @@ def design_sentence(best: RunSet) -> str:
 
 
 def cpu_run(runs: Sequence[RunSet]) -> RunSet | None:
-    """The cpu-scale run among ``runs`` when it is not the best one (:func:`analysis.core.chapter.strongest_run`, shown
+    """The cpu-scale run among ``runs`` when it is not the best one (:func:`analysis.studies.chapter.strongest_run`, shown
     above it); None otherwise."""
-    from analysis.core.chapter import strongest_run
 
     cpu = [r for r in runs if r.scale == "cpu"]
     return cpu[-1] if cpu and cpu[-1] is not strongest_run(runs) else None

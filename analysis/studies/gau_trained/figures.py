@@ -13,13 +13,7 @@ from matplotlib.figure import Figure
 
 from analysis.core.stats import t_quantile
 from analysis.studies.gau_trained.experiments.gau_length import NORM_LABELS, _runs, recall_curve, summary
-from analysis.studies.gau_trained.experiments.gau_quality import (
-    ARCH_LABELS,
-    ARCHS,
-    lr_table,
-    recall_table,
-    text_runs,
-)
+from analysis.studies.gau_trained.experiments.gau_quality import ARCHS, ARCH_LABELS, lr_table, recall_table, text_runs
 from analysis.studies.plotting import STYLE, readable_figure
 
 

@@ -9,14 +9,16 @@ from typing import TYPE_CHECKING, Any
 from matplotlib.figure import Figure
 
 from analysis.core.stats import Estimate
+from analysis.core.verify import claims_table_css, verdict_phrase
+from analysis.studies.chapter import typeset
 from analysis.studies.display import Markdown
 from analysis.studies.norms_depth.experiments import norms_depth as nd
 from analysis.studies.norms_depth.figures import depth_updates, residual_streams
-from analysis.core.verify import verdict_phrase
 from analysis.studies.text import text_block
+from analysis.theory import transformer_basics as tb
 
 if TYPE_CHECKING:
-    from analysis.core.chapter import Chapter
+    from analysis.studies.chapter import Chapter
 
 TITLE = "Normalisation and depth"
 EXPERIMENTS = ("norms-depth",)
@@ -115,7 +117,6 @@ def norm_facts(ex: dict[str, Any]) -> dict[str, str]:
 def deepnorm_row(n_layers: int) -> tuple[float, ...]:
     """N, the decoder-only (alpha, beta) and the encoder-decoder's encoder and decoder (alpha, beta) at N = M
     (DeepNet, sec. 4: :func:`analysis.theory.transformer_basics.deepnorm_constants`)."""
-    from analysis.theory import transformer_basics as tb
 
     e = tb.deepnorm_constants("decoder", n_layers)
     x = tb.deepnorm_constants("encoder-decoder", n_layers, n_layers)
@@ -130,7 +131,6 @@ def table_cell(value: float) -> str:
 
 def deepnorm_table(depths: tuple[int, ...] = DEEPNORM_DEPTHS) -> Markdown:
     """The table of DeepNorm's constants, one row per depth, in the style of the book's tables (raw HTML)."""
-    from analysis.core.verify import claims_table_css
 
     rows = ["<tr>" + "".join(table_cell(v) for v in deepnorm_row(n)) + "</tr>" for n in depths]
     return Markdown(claims_table_css() + '<table class="claims-table"><thead><tr>'
@@ -141,8 +141,6 @@ def deepnorm_table(depths: tuple[int, ...] = DEEPNORM_DEPTHS) -> Markdown:
 def deepnorm_facts() -> dict[str, Any]:
     """sympy's alpha and beta from DeepNorm's two conditions (eq-deepnorm), alpha^2 beta^2 of the encoder-decoder's
     encoder at N = M = 6, and the table of constants."""
-    from analysis.core.chapter import typeset
-    from analysis.theory import transformer_basics as tb
 
     sym = tb.symbolic_checks()
     ed = tb.deepnorm_constants("encoder-decoder", 6, 6)

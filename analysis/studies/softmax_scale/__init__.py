@@ -10,13 +10,17 @@ from typing import TYPE_CHECKING, Any
 
 from matplotlib.figure import Figure
 
+from analysis.core.registry import config_for
 from analysis.studies.display import Markdown
-from analysis.studies.softmax_scale import figures as fg
-from analysis.studies.softmax_scale import prose as pr
+from analysis.studies.softmax_scale import figures as fg, prose as pr
+from analysis.studies.softmax_scale.experiments import softmax_scale_checks as sc_checks
+from analysis.studies.softmax_scale.experiments.softmax_scale_checks import large_d_limits
+from analysis.studies.softmax_scale.experiments.softmax_scale_mc import exact_against_mc
 from analysis.studies.text import text_block
+from analysis.theory import softmax_scale as sc
 
 if TYPE_CHECKING:
-    from analysis.core.chapter import Chapter
+    from analysis.studies.chapter import Chapter
 
 TITLE = "The softmax scale that maximises the gradient"
 EXPERIMENTS = ("softmax-scale-checks", "softmax-scale-mc", "softmax-scale-train", "softmax-scale-recall")
@@ -30,8 +34,6 @@ def facts(ch: Chapter) -> dict[str, Any]:
 
 def checks_facts(ch: Chapter) -> dict[str, Any]:
     """The identity's checks, the normal and cosine maximisers against the source's fits, and the length rules."""
-    from analysis.studies.softmax_scale.experiments.softmax_scale_checks import large_d_limits
-    from analysis.theory import softmax_scale as sc
 
     checks = ch.best("softmax-scale-checks").data
     fits, rules, dec = checks["fits"], checks["rules"], checks["decoder"]["rows"]
@@ -69,8 +71,6 @@ def checks_facts(ch: Chapter) -> dict[str, Any]:
 def exact_facts(ch: Chapter) -> dict[str, Any]:
     """The exact expected objective: its table per score law and n, what it does (:func:`prose.exact_finding`), the
     lattice against mpmath and the Monte Carlo, and the claims' verdicts on the source's premise."""
-    from analysis.studies.softmax_scale.experiments import softmax_scale_checks as sc_checks
-    from analysis.studies.softmax_scale.experiments.softmax_scale_mc import exact_against_mc
 
     exact = ch.best("softmax-scale-checks").data["exact"]
     mc = exact_against_mc(ch.best("softmax-scale-mc").data)
@@ -124,7 +124,6 @@ def train_facts(ch: Chapter) -> dict[str, Any]:
 def recall_facts(ch: Chapter) -> dict[str, Any]:
     """The recall sweep's set-up, its best scales beside the predictions, what it can resolve, and its conclusion
     (:func:`prose.recall_conclusion`)."""
-    from analysis.core.registry import config_for
     from analysis.studies.softmax_scale.experiments import softmax_scale_recall
 
     rec = ch.best("softmax-scale-recall")
@@ -165,7 +164,6 @@ def recall_facts(ch: Chapter) -> dict[str, Any]:
 def published_facts(rs: dict[str, Any], rec: Any) -> dict[str, Any]:
     """Every published choice of the scale at the recall runs' own sizes (:func:`prose.published_scale_choices`), in a
     table and a summary, with the sizes it was evaluated at."""
-    from analysis.theory import softmax_scale as sc
 
     queries = int(rec.settings("softmax-scale-recall")["queries"])
     lengths = [p + queries for p in rs["pairs"]]  # a LookupTask's sequence: its pairs, then its queries

@@ -12,8 +12,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from analysis.core.stats import t_quantile
-from analysis.studies.softmax_scale.experiments.softmax_scale_recall import by_budget, loss_table, summary
 from analysis.studies.plotting import STYLE, log_ticks, readable_figure
+from analysis.studies.softmax_scale.experiments.softmax_scale_recall import by_budget, loss_table, summary
 from analysis.theory import softmax_scale as sc
 
 
@@ -197,7 +197,7 @@ def scale_rules(mc: dict[str, Any], decoder: dict[str, Any]) -> Figure:
 @readable_figure
 def training_sweep(runs: Sequence[tuple[str, dict[str, Any]]]) -> Figure:
     """Validation loss and softmax gradient against the attention scale, per length, dot and cosine: one row of
-    panels per run given (the chapter passes :meth:`analysis.core.chapter.Chapter.shown`: the smoke run only when there
+    panels per run given (the chapter passes :meth:`analysis.studies.chapter.Chapter.shown`: the smoke run only when there
     is no record)."""
     runs = list(runs)
     with plt.rc_context(STYLE):

@@ -11,7 +11,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from analysis.core.stats import t_quantile
+from analysis.core.verify import verdict_phrase
 from analysis.studies.softmax_scale.experiments.softmax_scale_train import best_setting, noise_band
+from analysis.theory import softmax_scale as sc
 
 # the rival growths of the best recall scale from the fewest to the most pairs (key of the summary's growth, or a
 # fixed ratio): QK-norm practice keeps s = sqrt(k) at every n, so it predicts no growth
@@ -282,7 +285,6 @@ class RecallPlan(Protocol):
 def run_plan(cfg: RecallPlan) -> str:
     """A recall configuration's budget in words: steps, numbers of pairs, seeds and the t multiple of its 95%
     intervals over those seeds."""
-    from analysis.core.stats import t_quantile
 
     m = len(cfg.seeds)
     pairs = ", ".join(str(p) for p in cfg.pairs[:-1]) + f" and {cfg.pairs[-1]}" if len(cfg.pairs) > 1 else str(cfg.pairs[0])
@@ -353,7 +355,6 @@ def exact_verdict(claims: Sequence[Verdict], laws: Sequence[str]) -> str:
     """The verdict of the source's premise, that the expected objective peaks at alpha*, per score law, in words, built
     from the exact-maximiser claims (one per law, in the order of ``laws``); where it fails for every law, what
     follows for the source's alpha*."""
-    from analysis.core.verify import verdict_phrase
 
     by: dict[str, list[str]] = {}
     for claim, law in zip(claims, laws):
@@ -390,7 +391,6 @@ def published_scale_choices(summary: dict[str, Any], head_dim: int, lengths: Seq
     sequence lengths L (one per number of pairs), on the cosine scale s: a dot-product multiplier c of q.k/sqrt(k)
     is s = c sqrt(k), its value at |q| = |k| = sqrt(k). Then the source's mean-field alpha*(m, k), where the exact
     objective reaches 90% of its limit, and the trained optimum (lowest loss, its 95% interval; the accuracy's tie)."""
-    from analysis.theory import softmax_scale as sc
 
     pairs = summary["pairs"]
     rows = [summary["rows"][p] for p in pairs]

@@ -10,16 +10,12 @@ from typing import TYPE_CHECKING, Any
 import sympy as sp
 from matplotlib.figure import Figure
 
+from analysis.studies.chapter import typeset
 from analysis.studies.display import Markdown
-from analysis.studies.widening.figures import (
-    exactness_figure,
-    prose,
-    table_html,
-    training_figure,
-)
+from analysis.studies.widening.figures import exactness_figure, prose, table_html, training_figure
 
 if TYPE_CHECKING:
-    from analysis.core.chapter import Chapter
+    from analysis.studies.chapter import Chapter
 
 TITLE = "Widening a Transformer or a GAU without changing its function"
 EXPERIMENTS = ("widening",)
@@ -43,7 +39,6 @@ def solved_factors() -> dict[str, sp.Expr]:
 def facts(ch: Chapter) -> dict[str, Any]:
     """Every number the chapter states (:func:`analysis.studies.widening.figures.prose`), the solved factors, the
     source's table and the verdicts, from the best run of widening."""
-    from analysis.core.chapter import typeset
 
     best = ch.best("widening")
     solved = solved_factors()

@@ -12,9 +12,9 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from analysis.core.stats import Estimate
-from analysis.studies.widening.experiments import widening as wx
-from analysis.studies.plotting import readable
 from analysis.core.verify import claims_table_css, fmt
+from analysis.studies.plotting import readable
+from analysis.studies.widening.experiments import widening as wx
 
 COLOURS = {"placed": "#1b7f3b", "pairs": "#a36b00", "split": "#8e44ad", "scratch": "#3b5ba5", "small": "#777777"}
 FLOOR = 1e-17  # a difference of exactly 0 is drawn here on the log axis

@@ -17,15 +17,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from analysis.tasks.data import PINNED_CORPUS_PATH
+from analysis.core.experiment import Workload, corpus_of
+from analysis.core.stats import CONFIDENCE, difference, from_se
 from analysis.core.trial import Trial
 from analysis.core.typed import fields_of
-from analysis.core.experiment import Workload, corpus_of
+from analysis.core.verify import Claim, estimate_fields
 from analysis.models.lm import Attention, LanguageModel, ModelConfig
+from analysis.tasks.data import PINNED_CORPUS_PATH
 from analysis.theory import transformer_basics as tb
 from analysis.training.train import TrainConfig, train_lm
-from analysis.core.stats import CONFIDENCE, difference, from_se
-from analysis.core.verify import Claim, estimate_fields
 
 NAME = "attention-basics"
 DATA_VERSION = 1  # raised when the layout of the record's data changes

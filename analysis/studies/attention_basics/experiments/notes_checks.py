@@ -32,8 +32,8 @@ import torch
 
 from analysis.core.experiment import Workload
 from analysis.core.stats import Estimate, from_se, mean_estimate
-from analysis.theory.transformer_basics import sinusoidal_pe
 from analysis.core.verify import Claim, estimate_fields
+from analysis.theory.transformer_basics import sinusoidal_pe
 
 NAME = "notes-checks"
 DATA_VERSION = 1

@@ -23,15 +23,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from analysis.tasks.data import PINNED_CORPUS_PATH
+from analysis.core.experiment import Workload, corpus_of, mean_se, run_seed
+from analysis.core.stats import Estimate, direction, paired_estimate
 from analysis.core.trial import Trial
 from analysis.core.typed import fields_of
-from analysis.core.experiment import Workload, corpus_of, mean_se, run_seed
-from analysis.models.lm import LanguageModel, ModelConfig, update_sizes
-from analysis.training.train import GradNorms, TrainConfig, token_stats, train_lm
-from analysis.tasks.data import fixed_windows
-from analysis.core.stats import Estimate, direction, paired_estimate
 from analysis.core.verify import Claim, estimate_fields
+from analysis.models.lm import LanguageModel, ModelConfig, update_sizes
+from analysis.tasks.data import PINNED_CORPUS_PATH, fixed_windows
+from analysis.training.train import GradNorms, TrainConfig, token_stats, train_lm
 
 NAME = "deep-gau"
 PRIORITY = 30  # the gpu campaign's order (lower first; 50 by default): the order of the claims' stakes at gpu scale

@@ -28,12 +28,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from analysis.core.experiment import Workload
+from analysis.core.stats import mean_estimate
 from analysis.core.trial import Trial
 from analysis.core.typed import fields_of, stored_as
-from analysis.core.experiment import Workload
-from analysis.models.lm import LanguageModel, ModelConfig
-from analysis.core.stats import mean_estimate
 from analysis.core.verify import Claim, estimate_fields
+from analysis.models.lm import LanguageModel, ModelConfig
 
 NAME = "deep-gau-init"
 DATA_VERSION = 1

@@ -21,15 +21,15 @@ from typing import Any
 import numpy as np
 import torch
 
+from analysis.core.experiment import Workload, corpus_of
+from analysis.core.stats import Estimate, from_se, mean_estimate
 from analysis.core.trial import Trial
 from analysis.core.typed import fields_of
-from analysis.tasks.data import PINNED_CORPUS_PATH, Corpus, MarkovSource
-from analysis.core.experiment import Workload, corpus_of
+from analysis.core.verify import Claim, estimate_fields
 from analysis.models.lm import LanguageModel, ModelConfig
+from analysis.tasks.data import Corpus, MarkovSource, PINNED_CORPUS_PATH
 from analysis.theory.entropy import entropy_upper_bound
 from analysis.training.train import TokenStats, TrainConfig, token_stats, train_lm
-from analysis.core.stats import Estimate, from_se, mean_estimate
-from analysis.core.verify import Claim, estimate_fields
 
 NAME = "entropy-lm"
 DATA_VERSION = 1  # raised when the layout of the record's data changes

@@ -17,10 +17,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from analysis.models.lm import FeedForward, ModelConfig
-from analysis.theory import transformer_basics as tb
 from analysis.core.experiment import Workload
 from analysis.core.verify import Claim
+from analysis.models.lm import FeedForward, ModelConfig
+from analysis.theory import transformer_basics as tb
 
 NAME = "ffn-basics"
 DATA_VERSION = 1  # raised when the layout of the record's data changes

@@ -35,13 +35,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from analysis.core.trial import Trial
 from analysis.core.experiment import Workload
+from analysis.core.trial import Trial
+from analysis.core.verify import Claim
 from analysis.models.gau import GAU, GAUConfig
 from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.studies.flash.experiments.flash_memory import saved_tensors
 from analysis.theory import flash_counts as fc
-from analysis.core.verify import Claim
 
 NAME = "flash-bench"
 PRIORITY = 10  # the gpu campaign's order (lower first; 50 by default): the order of the claims' stakes at gpu scale

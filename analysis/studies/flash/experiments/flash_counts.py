@@ -22,10 +22,10 @@ import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 from analysis.core.experiment import Workload
+from analysis.core.verify import Claim
 from analysis.models.gau import GAU, GAUConfig
 from analysis.models.lm import Attention, FeedForward, ModelConfig
 from analysis.theory import flash_counts as fc
-from analysis.core.verify import Claim
 
 NAME = "flash-counts"
 DATA_VERSION = 1  # raised when the layout of run()'s data changes

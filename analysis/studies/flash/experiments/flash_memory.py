@@ -26,8 +26,8 @@ from typing import Any
 import torch
 
 from analysis.core.experiment import Workload
-from analysis.models.gau import GAU, GAUConfig
 from analysis.core.verify import Claim
+from analysis.models.gau import GAU, GAUConfig
 
 NAME = "flash-memory"
 DATA_VERSION = 2  # 2: the batch census at base size (the bytes a sequence of its own saves, per stack)

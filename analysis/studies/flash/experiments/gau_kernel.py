@@ -25,13 +25,13 @@ from typing import Any
 import torch
 from torch import nn
 
+from analysis.core.experiment import Workload
 from analysis.core.trial import Trial
 from analysis.core.typed import fields_of
-from analysis.core.experiment import Workload
-from analysis.models import triton_relu2 as tr
-from analysis.models.gau import GAU, GAUConfig
-from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.core.verify import Claim
+from analysis.models import triton_relu2 as tr
+from analysis.models.gau import GAU, GAUConfig, kernel_gau
+from analysis.models.lm import LanguageModel, ModelConfig
 
 NAME = "gau-kernel"
 PRIORITY = 15  # the gpu campaign's order: after the speed, length and headline claims (their CLAIM_PRIORITY 10 to 14)
@@ -183,7 +183,7 @@ def build(name: str, cfg: Config, n: int) -> nn.Module:
         return _peer_gau(cfg.d, cfg.s, matched=True)
     gcfg = GAUConfig(d=cfg.d, e=cfg.e, s=cfg.s, causal=True, backend="dense" if "dense" in name else "lean")
     if name == KERNEL:
-        return tr.kernel_gau(gcfg)
+        return kernel_gau(gcfg)
     layer = GAU(gcfg)
     if "compiled" in name:
         compiled: nn.Module = torch.compile(layer, backend=cfg.compile_backend)  # type: ignore[assignment]

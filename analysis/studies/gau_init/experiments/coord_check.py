@@ -15,13 +15,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from analysis.core.trial import Trial
-from analysis.tasks.data import stdlib_corpus
 from analysis.core.experiment import Workload
-from analysis.models.lm import LanguageModel, ModelConfig
-from analysis.tasks.data import fixed_windows, random_windows
 from analysis.core.stats import Estimate, mean_estimate
+from analysis.core.trial import Trial
 from analysis.core.verify import Claim, estimate_fields
+from analysis.models.lm import LanguageModel, ModelConfig
+from analysis.tasks.data import fixed_windows, random_windows, stdlib_corpus
 
 NAME = "coord-check"
 DATA_VERSION = 1  # raised when the layout of the record's data changes

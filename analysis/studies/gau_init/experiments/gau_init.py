@@ -14,12 +14,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from analysis.core.trial import Trial
 from analysis.core.experiment import Workload
+from analysis.core.stats import Estimate, from_se
+from analysis.core.trial import Trial
+from analysis.core.verify import Claim, estimate_fields
 from analysis.models.gau import GAU, GAUConfig
 from analysis.theory import gau_init as th
-from analysis.core.stats import Estimate, from_se
-from analysis.core.verify import Claim, estimate_fields
 
 NAME = "gau-init"
 DATA_VERSION = 1  # raised when the layout of the record's data changes

@@ -19,15 +19,14 @@ from typing import Any
 
 import torch
 
+from analysis.core.experiment import Workload, corpus_of
+from analysis.core.paired import VariantRun, paired_summary, paired_trials, train_variant
 from analysis.core.trial import Trial
 from analysis.core.typed import fields_of
-from analysis.core.experiment import Workload, corpus_of
+from analysis.core.verify import Claim, estimate_fields
 from analysis.models.flash_parts import PARTS, with_parts
 from analysis.models.lm import LanguageModel, ModelConfig
-from analysis.core.paired import VariantRun, paired_summary, paired_trials, train_variant
-from analysis.studies.gau_trained.experiments.gau_ablations import CONFIGS as ABLATION_CONFIGS
-from analysis.studies.gau_trained.experiments.gau_ablations import Config
-from analysis.core.verify import Claim, estimate_fields
+from analysis.studies.gau_trained.experiments.gau_ablations import CONFIGS as ABLATION_CONFIGS, Config
 
 NAME = "flash-parts"
 PRIORITY = 57  # beside gau-ablations and gau-heads

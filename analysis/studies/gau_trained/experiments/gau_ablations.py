@@ -22,14 +22,14 @@ from typing import Any
 
 import torch
 
-from analysis.core.trial import Trial
-from analysis.core.typed import fields_of
-from analysis.tasks.data import PINNED_CORPUS_PATH
 from analysis.core.experiment import Workload, corpus_of
-from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.core.paired import VariantRun, paired_gap, paired_summary, paired_trials, train_variant
 from analysis.core.stats import Estimate
+from analysis.core.trial import Trial
+from analysis.core.typed import fields_of
 from analysis.core.verify import Claim, estimate_fields
+from analysis.models.lm import LanguageModel, ModelConfig
+from analysis.tasks.data import PINNED_CORPUS_PATH
 
 NAME = "gau-ablations"
 PRIORITY = 55  # after the experiments whose verdicts contradict published work

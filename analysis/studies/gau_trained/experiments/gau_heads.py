@@ -16,15 +16,14 @@ from typing import Any
 
 import torch
 
+from analysis.core.experiment import Workload, corpus_of
+from analysis.core.paired import VariantRun, paired_summary, paired_trials, train_variant
 from analysis.core.trial import Trial
 from analysis.core.typed import fields_of
-from analysis.core.experiment import Workload, corpus_of
+from analysis.core.verify import Claim, estimate_fields
 from analysis.models.gau_heads import with_heads
 from analysis.models.lm import LanguageModel
-from analysis.core.paired import VariantRun, paired_summary, paired_trials, train_variant
-from analysis.studies.gau_trained.experiments.gau_ablations import CONFIGS as ABLATION_CONFIGS
-from analysis.studies.gau_trained.experiments.gau_ablations import Config, model_config
-from analysis.core.verify import Claim, estimate_fields
+from analysis.studies.gau_trained.experiments.gau_ablations import CONFIGS as ABLATION_CONFIGS, Config, model_config
 
 NAME = "gau-heads"
 PRIORITY = 56  # beside gau-ablations

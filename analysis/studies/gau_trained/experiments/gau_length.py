@@ -24,22 +24,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from analysis.tasks.data import PINNED_CORPUS_PATH
+from analysis.core.experiment import Workload, corpus_of, mean_se, run_seed
+from analysis.core.stats import Estimate, mean_estimate, paired_estimate
 from analysis.core.trial import Trial
 from analysis.core.typed import fields_of
-from analysis.core.experiment import Workload, corpus_of, mean_se, run_seed
-from analysis.tasks.length import (
-    SpacedLookupTask,
-    attention_rows,
-    position_loss,
-    truncated_context_loss,
-)
+from analysis.core.verify import Claim, estimate_fields
 from analysis.models.lm import LanguageModel, ModelConfig
+from analysis.tasks.data import PINNED_CORPUS_PATH, fixed_windows
+from analysis.tasks.length import SpacedLookupTask, attention_rows, position_loss, truncated_context_loss
 from analysis.tasks.recall import IGNORE, recall_metrics
 from analysis.training.train import TrainConfig, train_lm
-from analysis.tasks.data import fixed_windows
-from analysis.core.stats import Estimate, mean_estimate, paired_estimate
-from analysis.core.verify import Claim, estimate_fields
 
 NAME = "gau-length"
 PRIORITY = 48  # the gpu campaign's order (lower first; 50 by default): the order of the claims' stakes at gpu scale

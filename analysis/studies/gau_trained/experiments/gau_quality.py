@@ -25,15 +25,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from analysis.tasks.data import PINNED_CORPUS_PATH
+from analysis.core.experiment import Workload, corpus_of, mean_se, run_seed
+from analysis.core.stats import Estimate, direction, mean_estimate, paired_estimate, planned_detectable_multiple
 from analysis.core.trial import Trial
 from analysis.core.typed import fields_of
-from analysis.core.experiment import Workload, corpus_of, mean_se, run_seed
+from analysis.core.verify import Claim, estimate_fields
 from analysis.models.lm import LanguageModel, ModelConfig
+from analysis.tasks.data import PINNED_CORPUS_PATH
 from analysis.tasks.recall import LookupTask, recall_metrics
 from analysis.training.train import TrainConfig, token_stats, train_lm
-from analysis.core.stats import Estimate, direction, mean_estimate, paired_estimate, planned_detectable_multiple
-from analysis.core.verify import Claim, estimate_fields
 
 NAME = "gau-quality"
 PRIORITY = 20  # the gpu campaign's order (lower first; 50 by default): the order of the claims' stakes at gpu scale

@@ -19,16 +19,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from analysis.tasks.data import PINNED_CORPUS_PATH
+from analysis.core.experiment import Workload, corpus_of, mean_se, run_seed
+from analysis.core.stats import Estimate, mean_estimate, paired_estimate
 from analysis.core.trial import Trial
 from analysis.core.typed import fields_of
-from analysis.core.experiment import Workload, corpus_of, mean_se, run_seed
-from analysis.models.lm import LanguageModel, ModelConfig, update_sizes
+from analysis.core.verify import Claim, estimate_fields
+from analysis.models.lm import LanguageModel, ModelConfig, RMSNorm, update_sizes
+from analysis.tasks.data import PINNED_CORPUS_PATH, fixed_windows, random_windows
 from analysis.theory import transformer_basics as tb
 from analysis.training.train import TrainConfig, train_lm
-from analysis.tasks.data import fixed_windows, random_windows
-from analysis.core.stats import Estimate, mean_estimate, paired_estimate
-from analysis.core.verify import Claim, estimate_fields
 
 NAME = "norms-depth"
 DATA_VERSION = 1  # raised when the layout of the record's data changes
@@ -215,7 +214,6 @@ def norm_examples() -> NormExamples:
 
 
 def _book_rms(x: torch.Tensor) -> np.ndarray:
-    from analysis.models.lm import RMSNorm
 
     return RMSNorm(4).double()(x).detach().numpy()
 

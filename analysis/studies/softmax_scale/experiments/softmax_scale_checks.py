@@ -23,9 +23,9 @@ import numpy as np
 import torch
 from scipy import integrate, optimize, stats
 
-from analysis.theory import softmax_scale as sc
 from analysis.core.experiment import Workload
 from analysis.core.verify import Claim
+from analysis.theory import softmax_scale as sc
 
 NAME = "softmax-scale-checks"
 DATA_VERSION = 1  # raised when the layout of the record's data changes

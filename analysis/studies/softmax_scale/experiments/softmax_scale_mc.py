@@ -19,12 +19,12 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
+from analysis.core.experiment import Workload
+from analysis.core.stats import from_se, t_quantile
 from analysis.core.trial import Trial
 from analysis.core.typed import fields_of
-from analysis.core.experiment import Workload
-from analysis.theory import softmax_scale as sc
-from analysis.core.stats import from_se
 from analysis.core.verify import Claim, estimate_fields
+from analysis.theory import softmax_scale as sc
 
 NAME = "softmax-scale-mc"
 DATA_VERSION = 2  # raised when the layout of the record's data changes
@@ -170,7 +170,6 @@ def exact_against_mc(data: dict[str, Any]) -> dict[str, Any]:
     largest distance in standard errors of the mean and where it lies; the Bonferroni-corrected 95% Student-t
     critical value for that many points; and, for the rival the Monte Carlo must tell apart, the mean-field
     objective's smallest distance from the exact one at alpha*, in the standard errors of the mean there."""
-    from analysis.core.stats import t_quantile
 
     reps = int(data["reps"])
     worst, worst_at, rival, points = 0.0, {}, math.inf, 0

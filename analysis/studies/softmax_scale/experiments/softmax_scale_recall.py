@@ -24,16 +24,16 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
+from analysis.core.experiment import Workload, run_seed
+from analysis.core.stats import Estimate, mean_estimate, paired_estimate
 from analysis.core.trial import Trial
 from analysis.core.typed import fields_of
-from analysis.core.experiment import Workload, run_seed
-from analysis.studies.softmax_scale.experiments.softmax_scale_mc import finite_sample_alpha
+from analysis.core.verify import Claim, estimate_fields
 from analysis.models.lm import LanguageModel, ModelConfig
+from analysis.studies.softmax_scale.experiments.softmax_scale_mc import finite_sample_alpha
 from analysis.tasks.recall import LookupTask, recall_metrics
 from analysis.theory import softmax_scale as sc
 from analysis.training.train import TrainConfig, train_lm
-from analysis.core.stats import Estimate, mean_estimate, paired_estimate
-from analysis.core.verify import Claim, estimate_fields
 
 NAME = "softmax-scale-recall"
 PRIORITY = 40  # the gpu campaign's order (lower first; 50 by default): the order of the claims' stakes at gpu scale

@@ -18,16 +18,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from analysis.tasks.data import PINNED_CORPUS_PATH
+from analysis.core.experiment import Workload, corpus_of, mean_se, run_seed
+from analysis.core.stats import Estimate, paired_estimate
 from analysis.core.trial import Trial
 from analysis.core.typed import fields_of
-from analysis.core.experiment import Workload, corpus_of, mean_se, run_seed
+from analysis.core.verify import Claim
 from analysis.models.lm import LanguageModel, ModelConfig
+from analysis.tasks.data import PINNED_CORPUS_PATH, fixed_windows
 from analysis.theory import softmax_scale as sc
 from analysis.training.train import TrainConfig, token_stats, train_lm
-from analysis.tasks.data import fixed_windows
-from analysis.core.stats import Estimate, paired_estimate
-from analysis.core.verify import Claim
 
 NAME = "softmax-scale-train"
 DATA_VERSION = 1  # raised when the layout of the record's data changes

@@ -19,17 +19,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from analysis.models import widening as W
-from analysis.tasks.data import PINNED_CORPUS_PATH
 from analysis.compute.cost import step_cost
+from analysis.core.experiment import Workload, corpus_of, mean_se, run_seed
+from analysis.core.stats import Estimate, detectable_multiple, mean_estimate, paired_estimate
 from analysis.core.trial import Trial
 from analysis.core.typed import OMIT_NONE, fields_of
-from analysis.core.experiment import Workload, corpus_of, mean_se, run_seed
+from analysis.core.verify import Claim, estimate_fields
+from analysis.models import widening as W
 from analysis.models.bert import Bert, BertConfig
 from analysis.models.lm import FeedForward, LanguageModel, ModelConfig, Residual
+from analysis.tasks.data import PINNED_CORPUS_PATH
 from analysis.training.train import TrainConfig, token_stats, train_lm
-from analysis.core.stats import Estimate, detectable_multiple, mean_estimate, paired_estimate
-from analysis.core.verify import Claim, estimate_fields
 
 NAME = "widening"
 PRIORITY = 25  # the gpu campaign's order (lower first; 50 by default): the order of the claims' stakes at gpu scale

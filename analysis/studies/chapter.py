@@ -21,15 +21,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.compute.plan import plan_experiment
+from analysis.core.ledger_notes import severity
 from analysis.core.mathtext import math_markdown, math_spans
+from analysis.core.registry import EXPERIMENTS, config_for, current_record, get_experiment
+from analysis.core.results import provenance
+from analysis.core.runner import run_in_process
 from analysis.core.scale import Scale, current_scale
+from analysis.core.stats import planned_detectable_multiple
+from analysis.core.trials import Experiment, decided_claims, trial_status
 from analysis.core.verify import (
     CLAIMS_DIR_ENV,
-    EVIDENCE_RANK,
-    SIGNS,
     ChapterClaims,
     Claim,
     ClaimId,
+    EVIDENCE_RANK,
+    SIGNS,
     bounded,
     claim_numbers,
     claim_ref,
@@ -67,7 +74,6 @@ class RunSet:
         before a config changed keeps its sizes), else today's config of the run's scale."""
         if self.config is not None:
             return self.config
-        from analysis.core.registry import EXPERIMENTS, config_for
 
         return dataclasses.asdict(config_for(EXPERIMENTS[name], self.scale))
 
@@ -92,7 +98,6 @@ class RunSet:
 
 
 def _live_provenance(scale: str, data: dict[str, Any], seconds: float, seed: int | None = None) -> str:
-    from analysis.core.results import provenance
 
     p = provenance(seconds)
     return (f"this build: {scale} scale on {p['device']}, torch {p['torch']}, "
@@ -107,7 +112,6 @@ def _live_run(scale: str, live: dict[str, Any], seconds: float, seed: int | None
 
 def _seed(name: str, scale: str) -> int | None:
     """The seed of experiment ``name``'s config at ``scale``."""
-    from analysis.core.registry import config_for, get_experiment
 
     return getattr(config_for(get_experiment(name), scale), "seed", None)
 
@@ -116,9 +120,6 @@ def _run_live(name: str, scale: str) -> tuple[dict[str, Any], float]:
     """Run experiment ``name`` at ``scale``: its data and the seconds its trials ran. With ``ANALYSIS_LIVE_CACHE``
     set to a folder, a trial that today's code already ran there under the same config is read back, not run again
     (the test and book commands set it, so that the tests, the chapters and the book share one smoke run)."""
-    from analysis.core.runner import run_in_process
-    from analysis.core.trials import Experiment
-    from analysis.core.registry import config_for, get_experiment
 
     exp = Experiment(get_experiment(name))
     return run_in_process(exp, scale, config_for(exp.module, scale), cache=os.environ.get("ANALYSIS_LIVE_CACHE") or None)
@@ -126,7 +127,6 @@ def _run_live(name: str, scale: str) -> tuple[dict[str, Any], float]:
 
 def _recorded_run(name: str, scale: str, directory: str | None) -> RunSet | None:
     """The record of ``name`` at ``scale`` as a RunSet, marked stale with its reasons; None when there is none."""
-    from analysis.core.registry import current_record
 
     record, stale = current_record(name, scale, directory)
     if record is None:
@@ -219,9 +219,6 @@ class Chapter:
                     f"{rests}.")
         else:
             head = f"**No GPU-scale run of `{name}` has been recorded yet.**"
-        from analysis.core.trials import Experiment, trial_status
-        from analysis.core.registry import config_for, get_experiment
-        from analysis.compute.plan import plan_experiment
 
         exp = Experiment(get_experiment(name))
         cfg = config_for(exp.module, "gpu")
@@ -293,7 +290,6 @@ class VerdictBox:
     doc: str
 
     def __repr__(self) -> str:
-        from analysis.core.ledger_notes import severity
 
         numbers = claim_numbers(list(self.claims))
         return "\n".join(f"{self.doc}.{numbers[claim_ref(c)]} {c.verdict_text()} ({c.evidence}, {severity(c.key)}): "
@@ -339,7 +335,6 @@ def seeds_words(cfg: Any) -> str:
     """' It has 3 seeds: ...', what a planned config's seeds can resolve, stated before it runs: the degrees of freedom
     of an estimate over them and the mean a one-sided t test detects in their SDs (planned_detectable_multiple);
     '' for a config without seeds."""
-    from analysis.core.stats import planned_detectable_multiple
 
     seeds = getattr(cfg, "seeds", None)
     if seeds is None:
@@ -380,7 +375,6 @@ def open_chapter(doc: str, title: str, *experiments: str, directory: str | None 
     """Run ``experiments`` live at the build's scale, gather their records and claims, print their provenance."""
     from IPython.display import display
 
-    from analysis.core.registry import get_experiment
 
     scale = current_scale()
     chapter = Chapter(doc, title, scale, RenderedClaims(doc, title), directory=directory)
@@ -413,8 +407,6 @@ def partial_claims(name: str, scale: str, directory: str | None = None) -> tuple
     """The claims of experiment ``name`` that its partial campaign at ``scale`` decides from the stored trials each
     reads (:func:`analysis.core.trials.decided_claims`), identified as that scale's record's with the trials stored,
     and a provenance line for them; ([], '') when it decides none."""
-    from analysis.core.trials import Experiment, decided_claims
-    from analysis.core.registry import config_for, get_experiment
 
     exp = Experiment(get_experiment(name))
     decided = decided_claims(exp, scale, config_for(exp.module, scale), directory)
