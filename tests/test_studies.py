@@ -36,6 +36,15 @@ def markdown_glue_names(chapter: str) -> set[str]:
     return {m.split(":")[0] for m in re.findall(r"\{glue:md\}(?:`([^`]+)`|\s+(\S+))", text) for m in m if m}
 
 
+def commonmark_glue_names(chapter: str) -> set[str]:
+    """The glue names the prose renders as CommonMark, without maths: {glue:md} roles, and directives without
+    ':format: myst' (which MyST parses, maths included)."""
+    text = "\n".join(_cells(chapter, "markdown"))
+    roles = set(re.findall(r"\{glue:md\}`([^`:]+)", text))
+    blocks = {m.group(1) for m in re.finditer(r"```\{glue:md\}\s+(\S+)\n(?!:format: myst)", text)}
+    return roles | blocks
+
+
 def test_there_are_studies_and_each_is_a_chapter_of_the_book():
     toc = (ROOT / "_toc.yml").read_text()
     assert STUDIES
@@ -82,13 +91,17 @@ def _texts(facts: dict) -> dict:
                    else None) for name, value in facts.items() if not isinstance(value, Figure)}
 
 
-def _check_values(made: dict) -> None:
+def _check_values(made: dict, commonmark: set[str] = frozenset()) -> None:
     for name, value in made.items():
         assert isinstance(value, (str, Figure)) or hasattr(value, "_repr_markdown_"), (name, type(value))
         if isinstance(value, str):
             assert value.strip() and "nan" not in value.lower().split(), (name, value)
             # glue:text prints a string as it is: maths in it would reach the page as raw '$d$'
             assert not re.search(r"\$[^$\s][^$]*\$", value), f"{name} holds maths but is glued as text: {value!r}"
+        elif name in commonmark and hasattr(value, "_repr_markdown_"):
+            # glued Markdown is parsed without maths: its maths must arrive as MathJax spans (math_markdown)
+            raw = re.sub(r"<span class=\"math[^>]*>.*?</span>|`[^`]*`", "", value._repr_markdown_() or "", flags=re.S)
+            assert not re.search(r"(?<![\w\\])\$[^$\s][^$\n]{0,300}?\$", raw), f"{name}: raw maths in {raw[:300]!r}"
 
 
 @pytest.mark.parametrize("chapter", STUDIES)
@@ -113,13 +126,13 @@ def test_facts_and_figures_are_what_the_prose_glues(chapter):
     used = glue_names(chapter)
     assert sorted(used - set(made)) == [], "glued by the prose but not made by the study"
     assert sorted(set(made) - used) == [], "made by the study but used nowhere in the prose"
-    _check_values(made)
+    _check_values(made, commonmark_glue_names(chapter))
     for name in markdown_glue_names(chapter):  # glue:md renders only a text/markdown output
         assert hasattr(made[name], "_repr_markdown_"), f"{name} is glued as Markdown but has no Markdown form"
     problems = check_figures(chapter, dict(study.figures(ch)))  # the figures as the book shows them
     assert {name: found for name, found in problems.items() if found} == {}
     shown = study.facts(ch)
     assert set(shown) == set(study.facts(smoke_only))
-    _check_values(shown)
+    _check_values(shown, commonmark_glue_names(chapter))
     from_records = _texts(study.facts(records_only))
     assert {k: v for k, v in _texts(shown).items() if from_records.get(k) != v} == {}

@@ -3,7 +3,8 @@
 Per chapter page: every figure has a caption; no list rendered as a paragraph of literal "- " items; no
 unrendered MyST syntax (glue, roles, directives) or maths (``$...$`` text, or maths without MathJax); the page says whether a GPU-scale run exists and
 carries the live build's provenance, collapsed; it opens with a verdict box; no table shows a smoke run as a
-measurement. On every page: no printed line wider than the column. On the ledger
+measurement; its prose is within :data:`analysis.site.prose.LIMITS` (words, sentences, paragraphs, bold,
+brackets). On every page: no printed line wider than the column. On the ledger
 page: every claim row has an id, and ``claims.csv`` / ``claims.json`` beside it list the same ids. The landing
 page shows the findings, and the verdict changelog exists. Exit status 1 with one line per problem.
 """
@@ -16,6 +17,7 @@ import re
 import sys
 from pathlib import Path
 
+from analysis.site.prose import prose_problems, prose_stats
 from analysis.studies import STUDIES
 from analysis.studies.text import COLUMN_CHARS
 
@@ -54,6 +56,7 @@ def chapter_problems(name: str, page: str) -> list[str]:
     if 'class="verdict-box"' not in page:
         out.append(f"{name}: no verdict box")
     out += smoke_problems(name, page)
+    out += prose_problems(name, prose_stats(page))
     return out
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from matplotlib.figure import Figure
 
+from analysis.core.mathtext import math_markdown
 from analysis.core.registry import config_for
 from analysis.studies.display import Markdown
 from analysis.studies.softmax_scale import figures as fg, prose as pr
@@ -77,11 +78,12 @@ def exact_facts(ch: Chapter) -> dict[str, Any]:
     claims = [ch.claim("softmax-scale-checks", f"exact-maximiser-{law['law']}") for law in exact["laws"]]
     return {
         "exact_table": Markdown(text_block(pr.exact_table(exact))),
-        "exact_finding": Markdown(pr.exact_finding(exact, [sc_checks.exact_rises(law) for law in exact["laws"]])),
-        "exact_verdict": Markdown(pr.exact_verdict(claims, [law["law"] for law in exact["laws"]])),
+        "exact_finding": Markdown(math_markdown(pr.exact_finding(exact, [sc_checks.exact_rises(law)
+                                                                         for law in exact["laws"]]))),
+        "exact_verdict": Markdown(math_markdown(pr.exact_verdict(claims, [law["law"] for law in exact["laws"]]))),
         "exact_ref_gap": f"{exact['reference_max_rel_diff']:.1e}",
         "exact_ref_points": f"{exact['reference_points']}",
-        "exact_h_over_l": Markdown(pr.h_over_limit(exact)),
+        "exact_h_over_l": Markdown(math_markdown(pr.h_over_limit(exact))),
         "exact_mc_z": f"{mc['max_z']:.2f}",
         "exact_mc_points": f"{mc['points']}",
         "exact_mc_critical": f"{mc['critical']:.2f}",
@@ -151,7 +153,7 @@ def recall_facts(ch: Chapter) -> dict[str, Any]:
         "recall_drift": ", ".join(f"{100 * rows[p]['drift']:+.1f}%" for p in pairs),
         "recall_drift_window": f"steps {rs['drift_from']} to {rs['drift_to']}",
         "recall_budget": pr.recall_budget(rs),
-        "recall_acc_plateau": Markdown(pr.accuracy_plateau_sentence(rs)),
+        "recall_acc_plateau": Markdown(math_markdown(pr.accuracy_plateau_sentence(rs))),
         "recall_mf": ", ".join(f"{rows[p]['mean_field']:.3g}" for p in pairs),
         "recall_growth_dof": f"{g['dof']:g}",
         "recall_verdicts": ch.verdicts("softmax-scale-recall"),
@@ -171,7 +173,7 @@ def published_facts(rs: dict[str, Any], rec: Any) -> dict[str, Any]:
     low, high = sc.qknorm_length_for_scale([10.0, 30.0])
     return {
         "published_scales": Markdown(pr.published_scales_table(rs, choices)),
-        "published_scales_summary": Markdown(pr.published_scales_summary(rs, choices)),
+        "published_scales_summary": Markdown(math_markdown(pr.published_scales_summary(rs, choices))),
         "published_lengths": pr.and_list([f"{n}" for n in lengths]),
         "published_label": rec.label,
         "qk_band_lengths": f"{low:,.0f} to {high:,.0f}",
