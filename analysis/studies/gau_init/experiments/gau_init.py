@@ -159,12 +159,24 @@ def reference_row(data: dict[str, Any]) -> dict[str, Any]:
     return min(grid, key=lambda r: (abs(np.log(r["s"] / 128)), abs(np.log(r["n"] / 512)), -r["d"]))
 
 
+def entry_ratio(ref: dict[str, Any]) -> tuple[float, float]:
+    """How many times smaller an off-diagonal entry of A is than a diagonal one at a grid point: the measured
+    A_ii / A_ij, and the source's (s nu^4/n) / (s mu^4/n) = nu^4 / mu^4. ValueError when an entry is not positive."""
+    for name in ("a_diag", "a_offdiag", "pred_a_diag_source", "pred_a_offdiag_source"):
+        if not ref[name] > 0:
+            raise ValueError(f"ref[{name!r}] must be > 0; got {ref[name]!r}")
+    return ref["a_diag"] / ref["a_offdiag"], ref["pred_a_diag_source"] / ref["pred_a_offdiag_source"]
+
+
 def summary(data: dict[str, Any]) -> dict[str, Any]:
-    """The reference point, and how many times smaller than its unit-RMS input the output is, measured and per source."""
+    """The reference point, how many times smaller than its unit-RMS input the output is, measured and per source,
+    and how many times smaller an off-diagonal entry of A is than a diagonal one (:func:`entry_ratio`)."""
     ref = reference_row(data)
+    measured, source = entry_ratio(ref)
     return {"reference": ref, "where": f"s = {ref['s']}, n = {ref['n']}, d = {ref['d']}",
             "times_below_input": 1 / ref["rms"], "source_times_below_input": 1 / ref["pred_rms_source"],
-            "over_source": ref["rms"] / ref["pred_rms_source"]}
+            "over_source": ref["rms"] / ref["pred_rms_source"], "entry_ratio": measured,
+            "source_entry_ratio": source}
 
 
 def seed_estimate(mean: float, sd: float, seeds: int, scale: float = 1.0) -> Estimate:
