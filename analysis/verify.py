@@ -29,6 +29,12 @@ otherwise.
 Exact claims (counts, identities) hold or fail: ``approx_rel`` is 0 unless the
 source's own words give an approximation.
 
+Every claim has a provenance (:func:`provenance_of`, read from its ``source``
+unless the claim names one): from one of the five source texts, the book's own
+target or derivation, a check of other software, or another paper. The sources'
+claims are one tally and all others a second (:func:`tallies`), wherever verdicts
+are counted.
+
 A chapter collects its claims in a :class:`ChapterClaims`; when the book is
 built, each chapter writes them to $ANALYSIS_CLAIMS_DIR and the ledger page is
 generated from those files (``analysis.sphinx_ledger``).
@@ -43,16 +49,44 @@ import os
 import re
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, Literal
 
 from analysis.stats import CONFIDENCE, Estimate, Sided
 
 Kind = Literal["equal", "upper_bound", "lower_bound", "below", "above"]
+Provenance = Literal["source", "book", "software", "paper"]
 Verdict = Literal["holds", "holds approximately", "inconclusive", "fails"]
 KINDS: tuple[Kind, ...] = ("equal", "upper_bound", "lower_bound", "below", "above")
 DIRECTIONAL: tuple[Kind, ...] = ("below", "above")
 DEFAULT_APPROX_REL = 0.0
 CLAIMS_DIR_ENV = "ANALYSIS_CLAIMS_DIR"
+# what each provenance is called where verdicts are counted, in tally order
+PROVENANCE_WORDS: dict[Provenance, str] = {"source": "from the five sources", "book": "the book's own",
+                                           "software": "checks of other software", "paper": "other papers"}
+PROVENANCES: tuple[Provenance, ...] = tuple(PROVENANCE_WORDS)
+# the five source texts, as a claim's source names them: four posts by their addresses, and the notes
+SOURCE_MARKERS = ("kexue.fm/archives/8990", "kexue.fm/archives/8934", "kexue.fm/archives/8444",
+                  "kexue.fm/archives/9812", "DL——Transformer", "the notes")
+SOFTWARE_MARKERS = ("PyTorch", "torch.", "Hugging Face", "FLASH-pytorch")
+BOOK_PREFIXES = ("this book", "derived", "bound derived")
+
+
+def provenance_of(source: str) -> Provenance:
+    """Where a claim comes from, read from its ``source``: the book's own when the source starts with 'this book',
+    'derived' or 'bound derived' (a derivation from the notes' curve is still the book's); else a check of other
+    software when it names PyTorch, torch., Hugging Face or FLASH-pytorch; else one of the five sources when it names
+    one of their addresses or the notes; else another paper."""
+    text = source.strip()
+    if not text:
+        raise ValueError("source must name where the claim comes from; got an empty string")
+    if text.startswith(BOOK_PREFIXES):
+        return "book"
+    if any(m in text for m in SOFTWARE_MARKERS):
+        return "software"
+    if any(m in text for m in SOURCE_MARKERS):
+        return "source"
+    return "paper"
 
 
 def _finite(name: str, value: float, minimum: float | None = None) -> float:
@@ -180,6 +214,8 @@ class Claim:
     effect: float | None = None  # the size of difference the claim is about; a larger detectable one is inconclusive
     undecided: str = ""  # why the run cannot decide the claim (e.g. an optimum still moving): always inconclusive
     measured_bound: str = ""  # "≥" or "≤": the measurement only bounds the quantity (no crossover up to the longest n)
+    # where the claim comes from, when its source's words do not say it (provenance_of); '': read them
+    provenance: Provenance | Literal[""] = ""
     computed: bool = False
     id: ClaimId | None = None
 
@@ -212,6 +248,9 @@ class Claim:
             raise ValueError("tolerance_basis must say how the tolerance was chosen")
         if self.measured_bound not in ("", "≥", "≤"):
             raise ValueError(f"measured_bound must be '', '≥' or '≤'; got {self.measured_bound!r}")
+        if self.provenance not in ("", *PROVENANCES):
+            raise ValueError(f"provenance must be '' or one of {', '.join(PROVENANCES)}; got {self.provenance!r}")
+        provenance_of(self.source)  # a claim names its source
 
     def identified(self, experiment: str, scale: str, recorded: bool, stale: bool = False, partial: str = ""
                    ) -> Claim:
@@ -220,6 +259,11 @@ class Claim:
         kept = recorded and not self.computed
         return replace(self, id=ClaimId(experiment, self.key, None if self.computed else scale, kept,
                                         stale and kept, partial if kept else ""))
+
+    @property
+    def origin(self) -> Provenance:
+        """Where the claim comes from: its ``provenance`` when named, else :func:`provenance_of` its source."""
+        return self.provenance or provenance_of(self.source)
 
     @property
     def evidence_words(self) -> str:
@@ -545,6 +589,38 @@ def verdict_count(verdict: str, count: int) -> str:
     return f"{count} {one if count == 1 else many}"
 
 
+def tallies(claims: list[Claim]) -> tuple[dict[Verdict, int], dict[Verdict, int], dict[Provenance, int]]:
+    """Verdict counts in two tallies over ``claims`` (one per claim): the five sources' claims, then every other, and
+    how many of the others each provenance holds (:attr:`Claim.origin`); verdicts in :data:`VERDICT_COLOURS` order,
+    provenances in :data:`PROVENANCES` order, each without zero counts."""
+    sources = [c for c in claims if c.origin == "source"]
+    others = [c for c in claims if c.origin != "source"]
+    by_verdict = [{v: n for v in VERDICT_COLOURS if (n := sum(c.verdict == v for c in part))}
+                  for part in (sources, others)]
+    kinds = {k: n for k in PROVENANCES if (n := sum(c.origin == k for c in others))}
+    return by_verdict[0], by_verdict[1], kinds
+
+
+def tallies_html(claims: list[Claim], label: Callable[[str, int], str] | None = None) -> str:
+    """The two tallies of :func:`tallies` as a sentence: '8 claims from the five sources: 5 hold, 3 fail; 4 other
+    claims (the book's own 3, checks of other software 1): 4 hold', each verdict in its colour; ``label(verdict,
+    count)`` words a count (default :func:`verdict_count`)."""
+    words = label or verdict_count
+    sources, others, kinds = tallies(claims)
+
+    def parts(counts: dict[Verdict, int]) -> str:
+        return ", ".join(f'<span style="color:{VERDICT_COLOURS[v]};font-weight:bold">{html.escape(words(v, n))}</span>'
+                         for v, n in counts.items())
+
+    n_src, n_oth = sum(sources.values()), sum(others.values())
+    first = (f"{plural(n_src, 'claim')} from the five sources: {parts(sources)}" if n_src
+             else "no claim from the five sources")
+    if not n_oth:
+        return first
+    breakdown = ", ".join(f"{PROVENANCE_WORDS[k]} {n}" for k, n in kinds.items())
+    return f"{first}; {plural(n_oth, 'other claim')} ({breakdown}): {parts(others)}"
+
+
 BOX_OPEN_MAX = 15  # a chapter's verdict box starts open up to this many claims, collapsed to its counts beyond
 
 
@@ -561,6 +637,11 @@ def evidence_words(evidence: str) -> str:
             "live)": f"{scale}, this build"}.get(how, evidence)
 
 
+def origin_note(c: Claim) -> str:
+    """'' for a claim of the five sources; else its provenance on a line of its own ('<br>(the book's own)')."""
+    return "" if c.origin == "source" else f"<br>({html.escape(PROVENANCE_WORDS[c.origin])})"
+
+
 def verdict_box_html(claims: list[Claim], doc: str) -> str:
     """The chapter's verdicts at a glance: per claim at its strongest evidence, its number (a link to the ledger), the
     claim in short (:func:`short_statement`), its source, verdict, scale of evidence and severity; rows carry the ids
@@ -571,9 +652,7 @@ def verdict_box_html(claims: list[Claim], doc: str) -> str:
     numbers = claim_numbers(claims)
     shorts = [short_statement(c.statement) for c in shown]
     clash = {s for s in shorts if shorts.count(s) > 1}  # claims told apart only by their details keep them
-    counts = {v: sum(c.verdict == v for c in shown) for v in VERDICT_COLOURS}
-    summary = ", ".join(f'<span style="color:{VERDICT_COLOURS[v]};font-weight:bold">{verdict_count(v, n)}</span>'
-                        for v, n in counts.items() if n)
+    summary = tallies_html(shown)
     rows = []
     for c, short in zip(shown, shorts):
         text = short_statement(c.statement, limit=200, details=True) if short in clash else short
@@ -581,7 +660,7 @@ def verdict_box_html(claims: list[Claim], doc: str) -> str:
         if c.corrected is not None and c.verdict == "fails":
             verdict += f"<br><small>corrected: {html.escape(str(c.corrected_verdict))}</small>"
         n = numbers[claim_ref(c)]
-        source = address_breaks(html.escape(c.source))
+        source = address_breaks(html.escape(c.source)) + origin_note(c)
         rows.append(
             f'<tr id="claim-{html.escape(c.key)}"><td><a href="ledger.html#{html.escape(ledger_id(doc, c))}" '
             f'title="{html.escape(doc)}.{n} in the ledger">{n}</a></td>'
@@ -591,7 +670,7 @@ def verdict_box_html(claims: list[Claim], doc: str) -> str:
     head = "".join(f"<th>{h}</th>" for h in ("#", "claim", "source", "verdict", "evidence, severity"))
     opened = " open" if len(shown) <= BOX_OPEN_MAX else ""
     return (f'{claims_table_css()}<details class="verdict-box"{opened}><summary><strong>Verdicts</strong>: '
-            f"{len(shown)} claims, each at its strongest evidence: {summary}</summary>"
+            f"{len(shown)} claims, each at its strongest evidence. {summary}</summary>"
             f'<table class="claims-table verdict-box-table"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table></details>'
             '<p><small>Symbols and terms: <a href="notation.html">notation and glossary</a>. Severity and the '

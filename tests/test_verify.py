@@ -326,3 +326,58 @@ def test_an_inconclusive_verdict_names_the_rule_that_made_it():
     assert far.inconclusive_reason == "the run detects only differences of 0.5 or more, larger than the 0.1 the claim " \
         "is about"
     assert "fits as well" not in verdict_line(far) and "(the run detects only" in verdict_line(far)
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("Su 2022, kexue.fm/archives/8934", "source"),
+    ("DL——Transformer study notes; Vaswani et al. 2017", "source"),
+    ("the notes' reason for LayerNorm in decoders", "source"),
+    ("Vaswani et al. 2017, sec. 3.4 (quoted by the notes)", "source"),
+    ("this book's target for its kernel", "book"),
+    ("this book (Su 2021's method, extended)", "book"),  # the book's extension of a source's method is its own
+    ("bound derived in this chapter from the notes' curve", "book"),
+    ("derived", "book"),
+    ("PyTorch's torch.nn.Transformer against Vaswani et al. 2017, sec. 5.4 (the placement the notes restate)",
+     "software"),
+    ("torch.nn.TransformerDecoderLayer, after Vaswani et al. 2017", "software"),
+    ("Hugging Face transformers; PyTorch 2.4 or later", "software"),
+    ("Su 2022, kexue.fm/archives/9019 (softmax suits attention better)", "paper"),  # not one of the five
+    ("Wang et al. 2022 (DeepNet), sec. 4", "paper"),
+])
+def test_provenance_is_read_from_the_source(source, expected):
+    from analysis.verify import provenance_of
+
+    assert provenance_of(source) == expected
+    assert make(source=source).origin == expected
+
+
+def test_a_named_provenance_overrides_the_source_and_a_wrong_one_is_refused():
+    from analysis.verify import provenance_of
+
+    assert make(source="Gibbs' inequality", provenance="book").origin == "book"
+    assert make(source="Gibbs' inequality").origin == "paper"
+    with pytest.raises(ValueError, match="provenance must be"):
+        make(provenance="mine")
+    with pytest.raises(ValueError, match="source must name"):
+        provenance_of("  ")
+    assert Claim.from_dict(json.loads(json.dumps(make(provenance="software").to_dict()))).origin == "software"
+
+
+def test_two_tallies_keep_the_sources_apart_from_every_other_claim():
+    """A failure of PyTorch's module, or of the book's own target, is not a failure of the five sources."""
+    from analysis.verify import tallies, tallies_html, verdict_box_html
+
+    src = "Su 2022, kexue.fm/archives/8990"
+    claims = [make(key="a", source=src), make(key="b", source=src, measured=5.0),
+              make(key="c", source="PyTorch documentation", measured=5.0),
+              make(key="d", source="this book's target"), make(key="e", source="this book", measured=5.0)]
+    assert tallies(claims) == ({"holds": 1, "fails": 1}, {"holds": 1, "fails": 2}, {"book": 2, "software": 1})
+    text = tallies_html(claims)
+    assert text.startswith("2 claims from the five sources: ") and ">1 holds<" in text.split("; 3 other")[0]
+    assert "; 3 other claims (the book's own 2, checks of other software 1): " in text and ">2 fail<" in text
+    assert tallies_html(claims[:2]).startswith("2 claims from the five sources") and "other" not in tallies_html(
+        claims[:2])
+    assert tallies_html(claims[2:3]).startswith("no claim from the five sources; 1 other claim")
+    box = verdict_box_html([c.identified("e", "cpu", True) for c in claims], "chap")
+    assert "5 claims, each at its strongest evidence. 2 claims from the five sources" in box
+    assert "(checks of other software)</small>" in box and box.count("(the book&#x27;s own)</small>") == 2

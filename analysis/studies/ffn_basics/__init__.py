@@ -10,6 +10,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from analysis.studies.plotting import STYLE, readable_figure
+from analysis.verify import PROVENANCE_WORDS
 
 if TYPE_CHECKING:
     from analysis.chapter import Chapter
@@ -65,6 +66,8 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "drop_torch_mod": f"{dr['torch_modules']}",
         "drop_torch_att": f"{dr['torch_attention']}",
         "drop_torch_total": f"{dr['torch_total']}",
+        # which tally the ledger counts the claim in: a check of PyTorch's module is not one of the sources'
+        "drop_origin": PROVENANCE_WORDS[ch.claim("ffn-basics", "dropout-sites").origin],
     }
 
 

@@ -264,6 +264,7 @@ def _model_claims(run: dict[str, Any], label: str, name: str) -> list[Claim]:
             statement=f"A trained {which}model's mean entropy equals its mean loss (calibration): mean loss minus mean "
                       f"entropy over {late['tokens']} tokens, step {late['step']} ({label})",
             source="$E_{y \\sim q}[-\\ln q_y] = H(q)$ when the model's $q$ is the data distribution",
+            provenance="book",
             predicted=0.0,
             **estimate_fields(calib, f"the mean of $L - H$, from the {len(late['loss'])} stored tokens in "
                                      f"{calib.n} contiguous blocks (tokens within a window are not independent)"),
@@ -289,6 +290,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
             statement=f"A model's validation loss on a Markov source stays above the true model's loss on the same "
                       f"tokens: model minus true loss ({label})",
             source="Gibbs' inequality: cross-entropy $\\geq$ entropy",
+            provenance="book",
             predicted=0.0,
             **fields,
             kind="lower_bound",
