@@ -201,6 +201,18 @@ class Chapter:
         return Markdown("\n".join(verdict_line(c, self.doc, numbers.get(claim_ref(c)), id(c) in strongest)
                                    for c in self.claims_of(name, chosen, computed=False)))
 
+    def gpu_only_sentence(self, name: str) -> str:
+        """' Its 5 claims about GPU arithmetic or GPU speed ...': how the chapter treats the claims of ``name`` that only a
+        current gpu run decides (:attr:`analysis.verify.Claim.gpu_only`) while its gpu record is stale; '' when it has
+        none."""
+        keys = {c.key for c in self.claims.claims if c.id is not None and c.id.experiment == name and c.gpu_only}
+        if not keys:
+            return ""
+        return (f" Its {plural(len(keys), 'claim')} about GPU arithmetic or GPU speed "
+                f"{'is' if len(keys) == 1 else 'are'} decided only by a current gpu record: the stale one keeps "
+                f"{'it' if len(keys) == 1 else 'them'} inconclusive, its numbers shown beside those of the cpu run, "
+                "which is a check.")
+
     def gpu_status(self, name: str) -> Any:
         """Markdown: that the GPU run is included, or that none was recorded, or that the only one is stale (made by
         other code or another config: shown, marked stale; its verdicts count only where no current run measured the
@@ -216,7 +228,7 @@ class Chapter:
                      f"it is shown, marked stale, and its verdicts are listed beside the current "
                      f"{self.best(name).scale}-scale ones, which count")
             head = (f"**No current GPU-scale run of `{name}`:** its gpu record is stale ({'; '.join(gpu[-1].stale)}); "
-                    f"{rests}.")
+                    f"{rests}.{self.gpu_only_sentence(name)}")
         else:
             head = f"**No GPU-scale run of `{name}` has been recorded yet.**"
         from analysis.core.trials import Experiment, trial_status

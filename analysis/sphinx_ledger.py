@@ -43,6 +43,7 @@ from analysis.verify import (
     VERDICT_COLOURS,
     ChapterClaims,
     address_breaks,
+    beside_html,
     bounded,
     Claim,
     claim_numbers,
@@ -155,7 +156,8 @@ def verdict_label(verdict: str, count: int) -> str:
 VERDICT_ORDER = {v: i for i, v in enumerate(("fails", "inconclusive", "holds approximately", "holds"))}
 
 
-def _row_html(e: Entry, chapter_uri: str) -> str:
+def _row_html(e: Entry, chapter_uri: str, beside: str = "") -> str:
+    """One ledger row; ``beside``: the claim's other measurements shown beside it (:func:`analysis.verify.beside_html`)."""
     c = e.claim
     colour = VERDICT_COLOURS[c.verdict]
     if c.corrected is not None:
@@ -182,7 +184,7 @@ def _row_html(e: Entry, chapter_uri: str) -> str:
             f"<br><small>{html.escape(e.claim.evidence_words)}</small>{back}</td>"
             f"<td>{math_html(c.statement)}<br><small>{address_breaks(math_html(c.source))}{origin_note(c)}</small></td>"
             f"<td>{SIGNS[c.kind]} {fmt(c.predicted)} {math_html(c.unit)}<br>{bounded(c, fmt(c.measured))} ± "
-            f"{fmt(c.uncertainty, 2)}{detects_html(c)}</td>"
+            f"{fmt(c.uncertainty, 2)}{detects_html(c)}{beside}</td>"
             f"<td>{fmt(c.tolerance, 2)}<br><small>{math_html(c.tolerance_basis)}</small>{alternative}</td>"
             f'<td data-sort="{VERDICT_ORDER[c.verdict]}"><span style="color:{colour};font-weight:bold">'
             f"{html.escape(c.verdict_text())}</span>{corrected}</td>"
@@ -295,7 +297,8 @@ def table_html(items: list[Entry], chapter_uri: str) -> str:
     the default filter, and each links back to its claim in the chapter at ``chapter_uri``."""
     head = ["# / scale", "claim", "predicted<br>measured ± error", "tolerance (basis)", "verdict / corrected",
             "severity"]
-    rows = "".join(_row_html(e, chapter_uri) for e in items)
+    claims = [e.claim for e in items]
+    rows = "".join(_row_html(e, chapter_uri, beside_html(e.claim, claims) if e.is_strongest else "") for e in items)
     return (claims_table_css() + '<div class="ledger-scroll"><table class="claims-table ledger-table"><colgroup>'
             + "".join(f'<col class="{c}">' for c in COLUMNS) + "</colgroup><thead><tr>"
             + "".join(f"<th>{h}</th>" for h in head) + f"</tr></thead><tbody>{rows}</tbody></table></div>")

@@ -18,7 +18,11 @@ that signed or absolute deviation:
   80% power) exceeds the ``effect`` the claim is about, so passing says nothing;
   or it has no error estimate at all (``detectable`` infinite: one seed); or the
   claim names why the run cannot decide it (``undecided``, e.g. an optimum still
-  moving with the training budget), whatever the comparison gives.
+  moving with the training budget), whatever the comparison gives; or the claim
+  is about GPU arithmetic or GPU speed (``gpu_only`` says why) and the run that
+  measured it is no current gpu run: a cpu run, Triton's interpreter included,
+  is a check shown beside the claim (:func:`beside_text`), and a stale gpu record
+  keeps the claim undecided rather than handing it to that check.
 
 Directional claims, kinds ``below`` (measured < predicted) and ``above``
 (measured > predicted), must be shown, not merely not refuted: they hold when
@@ -214,6 +218,7 @@ class Claim:
     effect: float | None = None  # the size of difference the claim is about; a larger detectable one is inconclusive
     undecided: str = ""  # why the run cannot decide the claim (e.g. an optimum still moving): always inconclusive
     measured_bound: str = ""  # "≥" or "≤": the measurement only bounds the quantity (no crossover up to the longest n)
+    gpu_only: str = ""  # why only a gpu run decides the claim (GPU arithmetic or speed); '': any run does
     # where the claim comes from, when its source's words do not say it (provenance_of); '': read them
     provenance: Provenance | Literal[""] = ""
     computed: bool = False
@@ -292,12 +297,15 @@ class Claim:
     def _verdict(self, predicted: float) -> Verdict:
         return self._decide(predicted)[0]
 
-    def _decide(self, predicted: float) -> tuple[Verdict, str]:
+    def _decide(self, predicted: float, gpu_rule: bool = True) -> tuple[Verdict, str]:
         """The verdict for ``predicted`` and, when inconclusive, the rule that made it so, in words: the claim's own
-        reason (``undecided``); one run, no error estimate; a directional interval on both sides; the alternative
+        reason (``undecided``); a gpu-only claim measured by no current gpu run (:meth:`gpu_reason`, unless
+        ``gpu_rule`` is off); one run, no error estimate; a directional interval on both sides; the alternative
         passing as well (:func:`judge`); a detectable difference larger than the effect (:func:`underpowered`)."""
         if self.undecided.strip():
             return "inconclusive", self.undecided.strip()
+        if gpu_rule and self.gpu_reason():
+            return "inconclusive", self.gpu_reason()
         if self.detectable is not None and math.isinf(self.detectable):
             return "inconclusive", "one run: no error estimate"
         if judge(self.kind, predicted, self.measured, self.tolerance, self.approx_rel) == "inconclusive":
@@ -309,6 +317,26 @@ class Claim:
             return "inconclusive", (f"the run detects only differences of {self.detectable:.2g} or more, larger "
                                     f"than the {abs(self.effect or 0.0):.2g} the claim is about")
         return v, ""
+
+    def gpu_reason(self) -> str:
+        """Why a gpu-only claim's run cannot decide it ('' when it can, or when the claim is not gpu-only or its run is
+        not known): a cpu run is a check, whatever its verdict; a stale gpu record measured other code."""
+        if not self.gpu_only.strip() or self.id is None or self.id.scale is None:
+            return ""
+        check = self.check_verdict
+        if self.id.scale != "gpu":
+            return (f"only a gpu run decides it ({self.gpu_only.strip()}); this {evidence_words(self.evidence)} "
+                    f"is a check, by which it {verdict_phrase(check)}")
+        if self.id.stale:
+            return (f"only a current gpu record decides it, and this one is stale: it measured {fmt(self.measured)}, "
+                    f"by which it {verdict_phrase(check)}")
+        return ""
+
+    @property
+    def check_verdict(self) -> Verdict:
+        """The verdict the comparison gives whatever run measured it: for a gpu-only claim on a cpu run, what the
+        check says (:meth:`gpu_reason`); for every other claim, its verdict."""
+        return self._decide(self.predicted, gpu_rule=False)[0]
 
     @property
     def corrected_verdict(self) -> Verdict | None:
@@ -398,16 +426,37 @@ def measurements(claims: list[Claim]) -> list[Claim]:
     return [c for c in claims if c.evidence != CHECK_ONLY]
 
 
+def evidence_rank(claim: Claim) -> int:
+    """How strong a measurement of ``claim`` is: :data:`EVIDENCE_RANK` of its evidence, except that for a gpu-only
+    claim every gpu run, stale or not, outranks every cpu run (a cpu run of it is a check, never its evidence)."""
+    rank = EVIDENCE_RANK.get(claim.evidence, -1)
+    if claim.gpu_only.strip() and claim.id is not None and claim.id.scale == "gpu":
+        rank += len(EVIDENCE_RANK)
+    return rank
+
+
 def strongest_claims(claims: list[Claim]) -> list[Claim]:
-    """Per claim (:func:`claim_ref`), the measurement with the strongest evidence (:data:`EVIDENCE_RANK`: a gpu record
+    """Per claim (:func:`claim_ref`), the measurement with the strongest evidence (:func:`evidence_rank`: a gpu record
     over a cpu record over a live run; smoke runs never count), in the order the claims first appear. This is the one
     definition of 'strongest evidence' that the chapters' tables, the ledger and the landing page count by."""
     best: dict[tuple[str, str], Claim] = {}
     for c in measurements(claims):
         ref = claim_ref(c)
-        if ref not in best or EVIDENCE_RANK.get(c.evidence, -1) > EVIDENCE_RANK.get(best[ref].evidence, -1):
+        if ref not in best or evidence_rank(c) > evidence_rank(best[ref]):
             best[ref] = c
     return list(best.values())
+
+
+def beside_text(claim: Claim, claims: list[Claim]) -> str:
+    """For a gpu-only claim, its other measurements among ``claims``, shown beside the one that decides it: 'cpu
+    record: 0.0021, holds as a check'; '' for any other claim or when there is none."""
+    if not claim.gpu_only.strip():
+        return ""
+    others = [c for c in measurements(claims) if claim_ref(c) == claim_ref(claim) and c is not claim
+              and c.evidence != claim.evidence]
+    return "; ".join(f"{c.evidence_words}: {bounded(c, fmt(c.measured))}, {c.check_verdict} as a check"
+                     if c.id is not None and c.id.scale != "gpu" else
+                     f"{c.evidence_words}: {bounded(c, fmt(c.measured))}, {c.check_verdict}" for c in others)
 
 
 def claim_numbers(claims: list[Claim]) -> dict[tuple[str, str], int]:
@@ -535,6 +584,12 @@ def detects_text(c: Claim) -> str:
     return f"detects ≥ {fmt(c.detectable, 2)}{about}"
 
 
+def beside_html(c: Claim, claims: list[Claim]) -> str:
+    """:func:`beside_text` as a small line of a table cell ('' when there is none)."""
+    text = beside_text(c, claims)
+    return f"<br><small>beside it: {html.escape(text)}</small>" if text else ""
+
+
 def detects_html(c: Claim) -> str:
     """:func:`detects_text` as a small second line of a table cell ('' when there is none)."""
     text = detects_text(c)
@@ -567,7 +622,8 @@ def claims_html(claims: list[Claim], doc: str | None = None) -> str:
             "<tr>" + _number_cell(c, numbers.get(claim_ref(c)), doc)
             + f"<td>{html.escape(c.statement)}<br><small>{address_breaks(html.escape(c.source))}</small></td>"
             f"<td>{SIGNS[c.kind]} {fmt(c.predicted)} {address_breaks(html.escape(c.unit))}</td>"
-            f"<td>{bounded(c, fmt(c.measured))} ± {fmt(c.uncertainty, 2)}{detects_html(c)}</td>"
+            f"<td>{bounded(c, fmt(c.measured))} ± {fmt(c.uncertainty, 2)}{detects_html(c)}"
+            f"{beside_html(c, claims)}</td>"
             f"<td>{fmt(c.tolerance, 2)}<br><small>{html.escape(c.tolerance_basis)}</small>{alternative}</td>"
             f'<td><span style="color:{colour};font-weight:bold">{html.escape(c.verdict_text())}</span>{formal}</td>'
             f"<td>{corrected}</td>"
@@ -659,6 +715,7 @@ def verdict_box_html(claims: list[Claim], doc: str) -> str:
         verdict = html.escape(c.verdict_text())
         if c.corrected is not None and c.verdict == "fails":
             verdict += f"<br><small>corrected: {html.escape(str(c.corrected_verdict))}</small>"
+        verdict += beside_html(c, claims)
         n = numbers[claim_ref(c)]
         source = address_breaks(html.escape(c.source)) + origin_note(c)
         rows.append(

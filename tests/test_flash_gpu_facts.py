@@ -48,3 +48,26 @@ def test_the_efficiency_table_shows_each_recorded_target_and_says_when_none_is(t
         assert line.startswith(f"| {r['label'].split(',')[0]},") and "M parameters" not in line
         assert f"| {1e3 * r['seconds']:.1f} ms | {1e3 * r['eager_seconds']:.1f} ms | {r['eager_speedup']:.2f}x |" in line
         assert line.endswith({True: " yes |", False: " **no** |"}[r["met"]])
+
+
+def test_the_kernels_claims_are_decided_by_the_gpu_record_alone():
+    """On the records: the float16 check holds on Triton's interpreter and fails on the GPU. The chapter's claim is
+    the gpu record's; while that record is stale the claim is inconclusive, and the cpu check stands beside it."""
+    from analysis.experiments import EXPERIMENTS
+    from analysis.results import find_record
+    from analysis.verify import beside_text, strongest_claims
+
+    made = {}
+    for scale in ("cpu", "gpu"):
+        record = find_record("gau-kernel", scale, RECORDS)
+        for c in EXPERIMENTS["gau-kernel"].claims(record.data, f"recorded-{scale}"):
+            made[(scale, c.key)] = c
+    assert all(c.gpu_only for c in made.values())
+    cpu = made[("cpu", "kernel-exact-float16")].identified("gau-kernel", "cpu", True)
+    gpu = made[("gpu", "kernel-exact-float16")].identified("gau-kernel", "gpu", True, stale=True)
+    assert cpu.check_verdict == "holds" and gpu.check_verdict == "fails"  # the contradiction the rule settles
+    shown = strongest_claims([cpu, gpu])
+    assert shown == [gpu] and gpu.verdict == "inconclusive" and "stale" in gpu.inconclusive_reason
+    assert beside_text(gpu, [cpu, gpu]).endswith("holds as a check")
+    current = made[("gpu", "kernel-exact-float16")].identified("gau-kernel", "gpu", True)
+    assert strongest_claims([cpu, current]) == [current] and current.verdict == "fails"

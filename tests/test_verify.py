@@ -381,3 +381,36 @@ def test_two_tallies_keep_the_sources_apart_from_every_other_claim():
     box = verdict_box_html([c.identified("e", "cpu", True) for c in claims], "chap")
     assert "5 claims, each at its strongest evidence. 2 claims from the five sources" in box
     assert "(checks of other software)</small>" in box and box.count("(the book&#x27;s own)</small>") == 2
+
+
+def test_a_claim_about_gpu_arithmetic_is_decided_only_by_a_current_gpu_run():
+    """The fused kernel's float16 error held on Triton's interpreter (2.1e-3 within 3.5e-3) and failed on the H100
+    (3.7e-3): the emulation is a check beside the claim, never its evidence, and a stale gpu record keeps the claim
+    inconclusive with both numbers shown."""
+    from analysis.verify import beside_text, strongest_claims, verdict_box_html
+
+    def kernel(measured):
+        return make(key="exact", predicted=0.0, measured=measured, tolerance=3.5e-3, kind="upper_bound",
+                    gpu_only="the kernel is GPU code")
+
+    cpu = kernel(2.1e-3).identified("e", "cpu", recorded=True)
+    gpu = kernel(3.7e-3).identified("e", "gpu", recorded=True)
+    stale = kernel(3.7e-3).identified("e", "gpu", recorded=True, stale=True)
+    assert kernel(2.1e-3).verdict == "holds"  # a claim whose run is not known is the comparison alone
+    assert cpu.verdict == "inconclusive" and cpu.check_verdict == "holds"
+    assert cpu.inconclusive_reason == ("only a gpu run decides it (the kernel is GPU code); this cpu record is a "
+                                       "check, by which it holds")
+    assert gpu.verdict == "fails" and gpu.inconclusive_reason == ""
+    assert stale.verdict == "inconclusive" and stale.check_verdict == "fails"
+    assert stale.inconclusive_reason == ("only a current gpu record decides it, and this one is stale: it measured "
+                                         "0.0037, by which it fails")
+    assert strongest_claims([cpu, stale]) == [stale] and strongest_claims([stale, gpu]) == [gpu]
+    assert strongest_claims([cpu, gpu]) == [gpu]
+    assert beside_text(stale, [cpu, stale]) == "cpu record: 0.0021, holds as a check"
+    assert beside_text(cpu, [cpu, stale]) == "gpu record (stale): 0.0037, fails"
+    box = verdict_box_html([cpu, stale], "chap")
+    assert "gpu record (stale)<br>" in box and "beside it: cpu record: 0.0021, holds as a check" in box
+    assert "1 is inconclusive" in box and "holds<" not in box
+    # any other claim is ranked as before: a current cpu record over a stale gpu one
+    plain_cpu, plain_stale = (make(key="p").identified("e", s, True, stale=s == "gpu") for s in ("cpu", "gpu"))
+    assert strongest_claims([plain_cpu, plain_stale]) == [plain_cpu] and beside_text(plain_cpu, [plain_stale]) == ""

@@ -601,7 +601,7 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-CPU_SPEED_UNDECIDED = (
+GPU_ONLY_CROSSOVER = (
     "the source's crossover is an accelerator's: its author measured on GPUs and says the gap in speed at long n "
     "'shows in the degree of parallelism'; a 2-core CPU runs other kernels, its Transformer++ a fused causal kernel "
     "that skips the masked half, so a CPU run cannot decide it: flash-bench's gpu trials, n = 128 to 16,384 on a "
@@ -609,11 +609,10 @@ CPU_SPEED_UNDECIDED = (
 
 
 def crossover_undecided(data: dict[str, Any], shortest: int, first: bool, lowest: float) -> str:
-    """Why a crossover claim's run cannot decide it ('' when it can): a CPU run (the claim is an accelerator's), or
-    one whose faster stack already leads at its shortest length ``shortest`` while that length is not below
-    ``lowest``, the least crossover the claim allows (the crossover may lie anywhere below it)."""
-    if data["device_type"] == "cpu":
-        return CPU_SPEED_UNDECIDED
+    """Why a crossover claim's gpu run cannot decide it ('' when it can): its faster stack already leads at its
+    shortest length ``shortest`` while that length is not below ``lowest``, the least crossover the claim allows (the
+    crossover may lie anywhere below it). A cpu run never decides it: the claim is gpu-only
+    (:data:`GPU_ONLY_CROSSOVER` says why)."""
     if first and shortest >= lowest:
         return (f"FLASH-Quad leads already at n = {shortest}, the shortest length measured, so its crossover is "
                 "somewhere at or below it: a sweep from shorter lengths places it")
@@ -644,7 +643,8 @@ def crossover_claim(data: dict[str, Any], quad: str, key: str, what: str, label:
                  f"parameters, {where(data)}; {span}; {label})", SOURCE, 256.0, float(both[-1]) if never else cross,
                  0.0, tolerance, "half a grid step: lengths are powers of 2", unit="n",
                  measured_bound="≥" if never else "≤" if first else "",
-                 undecided=crossover_undecided(data, both[0], first, 256.0 - tolerance))
+                 undecided=crossover_undecided(data, both[0], first, 256.0 - tolerance),
+                 gpu_only=GPU_ONLY_CROSSOVER)
 
 
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
