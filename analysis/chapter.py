@@ -39,6 +39,7 @@ from analysis.verify import (
     run_name,
     short_statement,
     strongest_claims,
+    verdict_phrase,
     verdict_box_html,
 )
 
@@ -201,6 +202,45 @@ class Chapter:
         return Markdown("\n".join(verdict_line(c, self.doc, numbers.get(claim_ref(c)), id(c) in strongest)
                                    for c in self.claims_of(name, chosen, computed=False)))
 
+    def stale_beside(self, name: str) -> str:
+        """Markdown: the claims of ``name``'s stale gpu record beside those of its best run, which count (a table of
+        each claim's value and verdict on both, the gpu one what its own comparison gives), and a sentence naming
+        where the two verdicts differ; '' when no stale gpu record stands beside a stronger run."""
+        stale = next((r for r in reversed(self.runs[name]) if r.scale == "gpu" and r.recorded and r.stale), None)
+        if stale is None or stale is self.best(name):
+            return ""
+        best = self.best(name)
+        old = {c.key: c for c in self.claims_of(name, stale, computed=False)}
+        now = {c.key: c for c in self.claims_of(name, best, computed=False)}
+        if not old:
+            return ""
+
+        def cell(c: Claim | None) -> str:
+            if c is None:
+                return "not measured"
+            check = " as a check" if c.gpu_only and c.id is not None and c.id.scale != "gpu" else ""
+            return f"{bounded(c, fmt(c.measured))} {c.unit}: {c.check_verdict}{check}".replace("  ", " ")
+
+        where = f"{best.scale} {'record' if best.recorded else 'run'}"
+        numbers = claim_numbers(self.claims.claims)
+
+        def label(c: Claim) -> str:
+            number = numbers.get(claim_ref(c))
+            return ledger_link(self.doc, c, number) if number else c.key
+
+        rows = [f"| # | claim | {where} (counts) | gpu record (stale) |", "|---|---|---|---|"]
+        rows += [f"| {label(c)} | {math_markdown(short_statement(c.statement))} | {cell(now.get(k))} | "
+                 f"{cell(old.get(k))} |" for k in dict.fromkeys([*now, *old]) for c in [now.get(k) or old[k]]]
+        differ = [(now[k], old[k]) for k in now if k in old and now[k].check_verdict != old[k].check_verdict]
+        if not differ:
+            said = "The two agree on every claim both measured."
+        else:
+            said = (f"They disagree on {plural(len(differ), 'claim')}: " + "; ".join(
+                f"{label(a)} {verdict_phrase(a.check_verdict)} on the {where} ({fmt(a.measured)}) and "
+                f"{verdict_phrase(b.check_verdict)} on the stale gpu record ({fmt(b.measured)})"
+                for a, b in differ) + ".")
+        return "\n".join(rows) + f"\n\n{said}"
+
     def gpu_only_sentence(self, name: str) -> str:
         """' Its 5 claims about GPU arithmetic or GPU speed ...': how the chapter treats the claims of ``name`` that only a
         current gpu run decides (:attr:`analysis.verify.Claim.gpu_only`) while its gpu record is stale; '' when it has
@@ -220,13 +260,15 @@ class Chapter:
         from IPython.display import Markdown
 
         gpu = [r for r in self.runs[name] if r.scale == "gpu"]
+        beside = self.stale_beside(name)
         if any(not r.stale for r in gpu):
             return Markdown(f"The GPU-scale run of `{name}` is included.")
         if gpu:
             rests = ("it is shown and, since no current run measured its claims, its verdicts are this chapter's "
                      "for now, marked stale" if self.best(name) is gpu[-1] else
-                     f"it is shown, marked stale, and its verdicts are listed beside the current "
-                     f"{self.best(name).scale}-scale ones, which count")
+                     f"it is shown, marked stale, and its verdicts are listed below beside the current "
+                     f"{self.best(name).scale}-scale ones, which count" if beside else
+                     f"it is shown, marked stale, and the current {self.best(name).scale}-scale verdicts count")
             head = (f"**No current GPU-scale run of `{name}`:** its gpu record is stale ({'; '.join(gpu[-1].stale)}); "
                     f"{rests}.{self.gpu_only_sentence(name)}")
         else:
@@ -267,6 +309,7 @@ class Chapter:
             f"FLOPs, peak memory about {est.peak_memory_gb:.2g} GB): `{command}` {runs}, resumable{chunks}."
             f"{seeds_words(cfg)} "
             "That time is an estimate; every number this book gives as measured on a GPU was measured on one."
+            + (f"\n\n{beside}" if beside else "")
         )
 
 
