@@ -15,7 +15,9 @@ that signed or absolute deviation:
   claim is tested against (the value a rival explanation predicts), so the
   measurement cannot tell them apart; or the measurement's ``detectable``
   difference (:mod:`analysis.stats`: the smallest true deviation it finds with
-  80% power) exceeds the ``effect`` the claim is about, so passing says nothing;
+  80% power) exceeds the gap to the claim's rival (:attr:`Claim.rival_gap`: the
+  ``effect`` the claim is about, else the distance from the prediction to the
+  ``alternative``), so passing says nothing;
   or it has no error estimate at all (``detectable`` infinite: one seed); or the
   claim names why the run cannot decide it (``undecided``, e.g. an optimum still
   moving with the training budget), whatever the comparison gives; or the claim
@@ -139,7 +141,8 @@ def _judge(kind: Kind, predicted: float, measured: float, tolerance: float, appr
 
 def underpowered(verdict: Verdict, kind: Kind, detectable: float | None, effect: float | None) -> bool:
     """Whether a passing verdict says nothing: no error estimate (detectable inf), or a detectable difference larger
-    than the effect the claim is about (a directional claim that holds was detected, so only the first applies)."""
+    than ``effect``, the gap to the claim's rival (a directional claim that holds was detected, so only the first
+    applies)."""
     if detectable is None:
         return False
     if math.isinf(detectable):
@@ -313,10 +316,22 @@ class Claim:
         v = judge(self.kind, predicted, self.measured, self.tolerance, self.approx_rel, self.alternative)
         if v == "inconclusive":
             return v, f"the alternative, {self.alternative_note}, fits as well"
-        if underpowered(v, self.kind, self.detectable, self.effect):
-            return "inconclusive", (f"the run detects only differences of {self.detectable:.2g} or more, larger "
-                                    f"than the {abs(self.effect or 0.0):.2g} the claim is about")
+        if underpowered(v, self.kind, self.detectable, self.rival_gap):
+            about = ("the claim is about" if self.effect is not None else
+                     f"that separates the prediction from the alternative, {self.alternative_note.strip()}")
+            return "inconclusive", (f"the run detects only differences of {self.detectable:.3g} or more, larger "
+                                    f"than the {self.rival_gap or 0.0:.3g} {about}")
         return v, ""
+
+    @property
+    def rival_gap(self) -> float | None:
+        """How far the claim's rival lies from its prediction, the difference its run must detect: the ``effect``
+        the claim is about, else |alternative - predicted|, else None (no rival named)."""
+        if self.effect is not None:
+            return abs(self.effect)
+        if self.alternative is not None:
+            return abs(self.alternative - self.predicted)
+        return None
 
     def gpu_reason(self) -> str:
         """Why a gpu-only claim's run cannot decide it ('' when it can, or when the claim is not gpu-only or its run is
@@ -573,15 +588,17 @@ def claims_table_css() -> str:
 
 def detects_text(c: Claim) -> str:
     """'detects ≥ 0.031' (the smallest deviation the measurement finds with 80% power), with the effect the claim is
-    about when given; 'no error estimate' for one unit; the reason a claim is undecided; '' for an exact claim."""
+    about, else how far its rival lies (:attr:`Claim.rival_gap`); 'no error estimate' for one unit; the reason a claim
+    is undecided; '' for an exact claim."""
     if c.undecided.strip():
         return f"undecided: {c.undecided}"
     if c.detectable is None:
         return ""
     if math.isinf(c.detectable):
         return "no error estimate"
-    about = "" if c.effect is None else f"; the claim is about {fmt(abs(c.effect), 2)}"
-    return f"detects ≥ {fmt(c.detectable, 2)}{about}"
+    about = ("" if c.rival_gap is None else f"; the claim is about {fmt(c.rival_gap, 3)}" if c.effect is not None
+             else f"; the rival lies {fmt(c.rival_gap, 3)} away")
+    return f"detects ≥ {fmt(c.detectable, 3)}{about}"
 
 
 def beside_html(c: Claim, claims: list[Claim]) -> str:

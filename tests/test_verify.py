@@ -414,3 +414,21 @@ def test_a_claim_about_gpu_arithmetic_is_decided_only_by_a_current_gpu_run():
     # any other claim is ranked as before: a current cpu record over a stale gpu one
     plain_cpu, plain_stale = (make(key="p").identified("e", s, True, stale=s == "gpu") for s in ("cpu", "gpu"))
     assert strongest_claims([plain_cpu, plain_stale]) == [plain_cpu] and beside_text(plain_cpu, [plain_stale]) == ""
+
+
+def test_a_named_rival_sets_the_gap_the_run_must_detect():
+    """deep_gau's lambda^7 held at p = 7.28 ± 1.72 while its run detected only 2.25, less finely than the 2.24 that
+    separates the source's 7 from the 9.24 gau-init measures: a pass that cannot tell the two apart is no verdict."""
+    rival = dict(predicted=-7.0, measured=-7.279, tolerance=1.716, alternative=-9.243,
+                 alternative_note="the exponent gau-init measures, 9.24")
+    weak = make(**rival, detectable=2.255)
+    assert weak.rival_gap == pytest.approx(2.243) and weak.verdict == "inconclusive"
+    assert weak.inconclusive_reason == ("the run detects only differences of 2.25 or more, larger than the 2.24 that "
+                                        "separates the prediction from the alternative, the exponent gau-init "
+                                        "measures, 9.24")
+    assert make(**rival, detectable=2.0).verdict == "holds"  # fine enough: the rival is told apart
+    assert make(**{**rival, "measured": -8.5}, detectable=2.255).verdict == "inconclusive"  # the rival fits as well
+    assert make(**rival, detectable=2.255, effect=3.0).verdict == "holds"  # a stated effect is the gap
+    from analysis.verify import detects_text
+
+    assert detects_text(weak) == "detects ≥ 2.25; the rival lies 2.24 away"
