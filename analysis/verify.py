@@ -109,7 +109,9 @@ def judge(kind: Kind, predicted: float, measured: float, tolerance: float, appro
     """Verdict of one comparison: excess <= tol holds, <= tol + approx_rel |pred| approximately, else fails; a
     directional kind holds when measured ± tol lies wholly on its side of the prediction.
 
-    When the prediction passes and an ``alternative`` passes the same test, the verdict is inconclusive.
+    When the prediction passes and an ``alternative`` passes the same test, the verdict is inconclusive. A bound's
+    alternative is a value, not a bound ('no speed-up' against 'at least 1.5x'): it passes when the measurement lies
+    within the tolerance of it.
     """
     if kind in DIRECTIONAL:
         sign = 1.0 if kind == "above" else -1.0
@@ -119,8 +121,9 @@ def judge(kind: Kind, predicted: float, measured: float, tolerance: float, appro
             return "fails"
         return "inconclusive"
     verdict = _judge(kind, predicted, measured, tolerance, approx_rel)
+    rival: Kind = "equal" if kind in ("upper_bound", "lower_bound") else kind
     if alternative is not None and verdict != "fails" and \
-            _judge(kind, alternative, measured, tolerance, approx_rel) != "fails":
+            _judge(rival, alternative, measured, tolerance, approx_rel) != "fails":
         return "inconclusive"
     return verdict
 
@@ -313,24 +316,52 @@ class Claim:
             return "inconclusive", "one run: no error estimate"
         if judge(self.kind, predicted, self.measured, self.tolerance, self.approx_rel) == "inconclusive":
             return "inconclusive", "the interval reaches both sides of the prediction"
-        v = judge(self.kind, predicted, self.measured, self.tolerance, self.approx_rel, self.alternative)
+        # a corrected prediction that is the alternative itself has no rival in it: judged on its own
+        rival = self.rival
+        alternative = None if predicted != self.predicted and rival == predicted else rival
+        v = judge(self.kind, predicted, self.measured, self.tolerance, self.approx_rel, alternative)
         if v == "inconclusive":
-            return v, f"the alternative, {self.alternative_note}, fits as well"
-        if underpowered(v, self.kind, self.detectable, self.rival_gap):
+            return v, f"the alternative, {self.rival_note}, fits as well"
+        gap = self.rival_gap if alternative is not None or self.effect is not None else None
+        if underpowered(v, self.kind, self.detects, gap):
             about = ("the claim is about" if self.effect is not None else
-                     f"that separates the prediction from the alternative, {self.alternative_note.strip()}")
-            return "inconclusive", (f"the run detects only differences of {self.detectable:.3g} or more, larger "
-                                    f"than the {self.rival_gap or 0.0:.3g} {about}")
+                     f"that separates the prediction from the alternative, {self.rival_note}")
+            return "inconclusive", (f"the run detects only differences of {self.detects:.3g} or more, larger "
+                                    f"than the {gap or 0.0:.3g} {about}")
         return v, ""
+
+    @property
+    def detects(self) -> float:
+        """The smallest true deviation the comparison finds: ``detectable`` when the run states it (80% power, inf
+        without an error estimate), else the tolerance: a comparison without sampling noise (rounding, exact counts)
+        finds every deviation beyond it, for certain."""
+        return self.detectable if self.detectable is not None else self.tolerance
+
+    @property
+    def has_rival(self) -> bool:
+        """Whether the claim names what it must be told apart from: an alternative value, the effect it is about, or,
+        for a directional claim, the other side (its interval must exclude it)."""
+        return self.rival is not None or self.effect is not None or self.kind in DIRECTIONAL
+
+    @property
+    def rival(self) -> float | None:
+        """The value the claim must be told apart from, its ``alternative`` (named by the claim: a corrected
+        prediction is not always a rival, it may refine the claim's own law), else None."""
+        return self.alternative
+
+    @property
+    def rival_note(self) -> str:
+        """What the rival is, in words: the alternative's note."""
+        return self.alternative_note.strip()
 
     @property
     def rival_gap(self) -> float | None:
         """How far the claim's rival lies from its prediction, the difference its run must detect: the ``effect``
-        the claim is about, else |alternative - predicted|, else None (no rival named)."""
+        the claim is about, else |rival - predicted| (:attr:`rival`), else None (no rival named)."""
         if self.effect is not None:
             return abs(self.effect)
-        if self.alternative is not None:
-            return abs(self.alternative - self.predicted)
+        if self.rival is not None:
+            return abs(self.rival - self.predicted)
         return None
 
     def gpu_reason(self) -> str:

@@ -38,11 +38,14 @@ def test_judge(kind, predicted, measured, tol, expected):
         (2.0, 2.0, 8.0, "holds"),  # the alternative is ruled out
         (2.0, 8.0, 8.0, "fails"),  # a failed prediction stays failed, whatever the alternative
         (2.0, 3.6, 3.0, "inconclusive"),  # holding approximately, with an alternative that holds outright
-        (2.0, 3.6, 1.0, "holds approximately"),  # the alternative is further off than the band
+        (2.0, 3.6, 0.0, "holds approximately"),  # the alternative is further off than the band
+        # the alternative fails, but lies within the tolerance of the prediction: the comparison cannot tell them apart
+        (2.0, 3.6, 1.0, "inconclusive"),
     ],
 )
 def test_inconclusive_when_the_alternative_passes_too(predicted, measured, alternative, expected):
-    assert judge("equal", predicted, measured, 1.5, 0.1, alternative) == expected
+    if abs(alternative - predicted) > 1.5:  # judge() alone knows nothing of the gap a claim's run must detect
+        assert judge("equal", predicted, measured, 1.5, 0.1, alternative) == expected
     claim = make(predicted=predicted, measured=measured, tolerance=1.5, alternative=alternative,
                  alternative_note="the default", approx_rel=0.1, approx_words="roughly")
     assert claim.verdict == expected
@@ -432,3 +435,24 @@ def test_a_named_rival_sets_the_gap_the_run_must_detect():
     from analysis.verify import detects_text
 
     assert detects_text(weak) == "detects ≥ 2.25; the rival lies 2.24 away"
+
+
+def test_a_comparison_without_noise_detects_what_exceeds_its_tolerance():
+    """Every claim has a detectable difference: the run's, or for an exact comparison its tolerance."""
+    assert make(tolerance=0.03).detects == 0.03 and make(detectable=0.2).detects == 0.2
+    assert make(alternative=1.02, alternative_note="a rival").has_rival and make(effect=0.1).has_rival
+    assert make(kind="below", predicted=0.0, measured=-1.0).has_rival and not make().has_rival
+    # an exact check whose tolerance exceeds the gap to its rival cannot tell them apart
+    assert make(measured=1.0, tolerance=0.03, alternative=1.04, alternative_note="a rival").verdict == "holds"
+    within = make(measured=0.96, tolerance=0.05, alternative=1.04, alternative_note="a rival")
+    assert judge("equal", 1.0, 0.96, 0.05, 0.0, 1.04) == "holds"  # the rival itself fails the comparison
+    assert within.verdict == "inconclusive" and "larger than the 0.04 that separates" in within.inconclusive_reason
+
+
+def test_a_bounds_rival_is_a_value_it_must_be_told_from():
+    """'At least 1.5x' against 'no speed-up': the rival fits only when the measurement lies near 1, not whenever it
+    exceeds 1."""
+    rival = dict(kind="lower_bound", predicted=1.5, alternative=1.0, alternative_note="no speed-up")
+    assert make(**rival, measured=1.98, tolerance=0.13).verdict == "holds"
+    assert make(**rival, measured=1.2, tolerance=0.13).verdict == "fails"
+    assert make(**rival, measured=1.3, tolerance=0.35).verdict == "inconclusive"  # 1.0 lies within the tolerance
