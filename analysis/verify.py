@@ -707,7 +707,7 @@ def tallies(claims: list[Claim]) -> tuple[dict[Verdict, int], dict[Verdict, int]
 
 def tallies_html(claims: list[Claim], label: Callable[[str, int], str] | None = None) -> str:
     """The two tallies of :func:`tallies` as a sentence: '8 claims from the five sources: 5 hold, 3 fail; 4 other
-    claims (the book's own 3, checks of other software 1): 4 hold', each verdict in its colour; ``label(verdict,
+    claims (the book's own: 3, checks of other software: 1): 4 hold', each verdict in its colour; ``label(verdict,
     count)`` words a count (default :func:`verdict_count`)."""
     words = label or verdict_count
     sources, others, kinds = tallies(claims)
@@ -721,7 +721,7 @@ def tallies_html(claims: list[Claim], label: Callable[[str, int], str] | None = 
              else "no claim from the five sources")
     if not n_oth:
         return first
-    breakdown = ", ".join(f"{PROVENANCE_WORDS[k]} {n}" for k, n in kinds.items())
+    breakdown = ", ".join(f"{PROVENANCE_WORDS[k]}: {n}" for k, n in kinds.items())
     return f"{first}; {plural(n_oth, 'other claim')} ({breakdown}): {parts(others)}"
 
 
@@ -763,6 +763,9 @@ def verdict_box_html(claims: list[Claim], doc: str) -> str:
         verdict = html.escape(c.verdict_text())
         if c.corrected is not None and c.verdict == "fails":
             verdict += f"<br><small>corrected: {html.escape(str(c.corrected_verdict))}</small>"
+        if c.gpu_reason():  # a gpu-only claim its run cannot decide: what that run measured, then the others
+            verdict += (f"<br><small>{html.escape(c.evidence_words)}: {bounded(c, fmt(c.measured))}, "
+                        f"{c.check_verdict}</small>")
         verdict += beside_html(c, claims)
         n = numbers[claim_ref(c)]
         source = address_breaks(html.escape(c.source)) + origin_note(c)

@@ -377,7 +377,7 @@ def test_two_tallies_keep_the_sources_apart_from_every_other_claim():
     assert tallies(claims) == ({"holds": 1, "fails": 1}, {"holds": 1, "fails": 2}, {"book": 2, "software": 1})
     text = tallies_html(claims)
     assert text.startswith("2 claims from the five sources: ") and ">1 holds<" in text.split("; 3 other")[0]
-    assert "; 3 other claims (the book's own 2, checks of other software 1): " in text and ">2 fail<" in text
+    assert "; 3 other claims (the book's own: 2, checks of other software: 1): " in text and ">2 fail<" in text
     assert tallies_html(claims[:2]).startswith("2 claims from the five sources") and "other" not in tallies_html(
         claims[:2])
     assert tallies_html(claims[2:3]).startswith("no claim from the five sources; 1 other claim")
@@ -413,6 +413,7 @@ def test_a_claim_about_gpu_arithmetic_is_decided_only_by_a_current_gpu_run():
     assert beside_text(cpu, [cpu, stale]) == "gpu record (stale): 0.0037, fails"
     box = verdict_box_html([cpu, stale], "chap")
     assert "gpu record (stale)<br>" in box and "beside it: cpu record: 0.0021, holds as a check" in box
+    assert "<small>gpu record (stale): 0.0037, fails</small>" in box  # both numbers, each with its comparison
     assert "1 is inconclusive" in box and "holds<" not in box
     # any other claim is ranked as before: a current cpu record over a stale gpu one
     plain_cpu, plain_stale = (make(key="p").identified("e", s, True, stale=s == "gpu") for s in ("cpu", "gpu"))
