@@ -204,9 +204,38 @@ def test_gpu_status_says_when_the_only_gpu_record_is_stale():
                            "(ctx: 128 -> 512)); it is shown and, since no current run measured its claims, its "
                            "verdicts are this chapter's for now, marked stale.")
     assert "On one H100 its 1 trial would take an estimated" in text and "That time is an estimate" in text
-    beside = ch.gpu_status("gau-init").data  # a current cpu record outranks it
-    assert ("it is shown, marked stale, and its verdicts are listed beside the current cpu-scale ones, which count."
-            in beside)
+    beside = ch.gpu_status("gau-init").data  # a current cpu record outranks it; no claim of either is in the chapter
+    assert "it is shown, marked stale, and the current cpu-scale verdicts count." in beside and "|" not in beside
+
+
+def test_the_stale_gpu_verdicts_are_listed_beside_the_current_ones_and_their_disagreements_named():
+    """gau_trained once said the stale gpu verdicts were 'listed beside' the cpu ones while the chapter showed none:
+    the status now carries the table it speaks of, and names where the two disagree."""
+    from analysis.studies.chapter import Chapter, RenderedClaims, RunSet
+    from analysis.core.verify import Claim
+
+    live = RunSet("this build", {}, "p", "smoke")
+    cpu = RunSet("recorded, cpu scale", {}, "p", "cpu", recorded=True)
+    stale = RunSet("recorded, gpu scale", {}, "p", "gpu", recorded=True, stale=("its code has changed",))
+    ch = Chapter("doc", "t", "smoke", RenderedClaims("doc", "t"))
+    ch.runs = {"gau-length": [live, cpu, stale]}
+
+    def cost(measured, scale, is_stale=False, key="text-cost"):
+        claim = Claim(key, f"{key} is above 0", "src", 0.0, measured, 0.01, 0.05, "t SE", kind="above",
+                      unit="nats/byte")
+        return claim.identified("gau-length", scale, recorded=True, stale=is_stale)
+
+    for c in (cost(0.334, "cpu"), cost(-0.035, "gpu", True), cost(0.5, "cpu", key="agree"),
+              cost(0.6, "gpu", True, key="agree"), cost(0.2, "gpu", True, key="gpu-only")):
+        ch.claims.record(c)
+    text = ch.gpu_status("gau-length").data
+    assert "its verdicts are listed below beside the current cpu-scale ones, which count." in text
+    table = [line for line in text.splitlines() if line.startswith("| ")]
+    assert table[0] == "| # | claim | cpu record (counts) | gpu record (stale) |" and len(table) == 4
+    assert table[1].endswith("| text-cost is above 0 | 0.334 nats/byte: holds | -0.035 nats/byte: inconclusive |")
+    assert table[3].endswith("| gpu-only is above 0 | not measured | 0.2 nats/byte: holds |")
+    assert ("They disagree on 1 claim: " in text and ">doc.1</a> holds on the cpu record (0.334) and is "
+            "inconclusive on the stale gpu record (-0.035)." in text)
 
 
 def test_gpu_status_of_a_campaign_stored_whole_by_older_code(tmp_path):
@@ -227,3 +256,20 @@ def test_gpu_status_of_a_campaign_stored_whole_by_older_code(tmp_path):
     assert "partial" not in status
     assert f"All {len(trials)} of its gpu trials are stored; 1 of them was made by code that has changed" in status
     assert "`python -m analysis campaign --scale gpu --only gau-kernel --refresh-stale` runs that one again" in status
+
+
+def test_a_reader_runs_a_chapters_experiment_with_a_setting_changed(tmp_path):
+    """Try it: the chapter's experiment at smoke scale with one setting changed, its claims beside the chapter's;
+    a setting the experiment does not have, or an experiment not in the chapter, is refused by name."""
+    import pytest
+
+    ch = open_chapter("demo", "Demo", "entropy-bound", directory=str(tmp_path))
+    mine = {c.key for c in ch.claims_of("entropy-bound", computed=False)}
+    got = ch.try_it("entropy-bound", seed=3)
+    assert got.settings == {"seed": 3} and got.seconds >= 0 and {k for k, _, _ in got.rows} >= mine
+    assert all(yours is not None for _, _, yours in got.rows) and "| claim | the chapter's run | your run |" in \
+        got._repr_markdown_() and "`seed = 3`" in got._repr_markdown_()
+    with pytest.raises(ValueError, match="does not apply to experiment"):
+        ch.try_it("entropy-bound", no_such_setting=1)
+    with pytest.raises(ValueError, match="name must be an experiment of chapter 'demo'"):
+        ch.try_it("gau-length")

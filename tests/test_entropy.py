@@ -123,19 +123,40 @@ def test_direct_summation_refuses_huge_k():
         ent.spread_prediction_entropy_direct(0.5, 10**9)
 
 
-def test_calibration_estimate_takes_blocks_of_windows_as_units():
-    """Tokens of a window share an offset: per-token SE is far too small, the block SE sees the windows' spread."""
-    from analysis.studies.entropy.experiments.entropy_lm import calibration_estimate
+def test_calibration_estimate_takes_every_token_and_the_windows_as_units():
+    """Tokens of a window share an offset: the per-token SE is far too small, and the SE over windows sees the
+    windows' spread. The mean is that of every token, not of the plotted subsample (which once set the SE: 4,000 of
+    10,240 tokens, unscaled)."""
+    from analysis.studies.entropy.experiments.entropy_lm import calibration_estimate, window_means
 
     rng = np.random.default_rng(0)
     windows, ctx = 160, 25
     offsets = np.repeat(rng.normal(0.0, 0.5, windows), ctx)  # one offset per window
     calib = offsets + rng.normal(0.0, 0.1, windows * ctx)
-    snap = {"loss": (2.0 + calib).tolist(), "entropy": [2.0] * calib.size, "loss_minus_entropy": 0.123}
+    position = np.tile(np.arange(ctx), windows)
+    means = window_means(calib, position)
+    assert means.shape == (windows,) and means == pytest.approx(calib.reshape(windows, ctx).mean(1))
+    snap = {"window_loss_minus_entropy": means.tolist(), "loss": [9.0], "entropy": [0.0]}  # a subsample far off
     est = calibration_estimate(snap)
     per_token = calib.std(ddof=1) / np.sqrt(calib.size)
-    assert est.value == 0.123 and est.n == 20 and est.nu == 19 and est.units == "blocks of evaluation windows"
-    block_means = [b.mean() for b in np.array_split(calib, 20)]
-    assert est.se == pytest.approx(np.std(block_means, ddof=1) / np.sqrt(20))
+    assert est.value == pytest.approx(calib.mean()) and est.n == windows and est.nu == windows - 1
+    assert est.units == "evaluation windows" and est.se == pytest.approx(means.std(ddof=1) / np.sqrt(windows))
     assert est.se > 3 * per_token  # correlated tokens: the per-token SE understates the error
-    assert calibration_estimate({**snap, "loss": snap["loss"][:5], "entropy": snap["entropy"][:5]}).n == 5
+    with pytest.raises(ValueError, match="position starting at 0"):
+        window_means(calib, position + 1)
+
+
+def test_calibration_gaps_are_paired_by_window():
+    """The architectures are evaluated on the same windows: a window hard for one is hard for all, and pairing
+    removes that shared part from the difference's error."""
+    from analysis.studies.entropy.experiments.entropy_lm import calibration_gaps
+
+    rng = np.random.default_rng(1)
+    shared = rng.normal(0.0, 0.5, 100)
+    runs = {name: {"snapshots": [{"window_loss_minus_entropy": (shared + shift + rng.normal(0, 0.01, 100)).tolist()}]}
+            for name, shift in (("A", 0.0), ("B", 0.05), ("C", 0.0))}
+    gaps = calibration_gaps(runs)
+    assert list(gaps) == [("A", "B"), ("A", "C"), ("B", "C")]
+    assert gaps[("A", "B")].value == pytest.approx(-0.05, abs=0.005) and gaps[("A", "B")].se < 0.002
+    with pytest.raises(ValueError, match="same windows"):
+        calibration_gaps({"A": runs["A"], "D": {"snapshots": [{"window_loss_minus_entropy": [0.1, 0.2]}]}})

@@ -37,11 +37,13 @@ def test_entropy_lm_smoke_run_and_record(tmp_path):
     assert {c.key for c in claims} == {"lm-bound", "lm-calibration", "markov-floor", "lm-bound-gau", "lm-calibration-gau",
                                        "lm-bound-flash", "lm-calibration-flash"}
     assert all(c.verdict == "holds" for c in claims if c.key.startswith("lm-bound"))
-    # calibration: blocks of evaluation windows are the units, not tokens; the Markov floor says its interval is too
-    # narrow, since the record keeps no per-sequence values
+    # calibration: the evaluation windows are the units, not tokens, and every token counts; the Markov floor says
+    # its interval is too narrow, since the record keeps no per-sequence values
+    windows = entropy_lm.CONFIGS["smoke"].eval_windows
     for c in claims:
         if c.key.startswith("lm-calibration"):
-            assert "(19 df)" in c.tolerance_basis and "blocks of evaluation windows" in c.tolerance_basis
+            assert f"over {windows} evaluation windows ({windows - 1} df)" in c.tolerance_basis
+            assert len(real["snapshots"][-1]["window_loss_minus_entropy"]) == windows
             assert c.detectable is not None and c.detectable > 0 and c.predicted == 0.0
     floor = next(c for c in claims if c.key == "markov-floor")
     assert "too narrow" in floor.tolerance_basis and floor.measured == pytest.approx(markov["excess_loss"])

@@ -180,8 +180,13 @@ def test_crossover_claims_say_what_a_sweep_can_place(device, ratios, measured, b
     if measured is not None:
         assert claim.measured == pytest.approx(measured)
     assert claim.measured_bound == bound
-    assert claim.verdict == verdict
-    assert (claim.undecided == fb.CPU_SPEED_UNDECIDED) == (device == "cpu")
+    # the run's scale follows its device: a cpu run is a check of a gpu-only claim, never its evidence
+    made = claim.identified("flash-bench", "cpu" if device == "cpu" else "gpu", recorded=True)
+    assert made.verdict == verdict
+    assert claim.gpu_only == fb.GPU_ONLY_CROSSOVER and not claim.undecided.startswith("the source's crossover")
+    if device == "cpu":
+        assert made.inconclusive_reason.startswith("only a gpu run decides it (the source's crossover is an "
+                                                   "accelerator's")
 
 
 def test_flash_saved_bytes_of_a_sequence_are_linear_and_the_superlinear_rest_is_shared_by_the_batch():

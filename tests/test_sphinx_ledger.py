@@ -183,3 +183,16 @@ def test_about_a_duration_reads_as_english():
 
     assert about(human_duration(156)) == "about 2 min 36 s"
     assert about(human_duration(0.2)) == "under 1 s" and about(human_duration(math.inf)) == "not known"
+
+
+def test_the_ledger_and_findings_count_the_sources_apart(tmp_path):
+    out = build(tmp_path, smoke_only_first=False)
+    html = (out / "ledger.html").read_text()
+    # the claims' source 'src' names none of the five texts: every claim is another paper's, none the sources'
+    assert "No claim from the five sources; 2 other claims (other papers: 2)" in html
+    assert 'data-origin="paper"' in html and 'name="origin"' in html
+    rows = list(csv.DictReader(io.StringIO((out / "claims.csv").read_text())))
+    assert {r["origin"] for r in rows} == {"paper"}
+    index = (out / "index.html").read_text()
+    assert "No claim from the five sources; 2 other claims" in index
+    assert "no claim from the five sources; 2 other claims" in index  # the chapter's own line

@@ -345,3 +345,29 @@ def test_the_gpu_reach_says_what_one_seed_and_a_short_run_leave_open():
     three_long = dataclasses.replace(gpu, seeds=(0, 1, 2), steps=1000)
     text = gpu_reach(240, three_long)
     assert "with 3 seeds per setting" in text and "fixed margin" not in text and "less than twice" not in text
+
+
+def test_the_lambda7_claim_is_told_apart_from_the_exponent_gau_init_measures():
+    """deep_gau once said p = 7.28 was 'near the source's 7' and its claim held, while gau_init measures 9.24 and
+    fails the same law: the claim names gau-init's exponent as its rival, and the prose says what the run decides."""
+    import dataclasses
+    from pathlib import Path
+
+    from analysis.core.results import find_record
+    from analysis.studies.deep_gau.experiments import deep_gau_init as dgi
+    from analysis.studies.deep_gau.init_depth import half_judgement
+    from analysis.studies.gau_init.experiments import gau_init as gi
+
+    results = Path(__file__).resolve().parents[1] / "results"
+    init, deep = find_record("gau-init", "cpu", results), find_record("deep-gau-init", "cpu", results)
+    p = gi.exponent_at_half(init.data["sweep"], init.data["seeds"])[0]
+    claim = next(c for c in dgi.claims(deep.data, "recorded-cpu") if c.key == "eps-lambda7")
+    assert claim.alternative == pytest.approx(-p) and claim.rival_gap == pytest.approx(p - 7)
+    assert claim.verdict == ("inconclusive" if claim.detectable > claim.rival_gap else claim.verdict)
+    assert claim.verdict != "holds" or claim.detectable < claim.rival_gap  # a pass must tell 7 from gau-init's p
+    text = half_judgement(claim)
+    assert text.startswith("is inconclusive: this run detects differences in p of 2.25 or more, and the source's 7 "
+                           f"and the previous chapter's {p:.3g} differ by only {p - 7:.3g}")
+    fine = dataclasses.replace(claim, detectable=1.0)
+    assert half_judgement(fine).startswith("holds, and this run tells the source's 7 from the previous chapter's")
+    assert half_judgement(dataclasses.replace(claim, alternative=None, alternative_note="")) == "holds"

@@ -20,6 +20,7 @@ from analysis.studies.gau_init import (
     verdict_phrase,
     verdict_words,
 )
+from analysis.studies.gau_init.experiments.gau_init import entry_ratio
 from analysis.studies.gau_init.figures import interval_multiple
 from analysis.core.verify import Claim
 
@@ -98,8 +99,31 @@ def test_reference_table_states_the_point_and_both_terms():
     assert lines[0] == "run: d = 768, e = 1536, s = 128, n = 512, LeCun"
     assert lines[1] == "  A_ii : measured 0.03353   source s nu^4/n 0.03164   corrected 0.03319"
     assert lines[2] == "  A_ij : measured 0.000731   source s mu^4/n 0.000456   corrected 0.00071"
-    assert lines[3] == "  row mass c = sum_(j != i) A_ij : measured 0.373   corrected 0.363"
-    assert lines[4] == "  RMS of A_ii V_i 0.0220   vs   RMS of sum_(j != i) A_ij V_j 0.0845"
+    assert lines[3] == "  A_ii / A_ij : measured 46   source nu^4/mu^4 69"
+    assert lines[4] == "  row mass c = sum_(j != i) A_ij : measured 0.373   corrected 0.363"
+    assert lines[5] == "  RMS of A_ii V_i 0.0220   vs   RMS of sum_(j != i) A_ij V_j 0.0845"
+
+
+def test_entry_ratio_is_the_ratio_of_the_entries_the_table_shows():
+    ref = {"a_diag": 0.03353, "a_offdiag": 0.000731, "pred_a_diag_source": 0.03164, "pred_a_offdiag_source": 0.000456}
+    measured, source = entry_ratio(ref)
+    assert measured == pytest.approx(0.03353 / 0.000731) and round(measured) == 46
+    assert source == pytest.approx(0.03164 / 0.000456) and round(source) == 69
+    with pytest.raises(ValueError, match="a_offdiag"):
+        entry_ratio({**ref, "a_offdiag": 0.0})
+
+
+def test_the_prose_states_no_entry_ratio_of_its_own():
+    """The ratio of A's entries reaches the prose only as a glued fact: a written 'N times smaller' is how the
+    chapter once said 69 beside a table whose entries give 46."""
+    import json
+    import re
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "book" / "gau_init.ipynb").read_text())
+    prose = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert not re.search(r"\d\s+times\s+smaller", prose)
+    assert re.search(r"\{glue:text\}`ref_entry_ratio`\s+times\s+smaller", prose)
 
 
 def test_position_table_names_the_positions():

@@ -266,18 +266,48 @@ def test_paired_summary_pairs_by_seed_and_reports_how_each_gap_moved():
         paired_summary(data, ("a", "z"), {"a": "A", "z": "Z"})
 
 
-def test_ablation_table_takes_any_paired_variant_set_and_gap_text_reads_the_interval():
+def test_ablation_table_takes_any_paired_variant_set_with_the_claims_its_gaps_decide():
     from analysis.core.paired import paired_summary
+    from analysis.core.verify import Claim, estimate_fields
+
     data = paired_data({"mixed": [1.0, 2.0, 3.0], "local": [1.2, 2.1, 3.2], "global": [1.5, 2.6, 3.4]})
     s = paired_summary(data, ("mixed", "local", "global"), {"mixed": "M", "local": "L", "global": "G"},
                        pairs=(("local", "global"),))
-    table = gt.ablation_table(s, ("mixed", "local", "global")).splitlines()
+    claims = {v: Claim(v, "s", "src", 0.0, kind="below", **estimate_fields(s["gaps"][v]["end"], "gap", sided="one"))
+              for v in ("local", "global")}
+    table = gt.ablation_table(s, ("mixed", "local", "global"), claims).splitlines()
     assert len(table) == 5 and table[2].startswith("| M (base) | 2.0000")
-    assert table[3].startswith("| L | 2.1667 | -0.1667 ± ") and "(3 seeds, 2 df)" in table[3]
+    assert table[3].startswith("| L | 2.1667 | -0.1667, at most ") and "(95% one-sided t, 3 seeds, 2 df)" in table[3]
+    assert f"| {claims['local'].verdict_text()} |" in table[3]
     with pytest.raises(ValueError, match="variants must be a base"):
-        gt.ablation_table(s, ("mixed", "heads4"))
-    text = gt.gap_text(s["pair_gaps"]["local:global"])
-    assert text.startswith("-0.3333 ± ") and "3 seeds, 2 df" in text and "detects ≥" in text
+        gt.ablation_table(s, ("mixed", "heads4"), claims)
+    with pytest.raises(ValueError, match="claims must hold a claim for every variant"):
+        gt.ablation_table(s, ("mixed", "local", "global"), {"local": claims["local"]})
+
+
+def test_a_row_prints_the_interval_its_claim_is_decided_by():
+    """gau_trained once printed -0.0155 ± 0.0191 (two-sided, reaching 0) beside a claim '< 0' that holds by its
+    one-sided bound: a row now prints the claim's own bound, so the two cannot disagree."""
+    from analysis.core.stats import Estimate
+    from analysis.core.verify import Claim, estimate_fields
+
+    gap = Estimate(-0.0155, 0.0060, 4, "seeds")  # the recorded gap: 3 df
+    assert gap.value + gap.half_width() > 0 > gap.value + gap.half_width(sided="one")  # two-sided reaches 0
+    below = Claim("ns-beats-n2", "s", "src", 0.0, kind="below", **estimate_fields(gap, "gap", sided="one"))
+    assert below.verdict == "holds"
+    text = gt.claim_interval(below, gap)
+    bound = float(text.split("at most ")[1].split(" ")[0])
+    assert bound < 0 and bound == pytest.approx(gap.value + gap.half_width(sided="one"), abs=1e-4)
+    assert "95% one-sided t, 4 seeds, 3 df" in text
+    equal = Claim("eq", "s", "src", 0.0, **estimate_fields(gap, "gap"))
+    assert gt.claim_interval(equal, gap) == "-0.0155 ± 0.0191 (95% two-sided t, 4 seeds, 3 df)"
+    assert equal.verdict == "holds"  # the two-sided interval reaches 0: '= 0' is not refuted
+    bound_claim = Claim("le", "s", "src", 0.0, kind="upper_bound", **estimate_fields(gap, "gap", sided="one"))
+    assert gt.claim_interval(bound_claim, gap).startswith("-0.0155, at least ")
+    with pytest.raises(ValueError, match="must be decided by the gap it is shown with"):
+        gt.claim_interval(below, Estimate(-0.02, 0.0060, 4, "seeds"))
+    with pytest.raises(ValueError, match="must be decided by the gap it is shown with"):
+        gt.claim_interval(equal, Estimate(-0.0155, 0.0070, 4, "seeds"))
 
 
 def test_an_end_of_the_grid_leaves_a_comparison_undecided_only_if_its_last_step_gained_the_gap():

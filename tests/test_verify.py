@@ -38,11 +38,14 @@ def test_judge(kind, predicted, measured, tol, expected):
         (2.0, 2.0, 8.0, "holds"),  # the alternative is ruled out
         (2.0, 8.0, 8.0, "fails"),  # a failed prediction stays failed, whatever the alternative
         (2.0, 3.6, 3.0, "inconclusive"),  # holding approximately, with an alternative that holds outright
-        (2.0, 3.6, 1.0, "holds approximately"),  # the alternative is further off than the band
+        (2.0, 3.6, 0.0, "holds approximately"),  # the alternative is further off than the band
+        # the alternative fails, but lies within the tolerance of the prediction: the comparison cannot tell them apart
+        (2.0, 3.6, 1.0, "inconclusive"),
     ],
 )
 def test_inconclusive_when_the_alternative_passes_too(predicted, measured, alternative, expected):
-    assert judge("equal", predicted, measured, 1.5, 0.1, alternative) == expected
+    if abs(alternative - predicted) > 1.5:  # judge() alone knows nothing of the gap a claim's run must detect
+        assert judge("equal", predicted, measured, 1.5, 0.1, alternative) == expected
     claim = make(predicted=predicted, measured=measured, tolerance=1.5, alternative=alternative,
                  alternative_note="the default", approx_rel=0.1, approx_words="roughly")
     assert claim.verdict == expected
@@ -326,3 +329,154 @@ def test_an_inconclusive_verdict_names_the_rule_that_made_it():
     assert far.inconclusive_reason == "the run detects only differences of 0.5 or more, larger than the 0.1 the claim " \
         "is about"
     assert "fits as well" not in verdict_line(far) and "(the run detects only" in verdict_line(far)
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("Su 2022, kexue.fm/archives/8934", "source"),
+    ("DL——Transformer study notes; Vaswani et al. 2017", "source"),
+    ("the notes' reason for LayerNorm in decoders", "source"),
+    ("Vaswani et al. 2017, sec. 3.4 (quoted by the notes)", "source"),
+    ("this book's target for its kernel", "book"),
+    ("this book (Su 2021's method, extended)", "book"),  # the book's extension of a source's method is its own
+    ("bound derived in this chapter from the notes' curve", "book"),
+    ("derived", "book"),
+    ("PyTorch's torch.nn.Transformer against Vaswani et al. 2017, sec. 5.4 (the placement the notes restate)",
+     "software"),
+    ("torch.nn.TransformerDecoderLayer, after Vaswani et al. 2017", "software"),
+    ("Hugging Face transformers; PyTorch 2.4 or later", "software"),
+    ("Su 2022, kexue.fm/archives/9019 (softmax suits attention better)", "paper"),  # not one of the five
+    ("Wang et al. 2022 (DeepNet), sec. 4", "paper"),
+])
+def test_provenance_is_read_from_the_source(source, expected):
+    from analysis.core.verify import provenance_of
+
+    assert provenance_of(source) == expected
+    assert make(source=source).origin == expected
+
+
+def test_a_named_provenance_overrides_the_source_and_a_wrong_one_is_refused():
+    from analysis.core.verify import provenance_of
+
+    assert make(source="Gibbs' inequality", provenance="book").origin == "book"
+    assert make(source="Gibbs' inequality").origin == "paper"
+    with pytest.raises(ValueError, match="provenance must be"):
+        make(provenance="mine")
+    with pytest.raises(ValueError, match="source must name"):
+        provenance_of("  ")
+    assert Claim.from_dict(json.loads(json.dumps(make(provenance="software").to_dict()))).origin == "software"
+
+
+def test_two_tallies_keep_the_sources_apart_from_every_other_claim():
+    """A failure of PyTorch's module, or of the book's own target, is not a failure of the five sources."""
+    from analysis.core.verify import tallies, tallies_html, verdict_box_html
+
+    src = "Su 2022, kexue.fm/archives/8990"
+    claims = [make(key="a", source=src), make(key="b", source=src, measured=5.0),
+              make(key="c", source="PyTorch documentation", measured=5.0),
+              make(key="d", source="this book's target"), make(key="e", source="this book", measured=5.0)]
+    assert tallies(claims) == ({"holds": 1, "fails": 1}, {"holds": 1, "fails": 2}, {"book": 2, "software": 1})
+    text = tallies_html(claims)
+    assert text.startswith("2 claims from the five sources: ") and ">1 holds<" in text.split("; 3 other")[0]
+    assert "; 3 other claims (the book's own: 2, checks of other software: 1): " in text and ">2 fail<" in text
+    assert tallies_html(claims[:2]).startswith("2 claims from the five sources") and "other" not in tallies_html(
+        claims[:2])
+    assert tallies_html(claims[2:3]).startswith("no claim from the five sources; 1 other claim")
+    box = verdict_box_html([c.identified("e", "cpu", True) for c in claims], "chap")
+    assert "5 claims, each at its strongest evidence. 2 claims from the five sources" in box
+    assert "(checks of other software)</small>" in box and box.count("(the book&#x27;s own)</small>") == 2
+
+
+def test_a_claim_about_gpu_arithmetic_is_decided_only_by_a_current_gpu_run():
+    """The fused kernel's float16 error held on Triton's interpreter (2.1e-3 within 3.5e-3) and failed on the H100
+    (3.7e-3): the emulation is a check beside the claim, never its evidence, and a stale gpu record keeps the claim
+    inconclusive with both numbers shown."""
+    from analysis.core.verify import beside_text, strongest_claims, verdict_box_html
+
+    def kernel(measured):
+        return make(key="exact", predicted=0.0, measured=measured, tolerance=3.5e-3, kind="upper_bound",
+                    gpu_only="the kernel is GPU code")
+
+    cpu = kernel(2.1e-3).identified("e", "cpu", recorded=True)
+    gpu = kernel(3.7e-3).identified("e", "gpu", recorded=True)
+    stale = kernel(3.7e-3).identified("e", "gpu", recorded=True, stale=True)
+    assert kernel(2.1e-3).verdict == "holds"  # a claim whose run is not known is the comparison alone
+    assert cpu.verdict == "inconclusive" and cpu.check_verdict == "holds"
+    assert cpu.inconclusive_reason == ("only a gpu run decides it (the kernel is GPU code); this cpu record is a "
+                                       "check, by which it holds")
+    assert gpu.verdict == "fails" and gpu.inconclusive_reason == ""
+    assert stale.verdict == "inconclusive" and stale.check_verdict == "fails"
+    assert stale.inconclusive_reason == ("only a current gpu record decides it, and this one is stale: it measured "
+                                         "0.0037, by which it fails")
+    assert strongest_claims([cpu, stale]) == [stale] and strongest_claims([stale, gpu]) == [gpu]
+    assert strongest_claims([cpu, gpu]) == [gpu]
+    assert beside_text(stale, [cpu, stale]) == "cpu record: 0.0021, holds as a check"
+    assert beside_text(cpu, [cpu, stale]) == "gpu record (stale): 0.0037, fails"
+    box = verdict_box_html([cpu, stale], "chap")
+    assert "gpu record (stale)<br>" in box and "beside it: cpu record: 0.0021, holds as a check" in box
+    assert "<small>gpu record (stale): 0.0037, fails</small>" in box  # both numbers, each with its comparison
+    assert "1 is inconclusive" in box and "holds<" not in box
+    # any other claim is ranked as before: a current cpu record over a stale gpu one
+    plain_cpu, plain_stale = (make(key="p").identified("e", s, True, stale=s == "gpu") for s in ("cpu", "gpu"))
+    assert strongest_claims([plain_cpu, plain_stale]) == [plain_cpu] and beside_text(plain_cpu, [plain_stale]) == ""
+
+
+def test_a_named_rival_sets_the_gap_the_run_must_detect():
+    """deep_gau's lambda^7 held at p = 7.28 ± 1.72 while its run detected only 2.25, less finely than the 2.24 that
+    separates the source's 7 from the 9.24 gau-init measures: a pass that cannot tell the two apart is no verdict."""
+    rival = dict(predicted=-7.0, measured=-7.279, tolerance=1.716, alternative=-9.243,
+                 alternative_note="the exponent gau-init measures, 9.24")
+    weak = make(**rival, detectable=2.255)
+    assert weak.rival_gap == pytest.approx(2.243) and weak.verdict == "inconclusive"
+    assert weak.inconclusive_reason == ("the run detects only differences of 2.25 or more, larger than the 2.24 that "
+                                        "separates the prediction from the alternative, the exponent gau-init "
+                                        "measures, 9.24")
+    assert make(**rival, detectable=2.0).verdict == "holds"  # fine enough: the rival is told apart
+    assert make(**{**rival, "measured": -8.5}, detectable=2.255).verdict == "inconclusive"  # the rival fits as well
+    assert make(**rival, detectable=2.255, effect=3.0).verdict == "holds"  # a stated effect is the gap
+    from analysis.core.verify import detects_text
+
+    assert detects_text(weak) == "detects ≥ 2.25; the rival lies 2.24 away"
+
+
+def test_a_comparison_without_noise_detects_what_exceeds_its_tolerance():
+    """Every claim has a detectable difference: the run's, or for an exact comparison its tolerance."""
+    assert make(tolerance=0.03).detects == 0.03 and make(detectable=0.2).detects == 0.2
+    assert make(alternative=1.02, alternative_note="a rival").has_rival and make(effect=0.1).has_rival
+    assert make(kind="below", predicted=0.0, measured=-1.0).has_rival and not make().has_rival
+    # an exact check whose tolerance exceeds the gap to its rival cannot tell them apart
+    assert make(measured=1.0, tolerance=0.03, alternative=1.04, alternative_note="a rival").verdict == "holds"
+    within = make(measured=0.96, tolerance=0.05, alternative=1.04, alternative_note="a rival")
+    assert judge("equal", 1.0, 0.96, 0.05, 0.0, 1.04) == "holds"  # the rival itself fails the comparison
+    assert within.verdict == "inconclusive" and "larger than the 0.04 that separates" in within.inconclusive_reason
+
+
+def test_a_bounds_rival_is_a_value_it_must_be_told_from():
+    """'At least 1.5x' against 'no speed-up': the rival fits only when the measurement lies near 1, not whenever it
+    exceeds 1."""
+    rival = dict(kind="lower_bound", predicted=1.5, alternative=1.0, alternative_note="no speed-up")
+    assert make(**rival, measured=1.98, tolerance=0.13).verdict == "holds"
+    assert make(**rival, measured=1.2, tolerance=0.13).verdict == "fails"
+    assert make(**rival, measured=1.3, tolerance=0.35).verdict == "inconclusive"  # 1.0 lies within the tolerance
+
+
+def test_the_box_opens_with_the_evidence_and_the_largest_miss_with_its_side():
+    """A failing claim says on which side and by how much; the largest miss of the sources' claims (in units of what
+    its run resolves) heads the box with what holds instead, and a miss within rounding of its tolerance is none."""
+    from analysis.core.verify import Claim, box_summary_html, largest_miss, miss_size, miss_words, verdict_box_html
+
+    src = "Su 2022, kexue.fm/archives/8934"
+    far = Claim("far", "FLASH-Quad fits about 2x the batch", src, 2.0, 0.35, 0.0, 0.5, "one significant figure",
+                unit="x", corrected=0.35, corrected_note="0.35x against a fused attention").identified("e", "cpu", True)
+    near = Claim("near", "a ratio of 1", src, 1.0, 1.505, 0.0, 0.5, "one significant figure",
+                 unit="x").identified("e", "cpu", True)
+    ok = Claim("ok", "a ratio of 3", src, 3.0, 3.1, 0.0, 0.5, "one significant figure").identified("e", "cpu", True)
+    assert far.verdict == near.verdict == "fails" and ok.verdict == "holds"
+    assert miss_words(far) == "0.35 x against = 2 x: below by 1.65 x" and miss_words(ok) == ""
+    assert miss_size(near) == 0.0 < miss_size(far) == 1.65 / 0.5  # 0.005 past a tolerance of 0.5: rounding
+    assert largest_miss([near, far, ok]) is far and largest_miss([near, ok]) is None
+    summary = box_summary_html([far, near, ok], "demo", {("e", "far"): 1, ("e", "near"): 2, ("e", "ok"): 3})
+    assert "Evidence</strong>, claim by claim: cpu record: 3." in summary
+    assert 'href="#claim-far">demo.1</a>' in summary and "below by 1.65 x" in summary
+    assert "what holds instead: 0.35x against a fused attention" in summary
+    box = verdict_box_html([far, near, ok], "demo")
+    assert '<details class="verdict-box" open>' in box and "below by 1.65 x" in box

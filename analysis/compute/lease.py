@@ -58,6 +58,7 @@ from analysis.core.scale import validate_scale
 from analysis.core.trials import Experiment, MixedDevicesError, assemble_record
 from analysis.tasks.data import PINNED_CORPUS_PATH, PINNED_CORPUS_SHA256, ensure_pinned_corpus
 
+
 LEASE_DIR = REPO_ROOT / ".lease"
 CORPUS_XZ = "pinned-sources.txt.xz"
 SOURCE_STAMP = "source.json"  # the commit the carried checkout is, and its files' object names (results.SOURCE_ENV)

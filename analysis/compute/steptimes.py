@@ -51,6 +51,7 @@ from analysis.training.train import TrainConfig, resolve_compile_mode, train_lm
 
 
 
+
 def training_models(scale: str, only: list[str] | None = None) -> list[tuple[str, Any, int, int, int]]:
     """(label, model config, batch, ctx, steps of its longest run) of every distinct model the experiments of
     ``scale`` train, those that cost the campaign most first: the expected H100 seconds of every workload that trains

@@ -15,6 +15,11 @@ RECALL_LOSS_NOTE = ("by held-out loss the best cosine scale no longer moves with
                     "mean-field $\\alpha^*$, by the ratio the chapter states, at every number of pairs; no formula for "
                     "that ratio is derived here")
 
+# a trained language model's calibration, whatever its architecture
+CALIBRATION_NOTE = ("qualitative: at this budget the model is over-confident, its mean loss above its mean entropy by "
+                    "the measured gap; calibration comes from training, not from a formula, and the chapter compares "
+                    "the architectures' gaps paired by window")
+
 NO_CORRECTED_NUMBER: dict[str, str] = {
     # attention_basics
     "heads-symmetry-stable": "qualitative: the identical-heads state is unstable; a 1e-6 asymmetry grows to the "
@@ -31,8 +36,9 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
                      "notes quote computes it",
     "deepnorm-bounded": "no derived number: under AdamW DeepNorm's one-step update still grows with depth, at the "
                         "slope the claim measures; the chapter gives the slope of each arrangement",
-    "lm-calibration-gau": "qualitative: at this budget the GAU model is over-confident, its mean loss above its mean "
-                          "entropy by the measured gap; calibration comes from training, not from a formula",
+    # entropy: every architecture's model, the same sentence
+    "lm-calibration": CALIBRATION_NOTE,
+    "lm-calibration-": CALIBRATION_NOTE,
     # ffn_basics
     "gelu-notes": "GELU with erf integrated from 0, $x\\,\\Phi(x)$: see the claim 'GELU with erf from 0 ... is what torch "
                   "computes' of this chapter",

@@ -57,6 +57,7 @@ from analysis.core.trial import Trial
 from analysis.core.typed import from_data, result_type
 from analysis.tasks.data import prepare_corpus
 
+
 TRIAL_SCHEMA = "analysis.trial/1"
 
 

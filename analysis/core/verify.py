@@ -15,10 +15,16 @@ that signed or absolute deviation:
   claim is tested against (the value a rival explanation predicts), so the
   measurement cannot tell them apart; or the measurement's ``detectable``
   difference (:mod:`analysis.core.stats`: the smallest true deviation it finds with
-  80% power) exceeds the ``effect`` the claim is about, so passing says nothing;
+  80% power) exceeds the gap to the claim's rival (:attr:`Claim.rival_gap`: the
+  ``effect`` the claim is about, else the distance from the prediction to the
+  ``alternative``), so passing says nothing;
   or it has no error estimate at all (``detectable`` infinite: one seed); or the
   claim names why the run cannot decide it (``undecided``, e.g. an optimum still
-  moving with the training budget), whatever the comparison gives.
+  moving with the training budget), whatever the comparison gives; or the claim
+  is about GPU arithmetic or GPU speed (``gpu_only`` says why) and the run that
+  measured it is no current gpu run: a cpu run, Triton's interpreter included,
+  is a check shown beside the claim (:func:`beside_text`), and a stale gpu record
+  keeps the claim undecided rather than handing it to that check.
 
 Directional claims, kinds ``below`` (measured < predicted) and ``above``
 (measured > predicted), must be shown, not merely not refuted: they hold when
@@ -28,6 +34,12 @@ otherwise.
 
 Exact claims (counts, identities) hold or fail: ``approx_rel`` is 0 unless the
 source's own words give an approximation.
+
+Every claim has a provenance (:func:`provenance_of`, read from its ``source``
+unless the claim names one): from one of the five source texts, the book's own
+target or derivation, a check of other software, or another paper. The sources'
+claims are one tally and all others a second (:func:`tallies`), wherever verdicts
+are counted.
 
 A chapter collects its claims in a :class:`ChapterClaims`; when the book is
 built, each chapter writes them to $ANALYSIS_CLAIMS_DIR and the ledger page is
@@ -43,17 +55,45 @@ import os
 import re
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, Literal
 
 from analysis.core.ledger_notes import severity
 from analysis.core.stats import CONFIDENCE, Estimate, Sided
 
 Kind = Literal["equal", "upper_bound", "lower_bound", "below", "above"]
+Provenance = Literal["source", "book", "software", "paper"]
 Verdict = Literal["holds", "holds approximately", "inconclusive", "fails"]
 KINDS: tuple[Kind, ...] = ("equal", "upper_bound", "lower_bound", "below", "above")
 DIRECTIONAL: tuple[Kind, ...] = ("below", "above")
 DEFAULT_APPROX_REL = 0.0
 CLAIMS_DIR_ENV = "ANALYSIS_CLAIMS_DIR"
+# what each provenance is called where verdicts are counted, in tally order
+PROVENANCE_WORDS: dict[Provenance, str] = {"source": "from the five sources", "book": "the book's own",
+                                           "software": "checks of other software", "paper": "other papers"}
+PROVENANCES: tuple[Provenance, ...] = tuple(PROVENANCE_WORDS)
+# the five source texts, as a claim's source names them: four posts by their addresses, and the notes
+SOURCE_MARKERS = ("kexue.fm/archives/8990", "kexue.fm/archives/8934", "kexue.fm/archives/8444",
+                  "kexue.fm/archives/9812", "DL——Transformer", "the notes")
+SOFTWARE_MARKERS = ("PyTorch", "torch.", "Hugging Face", "FLASH-pytorch")
+BOOK_PREFIXES = ("this book", "derived", "bound derived")
+
+
+def provenance_of(source: str) -> Provenance:
+    """Where a claim comes from, read from its ``source``: the book's own when the source starts with 'this book',
+    'derived' or 'bound derived' (a derivation from the notes' curve is still the book's); else a check of other
+    software when it names PyTorch, torch., Hugging Face or FLASH-pytorch; else one of the five sources when it names
+    one of their addresses or the notes; else another paper."""
+    text = source.strip()
+    if not text:
+        raise ValueError("source must name where the claim comes from; got an empty string")
+    if text.startswith(BOOK_PREFIXES):
+        return "book"
+    if any(m in text for m in SOFTWARE_MARKERS):
+        return "software"
+    if any(m in text for m in SOURCE_MARKERS):
+        return "source"
+    return "paper"
 
 
 def _finite(name: str, value: float, minimum: float | None = None) -> float:
@@ -70,7 +110,9 @@ def judge(kind: Kind, predicted: float, measured: float, tolerance: float, appro
     """Verdict of one comparison: excess <= tol holds, <= tol + approx_rel |pred| approximately, else fails; a
     directional kind holds when measured ± tol lies wholly on its side of the prediction.
 
-    When the prediction passes and an ``alternative`` passes the same test, the verdict is inconclusive.
+    When the prediction passes and an ``alternative`` passes the same test, the verdict is inconclusive. A bound's
+    alternative is a value, not a bound ('no speed-up' against 'at least 1.5x'): it passes when the measurement lies
+    within the tolerance of it.
     """
     if kind in DIRECTIONAL:
         sign = 1.0 if kind == "above" else -1.0
@@ -80,8 +122,9 @@ def judge(kind: Kind, predicted: float, measured: float, tolerance: float, appro
             return "fails"
         return "inconclusive"
     verdict = _judge(kind, predicted, measured, tolerance, approx_rel)
+    rival: Kind = "equal" if kind in ("upper_bound", "lower_bound") else kind
     if alternative is not None and verdict != "fails" and \
-            _judge(kind, alternative, measured, tolerance, approx_rel) != "fails":
+            _judge(rival, alternative, measured, tolerance, approx_rel) != "fails":
         return "inconclusive"
     return verdict
 
@@ -102,7 +145,8 @@ def _judge(kind: Kind, predicted: float, measured: float, tolerance: float, appr
 
 def underpowered(verdict: Verdict, kind: Kind, detectable: float | None, effect: float | None) -> bool:
     """Whether a passing verdict says nothing: no error estimate (detectable inf), or a detectable difference larger
-    than the effect the claim is about (a directional claim that holds was detected, so only the first applies)."""
+    than ``effect``, the gap to the claim's rival (a directional claim that holds was detected, so only the first
+    applies)."""
     if detectable is None:
         return False
     if math.isinf(detectable):
@@ -181,6 +225,9 @@ class Claim:
     effect: float | None = None  # the size of difference the claim is about; a larger detectable one is inconclusive
     undecided: str = ""  # why the run cannot decide the claim (e.g. an optimum still moving): always inconclusive
     measured_bound: str = ""  # "≥" or "≤": the measurement only bounds the quantity (no crossover up to the longest n)
+    gpu_only: str = ""  # why only a gpu run decides the claim (GPU arithmetic or speed); '': any run does
+    # where the claim comes from, when its source's words do not say it (provenance_of); '': read them
+    provenance: Provenance | Literal[""] = ""
     computed: bool = False
     id: ClaimId | None = None
 
@@ -213,6 +260,9 @@ class Claim:
             raise ValueError("tolerance_basis must say how the tolerance was chosen")
         if self.measured_bound not in ("", "≥", "≤"):
             raise ValueError(f"measured_bound must be '', '≥' or '≤'; got {self.measured_bound!r}")
+        if self.provenance not in ("", *PROVENANCES):
+            raise ValueError(f"provenance must be '' or one of {', '.join(PROVENANCES)}; got {self.provenance!r}")
+        provenance_of(self.source)  # a claim names its source
 
     def identified(self, experiment: str, scale: str, recorded: bool, stale: bool = False, partial: str = ""
                    ) -> Claim:
@@ -221,6 +271,11 @@ class Claim:
         kept = recorded and not self.computed
         return replace(self, id=ClaimId(experiment, self.key, None if self.computed else scale, kept,
                                         stale and kept, partial if kept else ""))
+
+    @property
+    def origin(self) -> Provenance:
+        """Where the claim comes from: its ``provenance`` when named, else :func:`provenance_of` its source."""
+        return self.provenance or provenance_of(self.source)
 
     @property
     def evidence_words(self) -> str:
@@ -249,23 +304,86 @@ class Claim:
     def _verdict(self, predicted: float) -> Verdict:
         return self._decide(predicted)[0]
 
-    def _decide(self, predicted: float) -> tuple[Verdict, str]:
+    def _decide(self, predicted: float, gpu_rule: bool = True) -> tuple[Verdict, str]:
         """The verdict for ``predicted`` and, when inconclusive, the rule that made it so, in words: the claim's own
-        reason (``undecided``); one run, no error estimate; a directional interval on both sides; the alternative
+        reason (``undecided``); a gpu-only claim measured by no current gpu run (:meth:`gpu_reason`, unless
+        ``gpu_rule`` is off); one run, no error estimate; a directional interval on both sides; the alternative
         passing as well (:func:`judge`); a detectable difference larger than the effect (:func:`underpowered`)."""
         if self.undecided.strip():
             return "inconclusive", self.undecided.strip()
+        if gpu_rule and self.gpu_reason():
+            return "inconclusive", self.gpu_reason()
         if self.detectable is not None and math.isinf(self.detectable):
             return "inconclusive", "one run: no error estimate"
         if judge(self.kind, predicted, self.measured, self.tolerance, self.approx_rel) == "inconclusive":
             return "inconclusive", "the interval reaches both sides of the prediction"
-        v = judge(self.kind, predicted, self.measured, self.tolerance, self.approx_rel, self.alternative)
+        # a corrected prediction that is the alternative itself has no rival in it: judged on its own
+        rival = self.rival
+        alternative = None if predicted != self.predicted and rival == predicted else rival
+        v = judge(self.kind, predicted, self.measured, self.tolerance, self.approx_rel, alternative)
         if v == "inconclusive":
-            return v, f"the alternative, {self.alternative_note}, fits as well"
-        if underpowered(v, self.kind, self.detectable, self.effect):
-            return "inconclusive", (f"the run detects only differences of {self.detectable:.2g} or more, larger "
-                                    f"than the {abs(self.effect or 0.0):.2g} the claim is about")
+            return v, f"the alternative, {self.rival_note}, fits as well"
+        gap = self.rival_gap if alternative is not None or self.effect is not None else None
+        if underpowered(v, self.kind, self.detects, gap):
+            about = ("the claim is about" if self.effect is not None else
+                     f"that separates the prediction from the alternative, {self.rival_note}")
+            return "inconclusive", (f"the run detects only differences of {self.detects:.3g} or more, larger "
+                                    f"than the {gap or 0.0:.3g} {about}")
         return v, ""
+
+    @property
+    def detects(self) -> float:
+        """The smallest true deviation the comparison finds: ``detectable`` when the run states it (80% power, inf
+        without an error estimate), else the tolerance: a comparison without sampling noise (rounding, exact counts)
+        finds every deviation beyond it, for certain."""
+        return self.detectable if self.detectable is not None else self.tolerance
+
+    @property
+    def has_rival(self) -> bool:
+        """Whether the claim names what it must be told apart from: an alternative value, the effect it is about, or,
+        for a directional claim, the other side (its interval must exclude it)."""
+        return self.rival is not None or self.effect is not None or self.kind in DIRECTIONAL
+
+    @property
+    def rival(self) -> float | None:
+        """The value the claim must be told apart from, its ``alternative`` (named by the claim: a corrected
+        prediction is not always a rival, it may refine the claim's own law), else None."""
+        return self.alternative
+
+    @property
+    def rival_note(self) -> str:
+        """What the rival is, in words: the alternative's note."""
+        return self.alternative_note.strip()
+
+    @property
+    def rival_gap(self) -> float | None:
+        """How far the claim's rival lies from its prediction, the difference its run must detect: the ``effect``
+        the claim is about, else |rival - predicted| (:attr:`rival`), else None (no rival named)."""
+        if self.effect is not None:
+            return abs(self.effect)
+        if self.rival is not None:
+            return abs(self.rival - self.predicted)
+        return None
+
+    def gpu_reason(self) -> str:
+        """Why a gpu-only claim's run cannot decide it ('' when it can, or when the claim is not gpu-only or its run is
+        not known): a cpu run is a check, whatever its verdict; a stale gpu record measured other code."""
+        if not self.gpu_only.strip() or self.id is None or self.id.scale is None:
+            return ""
+        check = self.check_verdict
+        if self.id.scale != "gpu":
+            return (f"only a gpu run decides it ({self.gpu_only.strip()}); this {evidence_words(self.evidence)} "
+                    f"is a check, by which it {verdict_phrase(check)}")
+        if self.id.stale:
+            return (f"only a current gpu record decides it, and this one is stale: it measured {fmt(self.measured)}, "
+                    f"by which it {verdict_phrase(check)}")
+        return ""
+
+    @property
+    def check_verdict(self) -> Verdict:
+        """The verdict the comparison gives whatever run measured it: for a gpu-only claim on a cpu run, what the
+        check says (:meth:`gpu_reason`); for every other claim, its verdict."""
+        return self._decide(self.predicted, gpu_rule=False)[0]
 
     @property
     def corrected_verdict(self) -> Verdict | None:
@@ -355,16 +473,37 @@ def measurements(claims: list[Claim]) -> list[Claim]:
     return [c for c in claims if c.evidence != CHECK_ONLY]
 
 
+def evidence_rank(claim: Claim) -> int:
+    """How strong a measurement of ``claim`` is: :data:`EVIDENCE_RANK` of its evidence, except that for a gpu-only
+    claim every gpu run, stale or not, outranks every cpu run (a cpu run of it is a check, never its evidence)."""
+    rank = EVIDENCE_RANK.get(claim.evidence, -1)
+    if claim.gpu_only.strip() and claim.id is not None and claim.id.scale == "gpu":
+        rank += len(EVIDENCE_RANK)
+    return rank
+
+
 def strongest_claims(claims: list[Claim]) -> list[Claim]:
-    """Per claim (:func:`claim_ref`), the measurement with the strongest evidence (:data:`EVIDENCE_RANK`: a gpu record
+    """Per claim (:func:`claim_ref`), the measurement with the strongest evidence (:func:`evidence_rank`: a gpu record
     over a cpu record over a live run; smoke runs never count), in the order the claims first appear. This is the one
     definition of 'strongest evidence' that the chapters' tables, the ledger and the landing page count by."""
     best: dict[tuple[str, str], Claim] = {}
     for c in measurements(claims):
         ref = claim_ref(c)
-        if ref not in best or EVIDENCE_RANK.get(c.evidence, -1) > EVIDENCE_RANK.get(best[ref].evidence, -1):
+        if ref not in best or evidence_rank(c) > evidence_rank(best[ref]):
             best[ref] = c
     return list(best.values())
+
+
+def beside_text(claim: Claim, claims: list[Claim]) -> str:
+    """For a gpu-only claim, its other measurements among ``claims``, shown beside the one that decides it: 'cpu
+    record: 0.0021, holds as a check'; '' for any other claim or when there is none."""
+    if not claim.gpu_only.strip():
+        return ""
+    others = [c for c in measurements(claims) if claim_ref(c) == claim_ref(claim) and c is not claim
+              and c.evidence != claim.evidence]
+    return "; ".join(f"{c.evidence_words}: {bounded(c, fmt(c.measured))}, {c.check_verdict} as a check"
+                     if c.id is not None and c.id.scale != "gpu" else
+                     f"{c.evidence_words}: {bounded(c, fmt(c.measured))}, {c.check_verdict}" for c in others)
 
 
 def claim_numbers(claims: list[Claim]) -> dict[tuple[str, str], int]:
@@ -481,15 +620,23 @@ def claims_table_css() -> str:
 
 def detects_text(c: Claim) -> str:
     """'detects ≥ 0.031' (the smallest deviation the measurement finds with 80% power), with the effect the claim is
-    about when given; 'no error estimate' for one unit; the reason a claim is undecided; '' for an exact claim."""
+    about, else how far its rival lies (:attr:`Claim.rival_gap`); 'no error estimate' for one unit; the reason a claim
+    is undecided; '' for an exact claim."""
     if c.undecided.strip():
         return f"undecided: {c.undecided}"
     if c.detectable is None:
         return ""
     if math.isinf(c.detectable):
         return "no error estimate"
-    about = "" if c.effect is None else f"; the claim is about {fmt(abs(c.effect), 2)}"
-    return f"detects ≥ {fmt(c.detectable, 2)}{about}"
+    about = ("" if c.rival_gap is None else f"; the claim is about {fmt(c.rival_gap, 3)}" if c.effect is not None
+             else f"; the rival lies {fmt(c.rival_gap, 3)} away")
+    return f"detects ≥ {fmt(c.detectable, 3)}{about}"
+
+
+def beside_html(c: Claim, claims: list[Claim]) -> str:
+    """:func:`beside_text` as a small line of a table cell ('' when there is none)."""
+    text = beside_text(c, claims)
+    return f"<br><small>beside it: {html.escape(text)}</small>" if text else ""
 
 
 def detects_html(c: Claim) -> str:
@@ -523,7 +670,8 @@ def claims_html(claims: list[Claim], doc: str | None = None) -> str:
             "<tr>" + _number_cell(c, numbers.get(claim_ref(c)), doc)
             + f"<td>{html.escape(c.statement)}<br><small>{address_breaks(html.escape(c.source))}</small></td>"
             f"<td>{SIGNS[c.kind]} {fmt(c.predicted)} {address_breaks(html.escape(c.unit))}</td>"
-            f"<td>{bounded(c, fmt(c.measured))} ± {fmt(c.uncertainty, 2)}{detects_html(c)}</td>"
+            f"<td>{bounded(c, fmt(c.measured))} ± {fmt(c.uncertainty, 2)}{detects_html(c)}"
+            f"{beside_html(c, claims)}</td>"
             f"<td>{fmt(c.tolerance, 2)}<br><small>{html.escape(c.tolerance_basis)}</small>{alternative}</td>"
             f'<td><span style="color:{colour};font-weight:bold">{html.escape(c.verdict_text())}</span>{formal}</td>'
             f"<td>{corrected}</td>"
@@ -545,7 +693,96 @@ def verdict_count(verdict: str, count: int) -> str:
     return f"{count} {one if count == 1 else many}"
 
 
-BOX_OPEN_MAX = 15  # a chapter's verdict box starts open up to this many claims, collapsed to its counts beyond
+def tallies(claims: list[Claim]) -> tuple[dict[Verdict, int], dict[Verdict, int], dict[Provenance, int]]:
+    """Verdict counts in two tallies over ``claims`` (one per claim): the five sources' claims, then every other, and
+    how many of the others each provenance holds (:attr:`Claim.origin`); verdicts in :data:`VERDICT_COLOURS` order,
+    provenances in :data:`PROVENANCES` order, each without zero counts."""
+    sources = [c for c in claims if c.origin == "source"]
+    others = [c for c in claims if c.origin != "source"]
+    by_verdict = [{v: n for v in VERDICT_COLOURS if (n := sum(c.verdict == v for c in part))}
+                  for part in (sources, others)]
+    kinds = {k: n for k in PROVENANCES if (n := sum(c.origin == k for c in others))}
+    return by_verdict[0], by_verdict[1], kinds
+
+
+def tallies_html(claims: list[Claim], label: Callable[[str, int], str] | None = None) -> str:
+    """The two tallies of :func:`tallies` as a sentence: '8 claims from the five sources: 5 hold, 3 fail; 4 other
+    claims (the book's own: 3, checks of other software: 1): 4 hold', each verdict in its colour; ``label(verdict,
+    count)`` words a count (default :func:`verdict_count`)."""
+    words = label or verdict_count
+    sources, others, kinds = tallies(claims)
+
+    def parts(counts: dict[Verdict, int]) -> str:
+        return ", ".join(f'<span style="color:{VERDICT_COLOURS[v]};font-weight:bold">{html.escape(words(v, n))}</span>'
+                         for v, n in counts.items())
+
+    n_src, n_oth = sum(sources.values()), sum(others.values())
+    first = (f"{plural(n_src, 'claim')} from the five sources: {parts(sources)}" if n_src
+             else "no claim from the five sources")
+    if not n_oth:
+        return first
+    breakdown = ", ".join(f"{PROVENANCE_WORDS[k]}: {n}" for k, n in kinds.items())
+    return f"{first}; {plural(n_oth, 'other claim')} ({breakdown}): {parts(others)}"
+
+
+MISS_ROUNDING = 0.01  # a miss beyond its tolerance by less than this share of the tolerance is no headline miss
+
+
+def miss_limit(c: Claim) -> float:
+    """The value a failing claim is judged against: its prediction, plus or minus the tolerance for a bound."""
+    return {"upper_bound": c.predicted + c.tolerance, "lower_bound": c.predicted - c.tolerance}.get(c.kind,
+                                                                                                    c.predicted)
+
+
+def miss_words(c: Claim) -> str:
+    """How a failing claim misses, with its side: '0.35 x against = 2 x: below by 1.65 x'; '' unless it fails."""
+    if c.verdict != "fails":
+        return ""
+    unit = f" {c.unit}" if c.unit else ""
+    limit = miss_limit(c)
+    side = "above" if c.measured > limit else "below"
+    return (f"{bounded(c, fmt(c.measured))}{unit} against {SIGNS[c.kind]} {fmt(limit)}{unit}: {side} by "
+            f"{fmt(abs(c.measured - limit))}{unit}")
+
+
+def miss_size(c: Claim) -> float:
+    """A failing claim's miss in units of what its run resolves (its tolerance, or its uncertainty when larger): 0
+    for a claim that does not fail, or that fails within :data:`MISS_ROUNDING` of its tolerance."""
+    if c.verdict != "fails":
+        return 0.0
+    scale = max(c.tolerance, c.uncertainty)
+    excess = abs(c.measured - c.predicted) - c.tolerance
+    if scale > 0 and excess < MISS_ROUNDING * scale:
+        return 0.0
+    return abs(c.measured - miss_limit(c)) / scale if scale > 0 else math.inf
+
+
+def largest_miss(claims: list[Claim]) -> Claim | None:
+    """Of the five sources' claims (at their strongest evidence), the one that fails by most in units of what its run
+    resolves (:func:`miss_size`); None when none fails beyond rounding."""
+    failing = [c for c in claims if c.origin == "source" and miss_size(c) > 0]
+    return max(failing, key=miss_size) if failing else None
+
+
+def box_summary_html(shown: list[Claim], doc: str, numbers: dict[tuple[str, str], int]) -> str:
+    """The first lines of a chapter: what its evidence is, and its largest miss with what holds instead."""
+    scales: dict[str, int] = {}
+    for c in shown:
+        scales[c.evidence_words] = scales.get(c.evidence_words, 0) + 1
+    evidence = "; ".join(f"{html.escape(w)}: {n}" for w, n in sorted(scales.items(), key=lambda kv: -kv[1]))
+    out = f"<p><strong>Evidence</strong>, claim by claim: {evidence}.</p>"
+    worst = largest_miss(shown)
+    if worst is not None:
+        n = numbers[claim_ref(worst)]
+        instead = (f"what holds instead: {html.escape(worst.corrected_note or fmt(worst.corrected))} "
+                   f"({html.escape(str(worst.corrected_verdict))})" if worst.corrected is not None
+                   else "no corrected prediction is offered")
+        out += (f'<p><strong>Largest miss</strong>: <a href="#claim-{html.escape(worst.key)}">{html.escape(doc)}.{n}'
+                f"</a> {html.escape(short_statement(worst.statement, limit=90))}: {html.escape(miss_words(worst))}; "
+                f"{instead}.</p>")
+    return out
+
+
 
 
 def bounded(claim: Claim, text: str) -> str:
@@ -561,6 +798,11 @@ def evidence_words(evidence: str) -> str:
             "live)": f"{scale}, this build"}.get(how, evidence)
 
 
+def origin_note(c: Claim) -> str:
+    """'' for a claim of the five sources; else its provenance on a line of its own ('<br>(the book's own)')."""
+    return "" if c.origin == "source" else f"<br>({html.escape(PROVENANCE_WORDS[c.origin])})"
+
+
 def verdict_box_html(claims: list[Claim], doc: str) -> str:
     """The chapter's verdicts at a glance: per claim at its strongest evidence, its number (a link to the ledger), the
     claim in short (:func:`short_statement`), its source, verdict, scale of evidence and severity; rows carry the ids
@@ -570,17 +812,21 @@ def verdict_box_html(claims: list[Claim], doc: str) -> str:
     numbers = claim_numbers(claims)
     shorts = [short_statement(c.statement) for c in shown]
     clash = {s for s in shorts if shorts.count(s) > 1}  # claims told apart only by their details keep them
-    counts = {v: sum(c.verdict == v for c in shown) for v in VERDICT_COLOURS}
-    summary = ", ".join(f'<span style="color:{VERDICT_COLOURS[v]};font-weight:bold">{verdict_count(v, n)}</span>'
-                        for v, n in counts.items() if n)
+    summary = tallies_html(shown)
     rows = []
     for c, short in zip(shown, shorts):
         text = short_statement(c.statement, limit=200, details=True) if short in clash else short
         verdict = html.escape(c.verdict_text())
+        if c.verdict == "fails":  # which side, and by how much: a 'fails' of '= 0' may be a win
+            verdict += f"<br><small>{html.escape(miss_words(c))}</small>"
         if c.corrected is not None and c.verdict == "fails":
             verdict += f"<br><small>corrected: {html.escape(str(c.corrected_verdict))}</small>"
+        if c.gpu_reason():  # a gpu-only claim its run cannot decide: what that run measured, then the others
+            verdict += (f"<br><small>{html.escape(c.evidence_words)}: {bounded(c, fmt(c.measured))}, "
+                        f"{c.check_verdict}</small>")
+        verdict += beside_html(c, claims)
         n = numbers[claim_ref(c)]
-        source = address_breaks(html.escape(c.source))
+        source = address_breaks(html.escape(c.source)) + origin_note(c)
         rows.append(
             f'<tr id="claim-{html.escape(c.key)}"><td><a href="ledger.html#{html.escape(ledger_id(doc, c))}" '
             f'title="{html.escape(doc)}.{n} in the ledger">{n}</a></td>'
@@ -588,9 +834,9 @@ def verdict_box_html(claims: list[Claim], doc: str) -> str:
             f'<td style="color:{VERDICT_COLOURS[c.verdict]};font-weight:bold">{verdict}</td>'
             f"<td><small>{html.escape(c.evidence_words)}<br>{severity(c.key)}</small></td></tr>")
     head = "".join(f"<th>{h}</th>" for h in ("#", "claim", "source", "verdict", "evidence, severity"))
-    opened = " open" if len(shown) <= BOX_OPEN_MAX else ""
-    return (f'{claims_table_css()}<details class="verdict-box"{opened}><summary><strong>Verdicts</strong>: '
-            f"{len(shown)} claims, each at its strongest evidence: {summary}</summary>"
+    return (f'{claims_table_css()}<details class="verdict-box" open><summary><strong>Verdicts</strong>: '
+            f"{len(shown)} claims, each at its strongest evidence. {summary}</summary>"
+            f"{box_summary_html(shown, doc, numbers)}"
             f'<table class="claims-table verdict-box-table"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table></details>'
             '<p><small>Symbols and terms: <a href="notation.html">notation and glossary</a>. Severity and the '

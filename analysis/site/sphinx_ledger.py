@@ -45,9 +45,11 @@ from analysis.core.verify import (
     ChapterClaims,
     Claim,
     EVIDENCE_RANK,
+    PROVENANCE_WORDS,
     SIGNS,
     VERDICT_COLOURS,
     address_breaks,
+    beside_html,
     bounded,
     claim_numbers,
     claim_ref,
@@ -57,8 +59,10 @@ from analysis.core.verify import (
     ledger_id,
     load_chapter_claims,
     measurements,
+    origin_note,
     plural,
     strongest_claims,
+    tallies_html,
     unmeasured,
     unmeasured_sentence,
     verdict_count,
@@ -66,8 +70,9 @@ from analysis.core.verify import (
 
 from analysis.site.changelog import changelog_html, git_output, history
 
+
 LEDGER_DOC_DIRECTIVE = "claims-ledger"
-CSV_FIELDS = ("id", "chapter", "number", "experiment", "key", "scale", "strongest", "severity", "formal_reason", "statement", "source", "kind", "predicted", "measured",
+CSV_FIELDS = ("id", "chapter", "number", "experiment", "key", "scale", "strongest", "severity", "formal_reason", "statement", "source", "origin", "kind", "predicted", "measured",
               "uncertainty", "tolerance", "tolerance_basis", "detectable", "effect", "undecided", "approx_words", "unit", "verdict", "verdict_text", "corrected",
               "corrected_verdict", "corrected_note", "no_corrected_reason", "replaces", "alternative", "alternative_note")
 
@@ -101,7 +106,7 @@ class Entry:
         return {"id": self.anchor, "chapter": self.chapter, "number": self.number,
                 "experiment": c.id.experiment if c.id is not None else "", "key": c.key,
                 "scale": self.scale, "strongest": self.is_strongest, "severity": severity(c.key),
-                "formal_reason": formal_reason(c.key) or "", "statement": c.statement, "source": c.source, "kind": c.kind,
+                "formal_reason": formal_reason(c.key) or "", "statement": c.statement, "source": c.source, "origin": c.origin, "kind": c.kind,
                 "predicted": c.predicted, "measured": c.measured, "uncertainty": c.uncertainty,
                 "tolerance": c.tolerance, "tolerance_basis": c.tolerance_basis,
                 "detectable": None if c.detectable is None else (
@@ -158,7 +163,8 @@ def verdict_label(verdict: str, count: int) -> str:
 VERDICT_ORDER = {v: i for i, v in enumerate(("fails", "inconclusive", "holds approximately", "holds"))}
 
 
-def _row_html(e: Entry, chapter_uri: str) -> str:
+def _row_html(e: Entry, chapter_uri: str, beside: str = "") -> str:
+    """One ledger row; ``beside``: the claim's other measurements shown beside it (:func:`analysis.core.verify.beside_html`)."""
     c = e.claim
     colour = VERDICT_COLOURS[c.verdict]
     if c.corrected is not None:
@@ -180,12 +186,12 @@ def _row_html(e: Entry, chapter_uri: str) -> str:
     search = html.escape(f"{math_plain(c.statement)} {math_plain(c.source)} {c.key}".lower(), quote=True)
     back = f'<br><small><a href="{html.escape(chapter_uri)}#claim-{html.escape(c.key)}">in the chapter</a></small>'
     return (f'<tr data-strongest="{int(e.is_strongest)}" id="{e.anchor}" data-chapter="{e.chapter}" data-verdict="{c.verdict}" '
-            f'data-scale="{html.escape(e.scale)}" data-severity="{level}" data-text="{search}">'
+            f'data-scale="{html.escape(e.scale)}" data-severity="{level}" data-origin="{c.origin}" data-text="{search}">'
             f'<td data-sort="{e.number:05d}{EVIDENCE_RANK.get(e.scale, 0)}"><a href="#{e.anchor}">{e.chapter}.{e.number}</a>'
             f"<br><small>{html.escape(e.claim.evidence_words)}</small>{back}</td>"
-            f"<td>{math_html(c.statement)}<br><small>{address_breaks(math_html(c.source))}</small></td>"
+            f"<td>{math_html(c.statement)}<br><small>{address_breaks(math_html(c.source))}{origin_note(c)}</small></td>"
             f"<td>{SIGNS[c.kind]} {fmt(c.predicted)} {math_html(c.unit)}<br>{bounded(c, fmt(c.measured))} ± "
-            f"{fmt(c.uncertainty, 2)}{detects_html(c)}</td>"
+            f"{fmt(c.uncertainty, 2)}{detects_html(c)}{beside}</td>"
             f"<td>{fmt(c.tolerance, 2)}<br><small>{math_html(c.tolerance_basis)}</small>{alternative}</td>"
             f'<td data-sort="{VERDICT_ORDER[c.verdict]}"><span style="color:{colour};font-weight:bold">'
             f"{html.escape(c.verdict_text())}</span>{corrected}</td>"
@@ -224,13 +230,14 @@ FILTER_JS = """
     var f = document.getElementById('ledger-filters');
     var chapter = f.querySelector('[name=chapter]').value, verdict = f.querySelector('[name=verdict]').value;
     var scale = f.querySelector('[name=scale]').value, text = f.querySelector('[name=text]').value.toLowerCase();
-    var severity = f.querySelector('[name=severity]').value;
+    var severity = f.querySelector('[name=severity]').value, origin = f.querySelector('[name=origin]').value;
     var strongest = f.querySelector('[name=strongest]').checked, shown = 0, claims = 0, weaker = 0;
     document.querySelectorAll('table.ledger-table tbody tr').forEach(function (tr) {
       if (tr.dataset.strongest === '1') { claims += 1; }
       var ok = (!chapter || tr.dataset.chapter === chapter) && (!verdict || tr.dataset.verdict === verdict) &&
         (!scale || tr.dataset.scale === scale) && (!text || tr.dataset.text.indexOf(text) >= 0) &&
-        (!severity || tr.dataset.severity === severity) && (!strongest || tr.dataset.strongest === '1');
+        (!severity || tr.dataset.severity === severity) && (!origin || tr.dataset.origin === origin) &&
+        (!strongest || tr.dataset.strongest === '1');
       tr.style.display = ok ? '' : 'none';
       if (ok) { shown += 1; if (tr.dataset.strongest !== '1') { weaker += 1; } }
     });
@@ -283,6 +290,7 @@ def filters_html(items: list[Entry]) -> str:
             f'<label>verdict <select name="verdict">{options([(v, v) for v in VERDICT_COLOURS])}</select></label>'
             f'<label>scale <select name="scale">{options([(s, s) for s in scales])}</select></label>'
             f'<label>severity <select name="severity">{options([(s, s) for s in ("substantive", "formal")])}</select></label>'
+            f'<label>origin <select name="origin">{options(list(PROVENANCE_WORDS.items()))}</select></label>'
             '<label>text <input name="text" type="search" placeholder="words in a claim"></label>'
             '<label><input name="strongest" type="checkbox" checked> strongest evidence only</label>'
             '<span id="ledger-count"></span>'
@@ -296,26 +304,27 @@ def table_html(items: list[Entry], chapter_uri: str) -> str:
     the default filter, and each links back to its claim in the chapter at ``chapter_uri``."""
     head = ["# / scale", "claim", "predicted<br>measured ± error", "tolerance (basis)", "verdict / corrected",
             "severity"]
-    rows = "".join(_row_html(e, chapter_uri) for e in items)
+    claims = [e.claim for e in items]
+    rows = "".join(_row_html(e, chapter_uri, beside_html(e.claim, claims) if e.is_strongest else "") for e in items)
     return (claims_table_css() + '<div class="ledger-scroll"><table class="claims-table ledger-table"><colgroup>'
             + "".join(f'<col class="{c}">' for c in COLUMNS) + "</colgroup><thead><tr>"
             + "".join(f"<th>{h}</th>" for h in head) + f"</tr></thead><tbody>{rows}</tbody></table></div>")
 
 
 def summary_html(items: list[Entry], what: str) -> str:
-    """'N claims from M chapters (what): 40 hold, ...' over each claim's strongest evidence, with the verdicts in
-    their colours and the formal failures counted apart."""
+    """'N claims from M chapters (what).' and the two tallies (:func:`analysis.core.verify.tallies_html`: the five sources'
+    claims, then the others) over each claim's strongest evidence, with the verdicts in their colours and the formal
+    failures counted apart."""
     strong = strongest(items)
     counts = Counter(e.claim.verdict for e in strong)
-    parts = ", ".join(f'<span style="color:{VERDICT_COLOURS[v]};font-weight:bold">{verdict_label(v, counts[v])}</span>'
-                      for v in VERDICT_COLOURS if counts[v])
+    parts = tallies_html([e.claim for e in strong], verdict_label)
     formal = sum(e.claim.verdict == "fails" and severity(e.claim.key) == "formal" for e in strong)
     split = ""
     if counts["fails"]:
         split = (f" Of the {plural(counts['fails'], 'failure')}, {counts['fails'] - formal} "
                  f"{'is' if counts['fails'] - formal == 1 else 'are'} substantive and {formal} formal.")
     return (f"<p>{plural(len(strong), 'claim')} from {plural(len({e.chapter for e in strong}), 'chapter')}, "
-            f"{what}: {parts}.{split}</p>")
+            f"{what}. {parts[0].upper()}{parts[1:]}.{split}</p>")
 
 
 def bar_html(items: list[Entry]) -> str:
@@ -405,7 +414,8 @@ def findings_html(items: list[Entry], uri: dict[str, str], ledger_uri: str) -> s
         mine = [e for e in strong if e.chapter == chapter]
         scales = ", ".join(sorted({e.scale for e in mine}, key=lambda s: -EVIDENCE_RANK.get(s, -1)))
         rows.append(f'<tr><td><a href="{html.escape(uri[chapter])}">{html.escape(mine[0].title)}</a><br>'
-                    f"{bar_html(mine)}<br><small>{plural(len(mine), 'claim')}; evidence: {html.escape(scales)}</small></td>"
+                    f"{bar_html(mine)}<br><small>{tallies_html([e.claim for e in mine])}; evidence: "
+                    f"{html.escape(scales)}</small></td>"
                     f"<td>{headline(mine, ledger_uri)}</td></tr>")
     legend = " ".join(f'<span style="color:{c};font-weight:bold">■ {v}</span>' for v, c in VERDICT_COLOURS.items())
     return (claims_table_css() + summary_html(strong, "each at its strongest evidence") + f"<p>{legend}</p>"

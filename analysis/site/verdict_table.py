@@ -33,15 +33,18 @@ MEASURED_ATOL = 1e-12
 
 def recorded_claims(directory: str | os.PathLike[str] | None = None) -> Iterator[tuple[str, list[Claim]]]:
     """Per committed record, in file order: ("experiment.scale", the experiment's claims on its recorded data, with
-    the label ``recorded-<scale>`` a chapter uses)."""
+    the label ``recorded-<scale>`` a chapter uses, identified as made by that record)."""
 
     folder = Path(directory) if directory is not None else results_dir()
     for path in sorted(folder.glob("*.json")):
         record = load_record(path)
         if record.experiment not in EXPERIMENTS:
             raise ValueError(f"{path}: experiment {record.experiment!r} is not registered")
+        # identified by the record's scale (a gpu-only claim is decided by a gpu run only), as if current: whether a
+        # record is stale depends on today's code, which the table does not pin
         yield (f"{record.experiment}.{record.scale}",
-               EXPERIMENTS[record.experiment].claims(record.data, run_name(record.scale, recorded=True)))
+               [c.identified(record.experiment, record.scale, recorded=True)
+                for c in EXPERIMENTS[record.experiment].claims(record.data, run_name(record.scale, recorded=True))])
 
 
 def recorded_verdicts(directory: str | os.PathLike[str] | None = None) -> dict[str, Any]:

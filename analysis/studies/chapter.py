@@ -47,6 +47,7 @@ from analysis.core.verify import (
     short_statement,
     strongest_claims,
     verdict_box_html,
+    verdict_phrase,
 )
 
 RECORDED_ORDER: tuple[Scale, ...] = ("cpu", "gpu")  # ascending: of two current records, the gpu one is the stronger
@@ -188,6 +189,12 @@ class Chapter:
                 return c
         raise KeyError(f"no claim {key!r} of {name!r} on its {self.best(name).key} run in chapter {self.doc!r}")
 
+    def try_it(self, name: str, **settings: Any) -> TryIt:
+        """Run experiment ``name`` again at smoke scale with ``settings`` of its config changed (a length, a width, a
+        seed count: any field of its Config), and set each claim it makes beside the same claim of this chapter's
+        strongest run (:func:`try_it`)."""
+        return try_it(self, name, **settings)
+
     def verdicts(self, name: str, run: str | None = None) -> Any:
         """Markdown: one bullet per claim of the best run of ``name`` (or of the run whose short name is ``run``), its
         verdict (and corrected verdict) from the claim."""
@@ -201,6 +208,57 @@ class Chapter:
         return Markdown("\n".join(verdict_line(c, self.doc, numbers.get(claim_ref(c)), id(c) in strongest)
                                    for c in self.claims_of(name, chosen, computed=False)))
 
+    def stale_beside(self, name: str) -> str:
+        """Markdown: the claims of ``name``'s stale gpu record beside those of its best run, which count (a table of
+        each claim's value and verdict on both, the gpu one what its own comparison gives), and a sentence naming
+        where the two verdicts differ; '' when no stale gpu record stands beside a stronger run."""
+        stale = next((r for r in reversed(self.runs[name]) if r.scale == "gpu" and r.recorded and r.stale), None)
+        if stale is None or stale is self.best(name):
+            return ""
+        best = self.best(name)
+        old = {c.key: c for c in self.claims_of(name, stale, computed=False)}
+        now = {c.key: c for c in self.claims_of(name, best, computed=False)}
+        if not old:
+            return ""
+
+        def cell(c: Claim | None) -> str:
+            if c is None:
+                return "not measured"
+            check = " as a check" if c.gpu_only and c.id is not None and c.id.scale != "gpu" else ""
+            return f"{bounded(c, fmt(c.measured))} {c.unit}: {c.check_verdict}{check}".replace("  ", " ")
+
+        where = f"{best.scale} {'record' if best.recorded else 'run'}"
+        numbers = claim_numbers(self.claims.claims)
+
+        def label(c: Claim) -> str:
+            number = numbers.get(claim_ref(c))
+            return ledger_link(self.doc, c, number) if number else c.key
+
+        rows = [f"| # | claim | {where} (counts) | gpu record (stale) |", "|---|---|---|---|"]
+        rows += [f"| {label(c)} | {math_markdown(short_statement(c.statement))} | {cell(now.get(k))} | "
+                 f"{cell(old.get(k))} |" for k in dict.fromkeys([*now, *old]) for c in [now.get(k) or old[k]]]
+        differ = [(now[k], old[k]) for k in now if k in old and now[k].check_verdict != old[k].check_verdict]
+        if not differ:
+            said = "The two agree on every claim both measured."
+        else:
+            said = (f"They disagree on {plural(len(differ), 'claim')}: " + "; ".join(
+                f"{label(a)} {verdict_phrase(a.check_verdict)} on the {where} ({fmt(a.measured)}) and "
+                f"{verdict_phrase(b.check_verdict)} on the stale gpu record ({fmt(b.measured)})"
+                for a, b in differ) + ".")
+        return "\n".join(rows) + f"\n\n{said}"
+
+    def gpu_only_sentence(self, name: str) -> str:
+        """' Its 5 claims about GPU arithmetic or GPU speed ...': how the chapter treats the claims of ``name`` that only a
+        current gpu run decides (:attr:`analysis.core.verify.Claim.gpu_only`) while its gpu record is stale; '' when it has
+        none."""
+        keys = {c.key for c in self.claims.claims if c.id is not None and c.id.experiment == name and c.gpu_only}
+        if not keys:
+            return ""
+        return (f" Its {plural(len(keys), 'claim')} about GPU arithmetic or GPU speed "
+                f"{'is' if len(keys) == 1 else 'are'} decided only by a current gpu record: the stale one keeps "
+                f"{'it' if len(keys) == 1 else 'them'} inconclusive, its numbers shown beside those of the cpu run, "
+                "which is a check.")
+
     def gpu_status(self, name: str) -> Any:
         """Markdown: that the GPU run is included, or that none was recorded, or that the only one is stale (made by
         other code or another config: shown, marked stale; its verdicts count only where no current run measured the
@@ -208,15 +266,17 @@ class Chapter:
         from IPython.display import Markdown
 
         gpu = [r for r in self.runs[name] if r.scale == "gpu"]
+        beside = self.stale_beside(name)
         if any(not r.stale for r in gpu):
             return Markdown(f"The GPU-scale run of `{name}` is included.")
         if gpu:
             rests = ("it is shown and, since no current run measured its claims, its verdicts are this chapter's "
                      "for now, marked stale" if self.best(name) is gpu[-1] else
-                     f"it is shown, marked stale, and its verdicts are listed beside the current "
-                     f"{self.best(name).scale}-scale ones, which count")
+                     f"it is shown, marked stale, and its verdicts are listed below beside the current "
+                     f"{self.best(name).scale}-scale ones, which count" if beside else
+                     f"it is shown, marked stale, and the current {self.best(name).scale}-scale verdicts count")
             head = (f"**No current GPU-scale run of `{name}`:** its gpu record is stale ({'; '.join(gpu[-1].stale)}); "
-                    f"{rests}.")
+                    f"{rests}.{self.gpu_only_sentence(name)}")
         else:
             head = f"**No GPU-scale run of `{name}` has been recorded yet.**"
 
@@ -252,6 +312,7 @@ class Chapter:
             f"FLOPs, peak memory about {est.peak_memory_gb:.2g} GB): `{command}` {runs}, resumable{chunks}."
             f"{seeds_words(cfg)} "
             "That time is an estimate; every number this book gives as measured on a GPU was measured on one."
+            + (f"\n\n{beside}" if beside else "")
         )
 
 
@@ -458,3 +519,49 @@ def save_timings(doc: str, scale: str, seconds: dict[str, float]) -> Path | None
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"chapter": doc, "scale": scale, "seconds": seconds}))
     return path
+
+
+@dataclass(frozen=True)
+class TryIt:
+    """A reader's own run of a chapter's experiment beside the chapter's: per claim, the recorded measurement and
+    verdict and the reader's."""
+
+    experiment: str
+    settings: dict[str, Any]
+    seconds: float
+    rows: tuple[tuple[str, Claim | None, Claim | None], ...]  # (claim key, the chapter's claim, this run's claim)
+
+    def lines(self) -> list[str]:
+        """One line per claim: its key, the chapter's measurement and verdict, then this run's."""
+        def cell(c: Claim | None) -> str:
+            return "not made" if c is None else f"{bounded(c, fmt(c.measured))} {c.unit}, {c.verdict_text()}".strip()
+
+        return [f"{key}: recorded {cell(mine)}; this run {cell(yours)}" for key, mine, yours in self.rows]
+
+    def _repr_markdown_(self) -> str:
+        changed = ", ".join(f"`{k} = {v!r}`" for k, v in self.settings.items()) or "no setting changed"
+        head = (f"Your run of `{self.experiment}` at smoke scale ({changed}), {self.seconds:.1f} s, beside the "
+                "chapter's strongest run:\n\n| claim | the chapter's run | your run |\n|---|---|---|\n")
+        def cell(c: Claim | None) -> str:
+            return "not made" if c is None else f"{bounded(c, fmt(c.measured))} {c.unit}: **{c.verdict_text()}**"
+
+        return head + "\n".join(f"| {key} | {cell(mine)} | {cell(yours)} |" for key, mine, yours in self.rows)
+
+    def __repr__(self) -> str:
+        return "\n".join(self.lines())
+
+
+def try_it(ch: Chapter, name: str, **settings: Any) -> TryIt:
+    """The reader's experiment: ``name``'s smoke config with ``settings`` replaced (ValueError naming a field the
+    experiment's config does not have), run here, nothing stored; its claims beside the chapter's strongest run's.
+    At smoke scale a run takes seconds: its numbers check what the setting does, they are no measurement."""
+    if name not in ch.runs:
+        raise ValueError(f"name must be an experiment of chapter {ch.doc!r} ({', '.join(ch.runs)}); got {name!r}")
+    module = get_experiment(name)
+    cfg = config_for(module, "smoke", **settings)
+    data, seconds = run_in_process(Experiment(module), "smoke", cfg)
+    yours = {c.key: c for c in module.claims(data, "your run")}
+    mine = {c.key: c for c in ch.claims_of(name, computed=False)}
+    keys = list(dict.fromkeys([*mine, *yours]))
+    return TryIt(name, dict(settings), seconds, tuple((k, mine.get(k), yours.get(k)) for k in keys))
+

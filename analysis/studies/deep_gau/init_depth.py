@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from analysis.core.verify import Claim, verdict_phrase
 from analysis.studies.deep_gau.experiments import deep_gau_init as dgi
 from analysis.studies.display import Markdown
 
@@ -18,6 +19,20 @@ def depth_table(data: dict[str, Any]) -> Markdown:
             grad = f"{r['grad_ratio']:.3g}" if math.isfinite(r["grad_ratio"]) else "overflow"
             rows.append(f"| {lam} | {r['depth']:,} | {r['dev']:.3g} | {r['walk']:.3g} | {grad} |")
     return Markdown("\n".join(rows))
+
+
+def half_judgement(claim: Claim) -> str:
+    """What the claim eps-lambda7 decides against the source's 7, as a predicate: its verdict, and when a rival
+    exponent is named, whether the run's detectable difference tells the two apart (:attr:`Claim.rival_gap`)."""
+    verdict = verdict_phrase(claim.verdict_text())
+    if claim.alternative is None or claim.detectable is None or claim.rival_gap is None:
+        return verdict
+    rival, gap, det = -claim.alternative, claim.rival_gap, claim.detectable
+    if det > gap:
+        return (f"{verdict}: this run detects differences in p of {det:.3g} or more, and the source's 7 and the "
+                f"previous chapter's {rival:.3g} differ by only {gap:.3g}, so it cannot tell the two apart")
+    return (f"{verdict}, and this run tells the source's 7 from the previous chapter's {rival:.3g}: it detects "
+            f"differences of {det:.3g}, less than the {gap:.3g} between them")
 
 
 def depth_facts(ch: Any) -> dict[str, Any]:
@@ -37,6 +52,8 @@ def depth_facts(ch: Any) -> dict[str, Any]:
         "init_eps_half": f"{s['0.5']['eps']:.3g}" if "0.5" in s else "n/a",
         "init_half_p": (f"{-ch.claim('deep-gau-init', 'eps-lambda7').measured:.2f}"
                         if "1" in s and "0.5" in s else "n/a"),
+        "init_half_judged": (half_judgement(ch.claim("deep-gau-init", "eps-lambda7"))
+                             if "1" in s and "0.5" in s else "is not measured: the run has one weight scale"),
         "init_table": depth_table(run.data),
         "init_forget": f"{forget:,} layers" if forget else "no depth measured",
         "init_overflow": f"{overflow:,} layers" if overflow else "no depth measured",

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from matplotlib.figure import Figure
 
+from analysis.core.stats import CONFIDENCE, Estimate, direction
 from analysis.studies.display import Markdown
 from analysis.studies.entropy.experiments import entropy_bound, entropy_lm
 from analysis.studies.entropy.figures import (
@@ -23,6 +24,7 @@ from analysis.studies.entropy.figures import (
 
 from analysis.studies.text import text_block as fenced_text
 from analysis.theory import entropy as ent
+
 
 if TYPE_CHECKING:
     from analysis.studies.chapter import Chapter
@@ -120,15 +122,15 @@ def parameters_text(arch: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 def calibration_text(snap: Mapping[str, Any]) -> str:
-    """'0.070 ± 0.038 nats (SE over 20 blocks of evaluation windows)': a snapshot's mean loss minus mean entropy with
-    the standard error of :func:`analysis.studies.entropy.experiments.entropy_lm.calibration_estimate`."""
+    """'0.070 ± 0.025 nats (SE over 160 evaluation windows)': a snapshot's mean loss minus mean entropy with the
+    standard error of :func:`analysis.studies.entropy.experiments.entropy_lm.calibration_estimate`."""
     est = entropy_lm.calibration_estimate(dict(snap))
     return f"{plus_minus(est.value, est.se, 3)} nats (SE over {est.n} {est.units})"
 
 
 def calibration_lines(arch: Mapping[str, Mapping[str, Any]]) -> str:
     """A Markdown bullet per architecture: its last snapshot's loss, entropy and loss - entropy (calibration, with
-    its standard error over blocks of evaluation windows), and its largest excess over the bound at any snapshot."""
+    its standard error over evaluation windows), and its largest excess over the bound at any snapshot."""
     lines = []
     for name, run in arch.items():
         late = run["snapshots"][-1]
@@ -138,16 +140,47 @@ def calibration_lines(arch: Mapping[str, Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def calibration_verdicts(verdict: Callable[[str], str], names: Sequence[str]) -> str:
-    """'holds for the Transformer, fails for GAU and holds for FLASH': the calibration claim's verdict per
-    architecture (``verdict`` maps a claim key to its verdict), in the order of ``names``."""
-    parts = []
-    for name in names:
-        key = "lm-calibration" + ("" if name == "Transformer" else f"-{name.lower()}")
-        word = verdict(key)
-        parts.append(f"{'is inconclusive' if word == 'inconclusive' else word} for "
-                     f"{'the Transformer' if name == 'Transformer' else name}")
+def _joined(parts: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _named(name: str) -> str:
+    return "the Transformer" if name == "Transformer" else name
+
+
+def calibration_verdicts(verdict: Callable[[str], str], names: Sequence[str]) -> str:
+    """'holds for the Transformer, fails for GAU and holds for FLASH', or 'fails for each of the Transformer, GAU and
+    FLASH' when they agree: the calibration claim's verdict per architecture (``verdict`` maps a claim key to its
+    verdict), in the order of ``names``."""
+    words = {name: verdict("lm-calibration" + ("" if name == "Transformer" else f"-{name.lower()}"))
+             for name in names}
+    phrase = {name: "is inconclusive" if w == "inconclusive" else w for name, w in words.items()}
+    if len(names) > 1 and len(set(words.values())) == 1:
+        return f"{phrase[names[0]]} for each of {_joined([_named(n) for n in names])}"
+    return _joined([f"{phrase[n]} for {_named(n)}" for n in names])
+
+
+def calibration_comparison(gaps: Mapping[tuple[str, str], Estimate], confidence: float = CONFIDENCE) -> str:
+    """What the paired differences of the architectures' calibration gaps (:func:`entropy_lm.calibration_gaps`)
+    decide, as one family at ``confidence``: each difference by its two-sided t interval at 1 - (1 - confidence) / k
+    for k differences (Bonferroni), which architecture's gap is larger than which, or that none can be told from
+    another, with each difference ± its SE."""
+    if not gaps:
+        return "Only one architecture was run, so none is compared with another."
+    each = 1.0 - (1.0 - confidence) / len(gaps)
+    listed = "; ".join(f"{_named(a)} minus {_named(b)} {plus_minus(d.value, d.se, 3)}" for (a, b), d in gaps.items())
+    first = next(iter(gaps.values()))
+    head = (f"Paired by window, their gaps differ by: {listed} nats, ± SE over {first.n} {first.units} "
+            f"({first.nu:g} df). Judged as one family, each interval at {100 * each:.3g}% (Bonferroni for "
+            f"{len(gaps)} differences), ")
+    resolved = [(a, b, word) for (a, b), d in gaps.items() if (word := direction(d, each)) in ("larger than",
+                                                                                              "smaller than")]
+    if not resolved:
+        return head + "none excludes 0: no architecture is more or less over-confident than another."
+    said = _joined([f"{_named(a)}'s gap is {word} {_named(b)}'s" for a, b, word in resolved])
+    rest = "; no other difference is resolved from 0" if len(resolved) < len(gaps) else ""
+    return f"{head}{said}{rest}."
 
 
 def facts(ch: Chapter) -> dict[str, Any]:
@@ -196,6 +229,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "arch_label": best_lm.label,
         "arch_calibration": Markdown(calibration_lines(arch)),
         "calib_verdicts": calibration_verdicts(lambda key: ch.claim("entropy-lm", key).verdict_text(), list(arch)),
+        "calib_compare": calibration_comparison(entropy_lm.calibration_gaps(dict(arch))),
     }
 
 

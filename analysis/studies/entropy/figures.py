@@ -119,7 +119,7 @@ def lm_clouds(runs: Sequence[tuple[str, dict[str, Any]]], classes: int = 256) ->
 def architecture_clouds(data: dict[str, Any], classes: int = 256) -> Figure:
     """The last snapshot's per-token (loss, entropy) density of every architecture, under the bound, on one log
     colour scale with its colour bar; and each one's mean loss minus mean entropy (calibration) with its 95%
-    Student-t interval over blocks of evaluation windows
+    Student-t interval over evaluation windows
     (:func:`analysis.studies.entropy.experiments.entropy_lm.calibration_estimate`), at every snapshot."""
     models = [("Transformer", data["real"])] + list(data.get("others", {}).items())
     with plt.rc_context(STYLE):

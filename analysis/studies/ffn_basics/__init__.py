@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
+from analysis.core.verify import PROVENANCE_WORDS
 from analysis.studies.chapter import typeset
 from analysis.studies.plotting import STYLE, readable_figure
 
@@ -65,6 +66,8 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "drop_torch_mod": f"{dr['torch_modules']}",
         "drop_torch_att": f"{dr['torch_attention']}",
         "drop_torch_total": f"{dr['torch_total']}",
+        # which tally the ledger counts the claim in: a check of PyTorch's module is not one of the sources'
+        "drop_origin": PROVENANCE_WORDS[ch.claim("ffn-basics", "dropout-sites").origin],
     }
 
 

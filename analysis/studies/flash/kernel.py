@@ -39,8 +39,8 @@ def timing_table(data: dict[str, Any]) -> Markdown:
 
 def gpu_section(ch: Any) -> Markdown:
     """The gpu record of the kernel when it is not the chapter's strongest run (a stale one beside a current cpu
-    record): where it ran, its exactness table, its timings and its verdicts, which count only where no current run
-    measured the claim; empty when there is no such record."""
+    record): where it ran, its exactness table and its timings (its verdicts stand beside the cpu ones in the
+    experiment's gpu status, :meth:`analysis.studies.chapter.Chapter.stale_beside`); empty when there is no such record."""
     best = ch.best("gau-kernel")
     gpu = next((r for r in ch.runs["gau-kernel"] if r.scale == "gpu" and r.recorded), None)
     if gpu is None or gpu is best:
@@ -52,9 +52,6 @@ def gpu_section(ch: Any) -> Markdown:
         "by the tensor cores, and timed the layers:",
         error_table(gpu.data).data,
         timing_table(gpu.data).data,
-        f"Its verdicts, beside the {best.scale}-scale ones above (a stale record counts "
-        "only for a claim no current run measured):",
-        ch.verdicts("gau-kernel", run=gpu.key).data,
     ]))
 
 

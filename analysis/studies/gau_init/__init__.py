@@ -37,14 +37,17 @@ def moments_table(moments: dict[str, dict[str, float]]) -> str:
 
 
 def reference_table(label: str, ref: dict[str, Any]) -> str:
-    """The reference grid point: A_ii, A_ij and the off-diagonal row mass c, measured against the source's and the
-    corrected predictions, and the RMS of the two terms of (AV)_i = A_ii V_i + sum_(j != i) A_ij V_j."""
+    """The reference grid point: A_ii, A_ij, their ratio (:func:`gau_init.entry_ratio`) and the off-diagonal row mass
+    c, measured against the source's and the corrected predictions, and the RMS of the two terms of
+    (AV)_i = A_ii V_i + sum_(j != i) A_ij V_j."""
+    measured, source = gi.entry_ratio(ref)
     return "\n".join([
         f"{label}: d = {ref['d']}, e = {ref['e']}, s = {ref['s']}, n = {ref['n']}, LeCun",
         (f"  A_ii : measured {ref['a_diag']:.4g}   source s nu^4/n {ref['pred_a_diag_source']:.4g}   "
          f"corrected {ref['pred_a_diag']:.4g}"),
         (f"  A_ij : measured {ref['a_offdiag']:.3g}   source s mu^4/n {ref['pred_a_offdiag_source']:.3g}   "
          f"corrected {ref['pred_a_offdiag']:.3g}"),
+        f"  A_ii / A_ij : measured {measured:.0f}   source nu^4/mu^4 {source:.0f}",
         (f"  row mass c = sum_(j != i) A_ij : measured {ref['row_offdiag_mass']:.3f}   "
          f"corrected {ref['pred_row_offdiag_mass']:.3f}"),
         f"  RMS of A_ii V_i {ref['av_diag_rms']:.4f}   vs   RMS of sum_(j != i) A_ij V_j {ref['av_offdiag_rms']:.4f}",
@@ -157,6 +160,9 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "ref_where": summ["where"],
         "ref_mass": f"{ref['row_offdiag_mass']:.2f}",
         "ref_diag": f"{ref['a_diag']:.3f}",
+        # how many times smaller an off-diagonal entry of A is than a diagonal one: the table's ratio and the source's
+        "ref_entry_ratio": f"{gi.entry_ratio(ref)[0]:.0f}",
+        "src_entry_ratio": f"{gi.entry_ratio(ref)[1]:.0f}",
         "ref_terms": f"{ref['av_offdiag_rms'] / ref['av_diag_rms']:.1f}",
         "ref_rms": f"{ref['rms']:.3f}",
         "ref_src": f"{ref['pred_rms_source']:.4f}",

@@ -7,14 +7,16 @@ and together (``flash-parts``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from matplotlib.figure import Figure
 
-from analysis.core.stats import Estimate, t_quantile
+from analysis.core.stats import Estimate, Sided, t_quantile
+from analysis.core.verify import Claim
 from analysis.studies.chapter import strongest_run
 from analysis.studies.display import Markdown
 from analysis.studies.gau_trained.experiments import flash_parts, gau_ablations, gau_heads, gau_length, gau_quality
@@ -241,33 +243,66 @@ def length_facts(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def paired_interval(end: Estimate, basis: str = "", after: str = "") -> str:
-    """'+0.0123 ± 0.0045 ({basis}4 seeds, 3 df{after})': a paired difference with its 95% two-sided t half-width,
-    or '+0.0123 (one seed: no interval)' without an error estimate."""
+# the claim each variant's paired gap loss(base) - loss(variant) decides, per experiment: its row of the table
+# prints that claim's own interval and verdict
+CLAIM_OF_VARIANT: dict[str, dict[str, str]] = {
+    "gau-ablations": {"n2": "ns-beats-n2", "softmax": "relu2-not-worse-than-softmax", "nopos": "rope-helps-gau"},
+    "gau-heads": {v: f"one-head-not-worse-{h}" for v, h in gau_heads.HEADS.items() if h > 1},
+    "flash-parts": {"local": "flash-mix-beats-local", "global": "flash-mix-beats-global",
+                    "quad": "flash-matches-flashquad-chunks"},
+}
+
+
+def claim_interval(claim: Claim, end: Estimate) -> str:
+    """A paired gap as its claim decides it: '-0.0155 ± 0.0191 (95% two-sided t, 4 seeds, 3 df)' for a claim of
+    equality; for a directional claim or a bound, its one-sided 95% t bound, the side its verdict reads ('-0.0155, at
+    most -0.0014 (95% one-sided t, ...)' for '< 0' or '>= 0'; 'at least' for '> 0' or '<= 0'). ValueError when the
+    claim's measurement or tolerance is not that of ``end``: the row and the verdict must be one computation."""
+    sided: Sided = "two" if claim.kind == "equal" else "one"
     if not end.resolved:
         return f"{end.value:+.4f} (one seed: no interval)"
-    return f"{end.value:+.4f} ± {end.half_width():.4f} ({basis}{end.n} seeds, {end.nu:g} df{after})"
+    if not (math.isclose(claim.measured, end.value, rel_tol=1e-12, abs_tol=1e-15)
+            and math.isclose(claim.tolerance, end.half_width(sided=sided), rel_tol=1e-9)):
+        raise ValueError(f"claim {claim.key!r} must be decided by the gap it is shown with (measured {end.value!r} "
+                         f"± {end.half_width(sided=sided)!r}); got {claim.measured!r} ± {claim.tolerance!r}")
+    where = f"95% {'two' if sided == 'two' else 'one'}-sided t, {end.n} seeds, {end.nu:g} df"
+    if sided == "two":
+        return f"{end.value:+.4f} ± {claim.tolerance:.4f} ({where})"
+    if claim.kind in ("below", "lower_bound"):
+        return f"{end.value:+.4f}, at most {end.value + claim.tolerance:+.4f} ({where})"
+    return f"{end.value:+.4f}, at least {end.value - claim.tolerance:+.4f} ({where})"
 
 
-def ablation_table(s: dict[str, Any], variants: Sequence[str] = gau_ablations.VARIANTS) -> str:
-    """Markdown table of a paired ablation (gau-ablations, gau-heads): per variant its mean final loss and
-    loss(base) - loss(variant) paired by seed, with its 95% two-sided t interval, the one-sided detectable difference
-    and how the gap moved since the previous validation point; ``variants[0]`` is the base."""
+def ablation_table(s: dict[str, Any], variants: Sequence[str], claims: Mapping[str, Claim]) -> str:
+    """Markdown table of a paired ablation (gau-ablations, gau-heads, flash-parts): per variant its mean final loss
+    and loss(base) - loss(variant) paired by seed with the interval and verdict of the claim ``claims[variant]``
+    decides by it (:func:`claim_interval`), the detectable difference and how the gap moved since the previous
+    validation point; ``variants[0]`` is the base."""
     if len(variants) < 2 or any(v not in s["variants"] for v in variants):
         raise ValueError(f"variants must be a base and at least one variant of the summary "
                          f"({', '.join(s['variants'])}); got {list(variants)}")
+    if any(v not in claims for v in variants[1:]):
+        raise ValueError(f"claims must hold a claim for every variant but the base ({', '.join(variants[1:])}); "
+                         f"got {', '.join(claims) or 'none'}")
     base = s["variants"][variants[0]]
-    rows = ["| variant | validation loss (nats/byte) | loss(base) − loss(variant), 95% t | detects ≥ | moved since "
-            "step {} |".format(s["gaps"][variants[1]]["previous_step"]),
-            "| --- | --- | --- | --- | --- |",
-            f"| {base['label']} (base) | {base['val_loss']:.4f} | | | |"]
+    rows = ["| variant | validation loss (nats/byte) | loss(base) − loss(variant), the claim's 95% t | detects ≥ | "
+            "verdict | moved since step {} |".format(s["gaps"][variants[1]]["previous_step"]),
+            "| --- | --- | --- | --- | --- | --- |",
+            f"| {base['label']} (base) | {base['val_loss']:.4f} | | | | |"]
     for v in variants[1:]:
         g = s["gaps"][v]
         end: Estimate = g["end"]
-        interval = paired_interval(end)
-        rows.append(f"| {s['variants'][v]['label']} | {s['variants'][v]['val_loss']:.4f} | {interval} | "
-                    f"{end.detectable(sided='one'):.4f} | {g['drift']:+.4f} |")
+        c = claims[v]
+        detects = "none" if c.detectable is None else f"{c.detectable:.4f}"
+        rows.append(f"| {s['variants'][v]['label']} | {s['variants'][v]['val_loss']:.4f} | {claim_interval(c, end)} | "
+                    f"{detects} | {c.verdict_text()} | {g['drift']:+.4f} |")
     return "\n".join(rows)
+
+
+def variant_claims(ch: Chapter, name: str) -> dict[str, Claim]:
+    """Per variant of experiment ``name``, the claim its paired gap decides (:data:`CLAIM_OF_VARIANT`), from the
+    experiment's best run."""
+    return {v: ch.claim(name, key) for v, key in CLAIM_OF_VARIANT[name].items()}
 
 
 def ablation_facts(ch: Chapter) -> dict[str, Any]:
@@ -275,7 +310,8 @@ def ablation_facts(ch: Chapter) -> dict[str, Any]:
     best = ch.best("gau-ablations")
     s = gau_ablations.summary(best.data)
     cfg = gau_ablations.CONFIGS[best.scale]
-    return {"a_label": best.label, "a_table": Markdown(ablation_table(s)),
+    return {"a_label": best.label,
+            "a_table": Markdown(ablation_table(s, gau_ablations.VARIANTS, variant_claims(ch, "gau-ablations"))),
             "a_sizes": f"width {cfg.d}, expanded width {cfg.e}, key size {cfg.s}, {cfg.layers} layers, "
                        f"{cfg.ctx} tokens, {cfg.steps} steps",
             "a_gpu": ch.gpu_status("gau-ablations"), "a_verdicts": ch.verdicts("gau-ablations")}
@@ -288,27 +324,21 @@ def heads_facts(ch: Chapter) -> dict[str, Any]:
     s = gau_heads.summary(best.data)
     params = {v: s["variants"][v]["parameters"] for v in gau_heads.VARIANTS}
     heads = gau_heads.HEADS[gau_heads.VARIANTS[-1]]
-    return {"h_label": best.label, "h_table": Markdown(ablation_table(s, gau_heads.VARIANTS)),
+    return {"h_label": best.label,
+            "h_table": Markdown(ablation_table(s, gau_heads.VARIANTS, variant_claims(ch, "gau-heads"))),
             "h_heads": str(heads), "h_key": f"{best.data['s'] // heads}",
             "h_params": (f"{params[gau_heads.VARIANTS[0]]:,} parameters in every arm" if len(set(params.values())) == 1
                          else "parameters " + ", ".join(f"{p:,}" for p in params.values())),
             "h_gpu": ch.gpu_status("gau-heads"), "h_verdicts": ch.verdicts("gau-heads")}
 
 
-def gap_text(g: dict[str, Any]) -> str:
-    """'+0.0123 ± 0.0045 (95% two-sided t, 4 seeds, 3 df; a one-sided test detects ≥ 0.0050)' for a paired gap
-    of :mod:`analysis.core.paired`."""
-    end: Estimate = g["end"]
-    return paired_interval(end, "95% two-sided t, ",
-                           f"; a one-sided test detects ≥ {end.detectable(sided='one'):.4f}")
-
-
 def _side(gap: Estimate) -> str:
     """Where FLASH ends against FLASH-Quad by a paired gap loss(FLASH) - loss(FLASH-Quad): 'above' or 'below' when
     the two-sided 95% t interval excludes 0, else '' (not resolved)."""
-    if gap.resolved and gap.lower() > 0:
+    half = gap.half_width()  # two-sided, as the claim of equality it sits beside (flash-matches-flashquad-chunks)
+    if gap.resolved and gap.value - half > 0:
         return "above"
-    if gap.resolved and gap.upper() < 0:
+    if gap.resolved and gap.value + half < 0:
         return "below"
     return ""
 
@@ -352,9 +382,11 @@ def parts_facts(ch: Chapter) -> dict[str, Any]:
     s = flash_parts.summary(best.data)
     quality = ch.best("gau-quality")
     q_gap = gau_quality.summary(quality.data)["gaps"]["flash-flash-quad-post"]
-    return {"p_label": best.label, "p_table": Markdown(ablation_table(s, flash_parts.VARIANTS)),
+    return {"p_label": best.label,
+            "p_table": Markdown(ablation_table(s, flash_parts.VARIANTS, variant_claims(ch, "flash-parts"))),
             "p_chunk": str(best.data["chunk"]), "p_chunks": str(best.data["ctx"] // best.data["chunk"]),
-            "p_local_global": gap_text(s["pair_gaps"]["local:global"]),
+            "p_local_global": claim_interval(ch.claim("flash-parts", "flash-local-beats-global"),
+                                             s["pair_gaps"]["local:global"]["end"]),
             "p_vs_quality": flash_quad_sentence(quality.settings("gau-quality"), q_gap,
                                                 best.settings("flash-parts"), int(best.data["chunk"]),
                                                 s["gaps"]["quad"]["end"]),

@@ -421,7 +421,8 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                                     "$E|q|^2/d = 1$, so only the spread of $|q|$ depends on $d$"))
     out.append(Claim("softmax-jacobian-autograd", f"$\\|J\\|_F$ of softmax from its closed form = autograd ({label})",
                      "identity $J = \\mathrm{diag}(p) - p p^\\top$", 0.0, data["autograd_jacobian_gap"], 0.0, 1e3 * EPS64,
-                     "1000 float64 ulps (autograd sums $n^2$ rounded products)", kind="upper_bound", unit="relative"))
+                     "1000 float64 ulps (autograd sums $n^2$ rounded products)", kind="upper_bound", unit="relative",
+                     provenance="book"))
     counts = data["mha"]
     spread = max(r["torch"] for r in counts) - min(r["torch"] for r in counts)
     out.append(Claim("mha-params", f"Multi-head attention has $4d^2 + 4d$ parameters for every head count "
@@ -461,7 +462,8 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     out.append(Claim("pe-projected", f"Through random $W_q, W_k$ the positional score $PE(p)\\, W_q W_k^\\top PE(p+k)$ still "
                      f"depends on $k$ only (median over $k$ of its std over $p$ / $|$mean$|$; {label})",
                      "the relative-position reading of $PE(p+k) = M_k\\, PE(p)$", 0.0, rel, 0.0, 1e3 * EPS64,
-                     "1000 float64 ulps, as for the exact identities", kind="upper_bound", unit="relative"))
+                     "1000 float64 ulps, as for the exact identities", kind="upper_bound", unit="relative",
+                     provenance="book"))  # the notes claim only the "possibility" of relative positions
     out.append(Claim("rope-relative", f"With RoPE the score of a fixed content pair depends on $k$ only "
                      f"(max over $k$ of std over $p$ / mean $|$score$|$; {label})", "Su et al. 2021 (RoPE)", 0.0,
                      pos["rope_spread"], 0.0, 1e3 * EPS64 * math.sqrt(pos["positions"]),

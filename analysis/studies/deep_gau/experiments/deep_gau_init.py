@@ -29,11 +29,13 @@ import torch
 from torch import nn
 
 from analysis.core.experiment import Workload
+from analysis.core.results import REPO_ROOT, find_record
 from analysis.core.stats import mean_estimate
 from analysis.core.trial import Trial
 from analysis.core.typed import fields_of, stored_as
 from analysis.core.verify import Claim, estimate_fields
 from analysis.models.lm import LanguageModel, ModelConfig
+from analysis.studies.gau_init.experiments import gau_init
 
 NAME = "deep-gau-init"
 DATA_VERSION = 1
@@ -152,8 +154,24 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def rival_exponent(label: str) -> float | None:
+    """The rival of the source's lambda^7 at lambda = 1/2: the exponent p with RMS(1/2) = 2^-p RMS(1) that gau-init
+    measures on the GAU branch's own output (:func:`gau_init.exponent_at_half`), from the repository's record at the
+    scale ``label`` names ('recorded-cpu', 'cpu'), else from its cpu record; None when neither exists. The
+    repository's records, not $ANALYSIS_RESULTS_DIR's: the rival is the book's measurement, the same wherever this
+    claim is judged."""
+
+    scale, records = label.removeprefix("recorded-"), REPO_ROOT / "results"
+    record = find_record("gau-init", scale, records) if scale in ("cpu", "gpu") else None
+    record = record or find_record("gau-init", "cpu", records)
+    if record is None or "sweep" not in record.data:
+        return None
+    return gau_init.exponent_at_half(record.data["sweep"], int(record.data.get("seeds", 1)))[0]
+
+
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
-    """lambda^7: eps(1/2) / eps(1) = 2^-7; at lambda = 1/2, the random walk dev_L = sqrt(L) eps at the deepest
+    """lambda^7: eps(1/2) / eps(1) = 2^-7, told apart from the exponent gau-init measures (:func:`rival_exponent`);
+    at lambda = 1/2, the random walk dev_L = sqrt(L) eps at the deepest
     stack, and ten thousand layers near the identity (dev below 1, gradients as through one layer). At lambda = 1
     the walk leaves the small-change regime, so it has no claim: the chapter shows it."""
     out = []
@@ -163,10 +181,13 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     if 1.0 in lams and 0.5 in lams:
         ratio = mean_estimate([math.log2(a["eps"] / b["eps"]) for a, b in
                                zip(_runs(data, 0.5, 1), _runs(data, 1.0, 1))], "seeds")
+        rival = rival_exponent(label)
         out.append(Claim("eps-lambda7", f"Halving every weight scales a GAU layer's change by λ⁷: log2 of "
                          f"eps(λ = 1/2) / eps(λ = 1) is −7 (one post-norm layer at initialisation, paired by seed; "
                          f"{label})", SOURCE, -7.0, **estimate_fields(ratio, "log2 eps ratio, paired by seed"),
-                         unit="log2"))
+                         unit="log2", alternative=None if rival is None else -rival,
+                         alternative_note="" if rival is None else
+                         f"the exponent gau-init measures on the GAU branch's own output, {rival:.3g}"))
     if 0.5 in lams:
         runs = _runs(data, 0.5, deepest)
         eps = {r["seed"]: r["eps"] for r in _runs(data, 0.5, 1)}
@@ -187,9 +208,13 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                          kind="below", unit="relative"))
         one = {r["seed"]: r["grad_ratio"] for r in _runs(data, 0.5, 1)}
         grad = mean_estimate([math.log(float(r["grad_ratio"]) / float(one[r["seed"]])) for r in runs], "seeds")
+        # the rival: every layer shrinks the gradient as the first does, (L - 1) ln r_1 beyond one layer
+        shrink = (deepest - 1) * float(np.mean([math.log(float(r)) for r in one.values()]))
         out.append(Claim("ten-thousand-gradient", f"At λ = 1/2 the gradient reaches the bottom of {deepest:,} layers as "
                          f"it reaches the bottom of one: log of the input gradient's norm through L layers over "
                          f"that through 1 is 0 (a post-norm layer projects out one direction per token, so one "
                          f"layer's ratio is below 1; {label})", SOURCE, 0.0,
-                         **estimate_fields(grad, "log gradient ratio, paired by seed"), unit="log"))
+                         **estimate_fields(grad, "log gradient ratio, paired by seed"), unit="log",
+                         alternative=shrink, alternative_note=f"every layer shrinks the gradient as the first does: "
+                                                              f"{deepest - 1:,} ln r_1 = {shrink:.3g}"))
     return out

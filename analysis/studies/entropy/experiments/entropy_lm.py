@@ -32,7 +32,7 @@ from analysis.theory.entropy import entropy_upper_bound
 from analysis.training.train import TokenStats, TrainConfig, token_stats, train_lm
 
 NAME = "entropy-lm"
-DATA_VERSION = 1  # raised when the layout of the record's data changes
+DATA_VERSION = 2  # raised when the layout of the record's data changes
 VOCAB = 256
 
 
@@ -111,8 +111,18 @@ def _subsample(n: int, k: int) -> np.ndarray:
     return np.unique(np.linspace(0, n - 1, min(n, k)).round().astype(np.int64))
 
 
+def window_means(values: np.ndarray, position: np.ndarray) -> np.ndarray:
+    """The mean of ``values`` over each evaluation window, the windows told apart by ``position`` (each token's place
+    in its window, 0 at a window's first token, in window order)."""
+    if values.shape != position.shape or not values.size or position[0] != 0:
+        raise ValueError("values and position must be non-empty arrays of one shape, position starting at 0")
+    window = np.cumsum(position == 0) - 1
+    return np.bincount(window, weights=values) / np.bincount(window)
+
+
 def snapshot(step: int, stats: TokenStats, max_points: int) -> dict[str, Any]:
-    """Summary of one cloud: mean loss and entropy, largest excess over the bound, and a subsample of points."""
+    """Summary of one cloud: mean loss and entropy, largest excess over the bound, loss minus entropy per evaluation
+    window over all its tokens (the units of the calibration claims), and a subsample of points."""
     loss = np.maximum(stats.loss, 0.0)  # float64 log-softmax may give -1e-17 for a certain token
     bound = entropy_upper_bound(loss, VOCAB)
     excess = stats.entropy - bound
@@ -127,6 +137,7 @@ def snapshot(step: int, stats: TokenStats, max_points: int) -> dict[str, Any]:
         "mean_entropy": float(stats.entropy.mean()),
         "loss_minus_entropy": float(calib.mean()),
         "loss_minus_entropy_se": float(calib.std(ddof=1) / np.sqrt(n)),
+        "window_loss_minus_entropy": window_means(calib, stats.position).tolist(),
         "max_excess_over_bound": float(excess.max()),
         "median_gap_to_bound": float(np.median(-excess)),
         "median_fraction_of_bound": float(np.median(stats.entropy / np.where(bound > 0, bound, np.nan))),
@@ -220,21 +231,31 @@ def assemble(cfg: Config, results: list[CorpusRun | MarkovRun], device_type: str
             "others": {name: fields_of(r) for (name, _), r in zip(cfg.others, others)}}
 
 
-CALIBRATION_BLOCKS = 20  # contiguous blocks of the stored tokens: the independent units of the calibration claims
+WINDOW_UNITS = "evaluation windows"
 
 
-def calibration_estimate(snap: dict[str, Any], blocks: int = CALIBRATION_BLOCKS) -> Estimate:
-    """Mean loss minus mean entropy of a snapshot (over all its tokens), with a standard error over ``blocks``
-    contiguous blocks of its stored tokens (``blocks`` - 1 df).
+def calibration_estimate(snap: dict[str, Any]) -> Estimate:
+    """Mean loss minus mean entropy of a snapshot over all its tokens, as the mean of its W windows' means, with the
+    standard error of that mean over the windows, SE = s_w / sqrt(W), and W - 1 df.
 
-    Tokens of one evaluation window share their context, so they are not independent; the windows are spread evenly
-    over the validation text and do not overlap, and the stored tokens (an even subsample) are in window order, so a
-    block is a run of whole windows, about. The subsample's block means carry the subsampling noise too, so this SE
-    is, if anything, larger than the full mean's."""
-    calib = np.asarray(snap["loss"], dtype=float) - np.asarray(snap["entropy"], dtype=float)
-    parts = np.array_split(calib, min(blocks, calib.size))
-    spread = mean_estimate([float(p.mean()) for p in parts], "blocks of evaluation windows")
-    return from_se(snap["loss_minus_entropy"], spread.se, spread.n, spread.units)
+    Tokens of one evaluation window share their context, so they are not independent; the windows do not overlap
+    and are spread evenly over the validation text, so the windows are the units. Every token counts: the mean is
+    that of the whole evaluated text (its windows all hold the same number of tokens), not of the plotted
+    subsample."""
+    return mean_estimate([float(v) for v in snap["window_loss_minus_entropy"]], WINDOW_UNITS)
+
+
+def calibration_gaps(runs: dict[str, dict[str, Any]]) -> dict[tuple[str, str], Estimate]:
+    """Per pair of architectures (a, b), in the order of ``runs``, the difference of their late calibration gaps,
+    (L - H)_a - (L - H)_b, paired by evaluation window (every run is evaluated on the same windows): the mean of the
+    per-window differences, SE over the windows (W - 1 df)."""
+    late = {name: np.asarray(run["snapshots"][-1]["window_loss_minus_entropy"], dtype=float)
+            for name, run in runs.items()}
+    names = list(late)
+    if len({v.size for v in late.values()}) > 1:
+        raise ValueError("runs must be evaluated on the same windows; got different numbers of windows")
+    return {(a, b): mean_estimate([float(x) for x in late[a] - late[b]], WINDOW_UNITS)
+            for i, a in enumerate(names) for b in names[i + 1:]}
 
 
 def _model_claims(run: dict[str, Any], label: str, name: str) -> list[Claim]:
@@ -264,9 +285,10 @@ def _model_claims(run: dict[str, Any], label: str, name: str) -> list[Claim]:
             statement=f"A trained {which}model's mean entropy equals its mean loss (calibration): mean loss minus mean "
                       f"entropy over {late['tokens']} tokens, step {late['step']} ({label})",
             source="$E_{y \\sim q}[-\\ln q_y] = H(q)$ when the model's $q$ is the data distribution",
+            provenance="book",
             predicted=0.0,
-            **estimate_fields(calib, f"the mean of $L - H$, from the {len(late['loss'])} stored tokens in "
-                                     f"{calib.n} contiguous blocks (tokens within a window are not independent)"),
+            **estimate_fields(calib, f"the mean of $L - H$ over all {late['tokens']:,} tokens, as the mean of "
+                                     f"its {calib.n} windows' means (a window's tokens share their context)"),
             unit="nats",
         ),
     ]
@@ -289,6 +311,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
             statement=f"A model's validation loss on a Markov source stays above the true model's loss on the same "
                       f"tokens: model minus true loss ({label})",
             source="Gibbs' inequality: cross-entropy $\\geq$ entropy",
+            provenance="book",
             predicted=0.0,
             **fields,
             kind="lower_bound",

@@ -601,7 +601,7 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-CPU_SPEED_UNDECIDED = (
+GPU_ONLY_CROSSOVER = (
     "the source's crossover is an accelerator's: its author measured on GPUs and says the gap in speed at long n "
     "'shows in the degree of parallelism'; a 2-core CPU runs other kernels, its Transformer++ a fused causal kernel "
     "that skips the masked half, so a CPU run cannot decide it: flash-bench's gpu trials, n = 128 to 16,384 on a "
@@ -609,11 +609,10 @@ CPU_SPEED_UNDECIDED = (
 
 
 def crossover_undecided(data: dict[str, Any], shortest: int, first: bool, lowest: float) -> str:
-    """Why a crossover claim's run cannot decide it ('' when it can): a CPU run (the claim is an accelerator's), or
-    one whose faster stack already leads at its shortest length ``shortest`` while that length is not below
-    ``lowest``, the least crossover the claim allows (the crossover may lie anywhere below it)."""
-    if data["device_type"] == "cpu":
-        return CPU_SPEED_UNDECIDED
+    """Why a crossover claim's gpu run cannot decide it ('' when it can): its faster stack already leads at its
+    shortest length ``shortest`` while that length is not below ``lowest``, the least crossover the claim allows (the
+    crossover may lie anywhere below it). A cpu run never decides it: the claim is gpu-only
+    (:data:`GPU_ONLY_CROSSOVER` says why)."""
     if first and shortest >= lowest:
         return (f"FLASH-Quad leads already at n = {shortest}, the shortest length measured, so its crossover is "
                 "somewhere at or below it: a sweep from shorter lengths places it")
@@ -637,6 +636,7 @@ def crossover_claim(data: dict[str, Any], quad: str, key: str, what: str, label:
     never = not math.isfinite(cross)
     first = not never and cross == both[0]  # faster already at the shortest length: the crossover is at or below
     tolerance = 256.0 * (math.sqrt(2) - 1)
+    rival = 512.0 if (never or cross >= 256.0) else 128.0  # a crossover one grid step away, on the measured side
     span = (f"no crossover up to n = {both[-1]}, the longest length measured: the crossover is beyond it"
             if never else f"faster already at n = {both[0]}, the shortest length measured: the crossover is at "
             "or below it" if first else "log-interpolated")
@@ -644,7 +644,9 @@ def crossover_claim(data: dict[str, Any], quad: str, key: str, what: str, label:
                  f"parameters, {where(data)}; {span}; {label})", SOURCE, 256.0, float(both[-1]) if never else cross,
                  0.0, tolerance, "half a grid step: lengths are powers of 2", unit="n",
                  measured_bound="≥" if never else "≤" if first else "",
-                 undecided=crossover_undecided(data, both[0], first, 256.0 - tolerance))
+                 undecided=crossover_undecided(data, both[0], first, 256.0 - tolerance),
+                 gpu_only=GPU_ONLY_CROSSOVER, alternative=rival,
+                 alternative_note=f"a crossover one grid step away, at n = {rival:.0f}")
 
 
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
@@ -672,7 +674,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
             f"Transformer's batch in the same activation memory, against {versus} (the activations a sequence of "
             f"its own saves for backward, at n = {s['memory_length']}; {label})", SOURCE, 2.0, ratio, 0.0, 0.5,
             "the source's 'about 2x' is one significant figure: 1.5 to 2.5 round to it; the byte counts are exact",
-            unit="x"))
+            unit="x", alternative=1.0, alternative_note="no advantage: the same batch"))
     for key, what, tolerance, basis in (
             ("flash_time_exponent", "time", 0.1,
              "0.1 in the exponent: timing noise of a median of repeats over a factor 4 in n"),
@@ -681,7 +683,8 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         if math.isfinite(value):
             out.append(Claim(f"flash-linear-{what.split()[0]}", f"FLASH's {what} per sequence is linear in n "
                              f"(log-log slope over the 3 largest of n = {stack_lengths[0]} to {stack_lengths[-1]}; "
-                             f"{label})", SOURCE, 1.0, value, 0.0, tolerance, basis, unit="exponent"))
+                             f"{label})", SOURCE, 1.0, value, 0.0, tolerance, basis, unit="exponent",
+                             alternative=2.0, alternative_note="quadratic in n, as attention over all keys"))
     ours = LAYERS[2]
     for peer, which in ((MATCHED_PEER, "matched to ours (no input norm, residual or relative-position bias)"),
                         (DEFAULT_PEER, "with its defaults")):
@@ -699,7 +702,8 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                          f"{', '.join(str(n) for n in long)}, at $n = {worst}$; {label})", TARGET, 1.5, ratios[worst],
                          error, error, "the timing error of the two points: half the range of each one's repeats, "
                          "relative, added in quadrature", kind="lower_bound", unit="x",
-                         detectable=error))  # a ratio nearer 1.5 than the timing error is not resolved
+                         detectable=error,  # a ratio nearer 1.5 than the timing error is not resolved
+                         alternative=1.0, alternative_note="no speed-up: the peer's tokens/s"))
     exp = s["lean_layer_memory_exponent"]
     if math.isfinite(exp):
         layer_lengths = _series(data, ours, "n")[0]
@@ -707,8 +711,8 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                          f"at most linearly in n per sequence (log-log slope over n = {int(layer_lengths[-3:][0])} to "
                          f"{int(layer_lengths[-1])}; the dense layer's: {s['dense_layer_memory_exponent']:.2f}; "
                          f"{label})", TARGET, 1.0, exp, 0.0, 0.02, MEMORY_EXPONENT_BASIS, kind="upper_bound",
-                         approx_rel=0.0,
-                         unit="exponent"))
+                         approx_rel=0.0, unit="exponent", alternative=2.0,
+                         alternative_note="quadratic in n, as a layer that keeps its n x n matrix"))
     return out
 
 

@@ -38,6 +38,10 @@ PRIORITY = 15  # the gpu campaign's order: after the speed, length and headline 
 DATA_VERSION = 1
 SOURCE = "this book's fused relu^2 attention kernel (Triton)"
 TARGET = "this book's target for its kernel"
+# why only a gpu run decides the kernel's claims: what a CPU runs is an emulation of the GPU code
+GPU_ARITHMETIC = ("the kernel is GPU code: Triton's interpreter on the CPU emulates it in NumPy, with other roundings "
+                  "and sum orders than the GPU's")
+GPU_SPEED = "a target for the kernel's speed or memory on a GPU"
 DTYPES = ("float32", "bfloat16", "float16")
 LAYERS = ("GAU layer, kernel (ours)", "GAU layer, lean (ours)", "GAU layer, dense (ours)",
           "GAU layer, dense, compiled (ours)", "FLASH-pytorch GAU layer, matched", "Transformer++ layer (SDPA)")
@@ -369,32 +373,32 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
             f"{label})", SOURCE, 0.0, w["error"], 0.0, w["bound"],
             f"first-order worst case per entry: 7 roundings to {dtype} (u = {U[dtype]:.3g}) and float32 sums of "
             f"n + e terms, over the entry's magnitude (the computation on absolute values)",
-            kind="upper_bound", unit="relative"))
+            kind="upper_bound", unit="relative", gpu_only=GPU_ARITHMETIC))
     out.append(Claim("kernel-prefix-exact", f"A causal prefix of {size['prefix']} positions gives exactly the rows of "
                      f"the {size['n']}-position run (largest gap, float32; {where}; {label})", SOURCE, 0.0,
                      chk["prefix_gap"], 0.0, 0.0, "exact: the same tiles, zeros where the shorter run masks its loads",
-                     kind="upper_bound"))
+                     kind="upper_bound", gpu_only=GPU_ARITHMETIC))
     out.append(Claim("kernel-padding-exact", f"A sequence padded from {size['real']} to {size['n']} positions gives "
                      f"exactly the unpadded rows, causal and not (largest gap, float32; {where}; {label})", SOURCE,
                      0.0, chk["padding_gap"], 0.0, 0.0, "exact: padded keys add relu(S)^2 x 0 = 0 to each sum",
-                     kind="upper_bound"))
+                     kind="upper_bound", gpu_only=GPU_ARITHMETIC))
     for row in s["lengths"]:
         n = row["n"]
         if n >= 4096:
             out.append(Claim(f"kernel-peak-n{n}", f"The kernel's attention, forward and backward in bf16, reaches 50% "
                              f"of the dense bf16 peak ({data['peak_tflops']:.0f} TFLOP/s) at n = {n} ({label})", TARGET,
                              0.5, row["peak_fraction"], 0.0, 0.0, "a target, not an estimate: the median of repeats",
-                             kind="lower_bound", unit="of peak"))
+                             kind="lower_bound", unit="of peak", gpu_only=GPU_SPEED))
         ratio = row["vs_transformer"].get(KERNEL)
         if n >= 2048 and ratio is not None:
             out.append(Claim(f"kernel-vs-transformer-n{n}", f"The GAU layer with the kernel trains at 0.9x or more "
                              f"of the Transformer++ layer's tokens/s (SDPA flash kernel) at n = {n} ({label})", TARGET,
                              0.9, ratio, 0.0, 0.0, "a target, not an estimate: medians of repeats",
-                             kind="lower_bound", unit="x"))
+                             kind="lower_bound", unit="x", gpu_only=GPU_SPEED))
     slope = memory_exponent(data)
     if math.isfinite(slope):
         out.append(Claim("kernel-memory-linear", f"The GAU layer's peak memory with the kernel is linear in n (log-log "
                          f"slope over the 3 largest lengths, per sequence; {label})", TARGET, 1.0, slope, 0.0, 0.1,
                          "0.1 in the exponent: allocator rounding over a factor 4 in n", kind="upper_bound",
-                         unit="exponent"))
+                         unit="exponent", gpu_only=GPU_SPEED))
     return out
