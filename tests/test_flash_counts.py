@@ -106,9 +106,15 @@ def test_bench_point_out_of_memory_is_recorded_and_the_sweep_goes_on():
 
 @pytest.mark.slow
 def test_bench_smoke_runs_every_implementation_and_states_every_claim():
+    import os
+
+    from analysis.core.runner import run_in_process
+    from analysis.core.trials import Experiment
     from analysis.studies.flash.experiments import flash_bench as fb
 
-    data = fb.run(fb.CONFIGS["smoke"])
+    # the chapter's own smoke run, shared through the live cache where the test command keeps one
+    data, _ = run_in_process(Experiment(fb), "smoke", fb.CONFIGS["smoke"],
+                             cache=os.environ.get("ANALYSIS_LIVE_CACHE") or None)
     assert {r["implementation"] for r in data["rows"] if r["status"] == "ok"} == set(fb.IMPLEMENTATIONS + fb.LAYERS)
     keys = {c.key for c in fb.claims(data, "smoke")}
     assert keys == {"quad-overtakes-transformer", "quad-lean-overtakes-transformer", "quad-batch", "quad-batch-unfused",
