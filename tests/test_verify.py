@@ -276,7 +276,7 @@ def test_the_verdict_box_lists_each_claim_once_with_severity_and_anchors():
     assert "4 claims, each at its strongest evidence" in html and "2 fail<" in html and "2 hold<" in html
     assert "gpu record<br>" in html and "smoke" not in html and '<details class="verdict-box" open>' in html
     many = [make(key=f"k{i}").identified("e", "cpu", True) for i in range(16)]
-    assert '<details class="verdict-box">' in verdict_box_html(many, "chap")  # a long box starts collapsed
+    assert '<details class="verdict-box" open>' in verdict_box_html(many, "chap")  # the verdicts stay on the first screen
 
 
 def test_verdict_counts_read_as_verbs():
