@@ -77,3 +77,26 @@ def test_flash_pytorch_departures_are_computed():
 def test_a_unit_gate_makes_gau_single_head_attention():
     assert unit_gate_is_attention() < 1e-13
     assert "not installed" in peer_facts({}, 0.0)["peer_list"].data
+
+
+def test_the_layer_table_and_targets_read_the_benchmark_record():
+    from pathlib import Path
+
+    from analysis.studies.chapter import _recorded_run
+    from analysis.studies.flash.experiments import flash_bench as fb
+    from analysis.studies.flash.figures import layer_table, prose
+
+    run = _recorded_run("flash-bench", "cpu", str(Path(__file__).resolve().parent.parent / "results"))
+    assert run is not None
+    s = fb.summary(run.data)
+    table = layer_table(run.data).splitlines()
+    lean = s["layers"][fb.LAYERS[2]]["over_matched_peer"]
+    gains = s["compile_gain"]["dense"]
+    assert len(table) == 2 + len({*lean, *gains, *s["layers"][fb.LAYERS[2]]["over_default_peer"]})
+    for n, ratio in lean.items():  # one row per length, the lean layer's ratio in its first column
+        row = next(line for line in table if line.startswith(f"| {n} |"))
+        assert row.split(" | ")[1] == f"{ratio:.2f}x"
+    claims = [c for c in fb.claims(run.data, "t") if c.key.startswith("lean-gau-over-peer")]
+    text = prose(run.data)["targets"]
+    assert text.count("Against the ") == len(claims) == 2
+    assert all(f"{c.measured:.2f}x its tokens/s at worst: the {c.predicted:.1f}x target is" in text for c in claims)

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 
 from analysis.studies.display import Markdown
 from analysis.studies.flash.checks import check_facts, peer_deviations, peer_facts, run_checks, unit_gate_is_attention
-from analysis.studies.flash.figures import counts, layers, leak, prose, ratio_table, speed
+from analysis.studies.flash.figures import counts, layer_table, layers, leak, prose, ratio_table, speed
 from analysis.studies.flash.kernel import kernel_facts
 from analysis.studies.flash.memory import memory_facts
 from analysis.studies.text import text_block
@@ -47,13 +47,12 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "two_gau_256": f"{100 * (fc.two_gau_over_transformer(256) - 1):.1f}%",
         "two_gau_4096": f"{100 * (fc.two_gau_over_transformer(4096) - 1):.2f}%",
         "quad_ratio": f"{2 * fc.quadratic_ratio_per_layer(768, 1536, 128):.2f}",
-        "break_even": "; ".join(f"n = {fc.flash_break_even_length(1536, 128, c):.0f} for c = {c}"
-                                for c in (64, 128, 256)) + " (e = 1536, s = 128)",
+        "break_even": ", ".join(f"n = {fc.flash_break_even_length(1536, 128, c):.0f} for c = {c}"
+                                for c in (64, 128, 256)),
         "counts_table": counts_table(counts_run.data["counts"]),
         **prose(bench_run.data),
         "ratio_table": Markdown(text_block(ratio_table(bench_run.data))),
-        "verdicts_counts": ch.verdicts("flash-counts"),
-        "verdicts_bench": ch.verdicts("flash-bench"),
+        "layer_table": Markdown(layer_table(bench_run.data)),
         **check_facts(run_checks()),
         **peer_facts(peer_deviations(), unit_gate_is_attention()),
         **kernel_facts(ch),

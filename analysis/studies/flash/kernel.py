@@ -56,8 +56,8 @@ def gpu_section(ch: Any) -> Markdown:
 
 
 def kernel_facts(ch: Any) -> dict[str, Any]:
-    """The kernel's run label, exactness table, check sizes and where it ran, GPU timings or their status, verdicts,
-    and the gpu record beside them when a current cpu record outranks it."""
+    """The kernel's run label, exactness table, check sizes and where it ran, GPU timings or their status, and the gpu
+    record beside them when a current cpu record outranks it."""
     run = ch.best("gau-kernel")
     chk = run.data["check"]
     size = chk["sizes"]
@@ -71,5 +71,4 @@ def kernel_facts(ch: Any) -> dict[str, Any]:
         "kernel_errors": error_table(run.data),
         "kernel_timings": timing_table(run.data),
         "kernel_gpu_status": ch.gpu_status("gau-kernel"),
-        "verdicts_kernel": ch.verdicts("gau-kernel"),
     }

@@ -39,7 +39,6 @@ def memory_facts(ch: Any) -> dict[str, Any]:
         "memory_saving_source": f"e/(c s) = {z['e'] / (c * z['s']):.3g} at c = {c}",
         "memory_saving_measured": f"{measured:.3g} = 1/{round(1 / measured)}",
         "memory_e_over_s": f"{z['e'] / z['s']:.0f}",
-        "verdicts_memory": ch.verdicts("flash-memory"),
         "memory_batch_base": batch_sentence(d),
     }
 
@@ -54,8 +53,8 @@ def batch_sentence(data: dict[str, Any]) -> str:
     quad, lean = b["FLASH-Quad (ours)"], b["FLASH-Quad lean (ours)"]
     fused, unfused = b["Transformer++"], b["Transformer++ unfused"]
     return (f"At the source's own size (d = {z['d']}, n = {b['n']:.0f}, float32 on the CPU), a sequence of its own "
-            f"saves {mib['FLASH-Quad (ours)']:.1f} MiB in two GAU layers against {mib['Transformer++']:.1f} MiB in "
-            f"one Transformer++ layer with fused attention and {mib['Transformer++ unfused']:.1f} MiB with its "
-            f"attention written out: FLASH-Quad fits {unfused / quad:.2f}x the batch of a Transformer that stores "
-            f"its softmax, as the source's did, and {fused / quad:.2f}x that of the fused one (the lean GAU: "
-            f"{unfused / lean:.2f}x and {fused / lean:.2f}x).")
+            f"saves {mib['FLASH-Quad (ours)']:.1f} MiB in two GAU layers. One Transformer++ layer saves "
+            f"{mib['Transformer++']:.1f} MiB with fused attention and {mib['Transformer++ unfused']:.1f} MiB with its "
+            f"attention written out. So FLASH-Quad fits {unfused / quad:.2f}x the batch of a Transformer that stores "
+            f"its softmax, as the source's did, and {fused / quad:.2f}x that of the fused one. The lean GAU fits "
+            f"{unfused / lean:.2f}x and {fused / lean:.2f}x.")
