@@ -269,6 +269,8 @@ def test_a_reader_runs_a_chapters_experiment_with_a_setting_changed(tmp_path):
     assert got.settings == {"seed": 3} and got.seconds >= 0 and {k for k, _, _ in got.rows} >= mine
     assert all(yours is not None for _, _, yours in got.rows) and "| claim | the chapter's run | your run |" in \
         got._repr_markdown_() and "`seed = 3`" in got._repr_markdown_()
+    page = got._repr_html_()  # what the book renders: a table, one row per claim, and the setting changed
+    assert "<code>seed = 3</code>" in page and page.count("<tr>") == len(got.rows) + 1
     with pytest.raises(ValueError, match="does not apply to experiment"):
         ch.try_it("entropy-bound", no_such_setting=1)
     with pytest.raises(ValueError, match="name must be an experiment of chapter 'demo'"):

@@ -113,10 +113,10 @@ def test_train_summary_names_the_close_grid_values_and_marks_the_grids_ends():
     # L = 16: alpha = 0.5's paired difference (0.1, 0.5) is within its t(1) interval (0.3 <= 12.7 * 0.2), alpha = 2's
     # (1.1, 1.1) is not; L = 64 has one setting
     text = pr.train_summary(_train_data(), "recorded, cpu scale")
-    assert text == ("at L = 16 the lowest loss is at α = 1, and α from 0.5 to 1, 2 of the 3 values tested, is within "
+    assert text == ("At L = 16 the lowest loss is at α = 1, and α from 0.5 to 1, 2 of the 3 values tested, is within "
                     "seed noise of the best: the optimum lies in 0.35 to 1.4 at the grid's resolution of √2, and may "
-                    "lie beyond the smallest value tested; at L = 64 the lowest loss is at α = 4, and α = 4 is the "
-                    "only value tested (recorded, cpu scale)")
+                    "lie beyond the smallest value tested. At L = 64 the lowest loss is at α = 4, and α = 4 is the "
+                    "only value tested. Data: recorded, cpu scale.")
 
 
 def test_the_noise_band_is_one_fact_for_the_prose_and_the_claim():
@@ -151,7 +151,7 @@ def test_undecided_counts_inconclusive_claims_with_the_prefix_only():
 
 
 def test_grid_text():
-    assert pr.grid_text((2.0, 2.828, 4.0, 64.0)) == "4 values from 2 to 64 in steps of sqrt 2"
+    assert pr.grid_text((2.0, 2.828, 4.0, 64.0)) == "4 values from 2 to 64 in steps of √2"
 
 
 def test_recall_table_two_lines_per_number_of_pairs():
@@ -209,10 +209,10 @@ def test_inside_counts_include_the_ends_of_the_interval():
 def test_recall_conclusion_names_the_nearest_rival_and_the_predictions_inside():
     text = pr.recall_conclusion(_recall_summary(), "recorded, cpu scale")
     # ln(1.76 / 1.6) / 0.05 = 1.9 standard errors, nearer than 1.81 (2.5) or 1.0 (9.4)
-    assert text == ("The best scale grows by 1.60x from 4 to 64 pairs; of the rival growths, the nearest is the "
-                    "mean-field alpha*'s, 1.9 standard errors away. Inside the 95% interval of the best scale lies: "
-                    "the mean-field alpha* at 1 of 2; the finite-sample maximiser at 0 of 2; 3.5 ln m at 0 of 2; "
-                    "sqrt(k) at 1 of 2 numbers of pairs (recorded, cpu scale).")
+    assert text == ("The best scale grows by 1.60x from 4 to 64 pairs. Of the rival growths, the nearest is the "
+                    "mean-field $\\alpha^*$'s, 1.9 standard errors away. Inside the 95% interval of the best scale "
+                    "lies: the mean-field $\\alpha^*$ at 1 of 2; the finite-sample maximiser at 0 of 2; $3.5\\ln m$ "
+                    "at 0 of 2; $\\sqrt{k}$ at 1 of 2 numbers of pairs (recorded, cpu scale).")
     flat = pr.recall_conclusion(_recall_summary(growth={"measured": 1.02}), "x")
     assert "the nearest is QK-norm practice (no growth)'s, 0.4 standard errors away" in flat
 
@@ -383,3 +383,15 @@ def test_published_scale_choices_at_the_recall_sizes():
     assert table[2].endswith("| 8 | 8 | 1 of 2 | 2 of 2 |") and table[-1].endswith("|  |  |")
     text = pr.published_scales_summary(s, choices)
     assert "at some but not all: standard $1/\\sqrt{d}$, Vaswani et al. 2017" in text
+
+
+def test_verdict_tally_groups_the_matching_claims_most_common_first():
+    claims = [SimpleNamespace(key=k, verdict=v) for k, v in
+              (("recall-best-scale-4", "fails"), ("recall-best-scale-16", "fails"), ("recall-best-scale-64", "holds"),
+               ("recall-best-scale-accuracy-4", "inconclusive"))]
+    assert pr.verdict_tally(claims, r"recall-best-scale-\d+", "numbers of pairs") == (
+        "fails at 2 and holds at 1 of the 3 numbers of pairs")
+    assert pr.verdict_tally(claims, r"recall-best-scale-accuracy-\d+", "numbers of pairs") == (
+        "is inconclusive at 1 of the 1 numbers of pairs")
+    with pytest.raises(ValueError):
+        pr.verdict_tally(claims, r"train-best-dot-\d+", "lengths")

@@ -547,6 +547,25 @@ class TryIt:
 
         return head + "\n".join(f"| {key} | {cell(mine)} | {cell(yours)} |" for key, mine, yours in self.rows)
 
+    def _repr_html_(self) -> str:
+        """The same sentence and table as HTML, which the book renders: it leaves a Markdown table in a cell's output
+        as text."""
+        import html
+
+        changed = ", ".join(f"<code>{html.escape(f'{k} = {v!r}')}</code>" for k, v in self.settings.items())
+        head = (f"<p>Your run of <code>{html.escape(self.experiment)}</code> at smoke scale "
+                f"({changed or 'no setting changed'}), {self.seconds:.1f} s, beside the chapter's strongest run:</p>")
+
+        def cell(c: Claim | None) -> str:
+            if c is None:
+                return "<td>not made</td>"
+            return (f"<td>{html.escape(f'{bounded(c, fmt(c.measured))} {c.unit}'.strip())}: "
+                    f"<strong>{html.escape(c.verdict_text())}</strong></td>")
+
+        rows = "".join(f"<tr><td>{html.escape(key)}</td>{cell(mine)}{cell(yours)}</tr>" for key, mine, yours in self.rows)
+        return (f'{head}<table class="try-it"><thead><tr><th>claim</th><th>the chapter\'s run</th><th>your run</th>'
+                f"</tr></thead><tbody>{rows}</tbody></table>")
+
     def __repr__(self) -> str:
         return "\n".join(self.lines())
 

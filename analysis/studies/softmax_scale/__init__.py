@@ -118,8 +118,8 @@ def train_facts(ch: Chapter) -> dict[str, Any]:
         "train_table": Markdown(text_block(pr.train_table(best.data))),
         "train_gpu_status": ch.gpu_status("softmax-scale-train"),
         "train_summary": pr.train_summary(best.data, best.label),
-        "train_verdicts": ch.verdicts("softmax-scale-train"),
         "train_decides": pr.undecided(ch.claims_of("softmax-scale-train")),
+        "train_tally": pr.verdict_tally(ch.claims_of("softmax-scale-train"), r"train-best-dot-\d+", "lengths"),
     }
 
 
@@ -145,8 +145,8 @@ def recall_facts(ch: Chapter) -> dict[str, Any]:
         "recall_n1": f"{g['to']}",
         "recall_growth_se": f"{100 * (math.exp(g['log_se']) - 1):.1f}%",
         "recall_growth_preds": f"{g['mean_field']:.2f}x (mean-field), {g['finite_sample']:.2f}x (finite-sample), "
-                               f"{g['log_n']:.2f}x (3.5 ln m) and 1x (QK-norm)",
-        "recall_conclusion": Markdown(pr.recall_conclusion(rs, rec.label)),
+                               f"{g['log_n']:.2f}x (log-n rule) and 1x (QK-norm)",
+        "recall_conclusion": Markdown(math_markdown(pr.recall_conclusion(rs, rec.label))),
         "recall_growth_drift": Markdown(softmax_scale_recall.growth_drift_sentence(rec.data)),
         "recall_ratio": pr.value_range(pr.best_over_mean_field(rs), ".2f"),
         "recall_best": ", ".join(f"{rows[p]['best']:.3g}" for p in pairs),
@@ -156,7 +156,10 @@ def recall_facts(ch: Chapter) -> dict[str, Any]:
         "recall_acc_plateau": Markdown(math_markdown(pr.accuracy_plateau_sentence(rs))),
         "recall_mf": ", ".join(f"{rows[p]['mean_field']:.3g}" for p in pairs),
         "recall_growth_dof": f"{g['dof']:g}",
-        "recall_verdicts": ch.verdicts("softmax-scale-recall"),
+        "recall_loss_tally": pr.verdict_tally(ch.claims_of("softmax-scale-recall"), r"recall-best-scale-\d+",
+                                              "numbers of pairs"),
+        "recall_acc_tally": pr.verdict_tally(ch.claims_of("softmax-scale-recall"),
+                                             r"recall-best-scale-accuracy-\d+", "numbers of pairs"),
         "recall_gpu_status": ch.gpu_status("softmax-scale-recall"),
         "recall_gpu_plan": pr.run_plan(softmax_scale_recall.CONFIGS["gpu"]),
         **published_facts(rs, rec),

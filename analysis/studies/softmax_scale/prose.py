@@ -5,6 +5,7 @@ tables the chapter prints."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -114,14 +115,14 @@ def train_table(data: dict[str, Any]) -> str:
 
 
 def train_summary(data: dict[str, Any], label: str) -> str:
-    """Per context length, the best dot-product alpha and the band of alpha within seed noise of it (paired loss
-    differences within their 95% Student-t interval), in the words the length's claim states it
-    (:meth:`analysis.studies.softmax_scale.experiments.softmax_scale_train.NoiseBand.words`), with the run's label."""
+    """Per context length, a sentence: the best dot-product alpha and the band of alpha within seed noise of it (paired
+    loss differences within their 95% Student-t interval), in the words the length's claim states it
+    (:meth:`analysis.studies.softmax_scale.experiments.softmax_scale_train.NoiseBand.words`); then the run's label."""
     ranges = []
     for ctx in train_lengths(data):
         value, _, _ = best_setting(data, ctx, "dot")
-        ranges.append(f"at L = {ctx} the lowest loss is at α = {value:g}, and {noise_band(data, ctx, 'dot').words()}")
-    return "; ".join(ranges) + f" ({label})"
+        ranges.append(f"At L = {ctx} the lowest loss is at α = {value:g}, and {noise_band(data, ctx, 'dot').words()}.")
+    return " ".join(ranges) + f" Data: {label}."
 
 
 def undecided(claims: Iterable[Verdict], prefix: str = "train-best-dot-") -> str:
@@ -131,9 +132,20 @@ def undecided(claims: Iterable[Verdict], prefix: str = "train-best-dot-") -> str
     return f"{count} of the {len(chosen)} lengths"
 
 
+def verdict_tally(claims: Iterable[Verdict], pattern: str, unit: str) -> str:
+    """The verdicts of the claims whose key matches ``pattern`` (a regular expression, whole key) as predicates,
+    most common first: 'fails at 3 of the 3 numbers of pairs', 'is inconclusive at 1 and holds at 1 of the 2
+    lengths'."""
+    chosen = [c.verdict for c in claims if re.fullmatch(pattern, c.key)]
+    if not chosen:
+        raise ValueError(f"no claim's key matches {pattern!r}")
+    counts = sorted(((chosen.count(v), v) for v in dict.fromkeys(chosen)), key=lambda cv: -cv[0])
+    return and_list([f"{verdict_phrase(v)} at {n}" for n, v in counts]) + f" of the {len(chosen)} {unit}"
+
+
 def grid_text(scales: Sequence[float]) -> str:
     """The recall sweep's grid of cosine scales in words: how many, the first and the last."""
-    return f"{len(scales)} values from {scales[0]:.3g} to {scales[-1]:.3g} in steps of sqrt 2"
+    return f"{len(scales)} values from {scales[0]:.3g} to {scales[-1]:.3g} in steps of √2"
 
 
 def recall_table(summary: dict[str, Any]) -> str:
@@ -256,10 +268,11 @@ def recall_conclusion(summary: dict[str, Any], label: str) -> str:
     lie inside the best scale's interval (:func:`inside_counts`), with the run's label."""
     g = summary["growth"]
     nearest, distance = nearest_rival(g["measured"], g["log_se"], rival_growths(g))
-    inside = "; ".join(f"{name} at {count} of {len(summary['pairs'])}" for name, count in inside_counts(summary).items())
-    return (f"The best scale grows by {g['measured']:.2f}x from {g['from']} to {g['to']} pairs; of the rival growths, "
-            f"the nearest is {nearest}'s, {distance:.1f} standard errors away. Inside the 95% interval of the best "
-            f"scale lies: {inside} numbers of pairs ({label}).")
+    inside = "; ".join(f"{TYPESET[name]} at {count} of {len(summary['pairs'])}"
+                       for name, count in inside_counts(summary).items())
+    return (f"The best scale grows by {g['measured']:.2f}x from {g['from']} to {g['to']} pairs. Of the rival growths, "
+            f"the nearest is {TYPESET.get(nearest, nearest)}'s, {distance:.1f} standard errors away. Inside the 95% "
+            f"interval of the best scale lies: {inside} numbers of pairs ({label}).")
 
 
 def recall_budget(summary: dict[str, Any]) -> str:

@@ -37,8 +37,8 @@ def solved_factors() -> dict[str, sp.Expr]:
 
 
 def facts(ch: Chapter) -> dict[str, Any]:
-    """Every number the chapter states (:func:`analysis.studies.widening.figures.prose`), the solved factors, the
-    source's table and the verdicts, from the best run of widening."""
+    """Every number the chapter states (:func:`analysis.studies.widening.figures.prose`), the solved factors and the
+    source's table, from the best run of widening."""
 
     best = ch.best("widening")
     solved = solved_factors()
@@ -48,7 +48,6 @@ def facts(ch: Chapter) -> dict[str, Any]:
         **prose(best.data),
         **{f"sym_{name}": typeset(expr) for name, expr in solved.items()},
         "source_table": Markdown(table_html(best.data)),
-        "verdict_list": ch.verdicts("widening"),
     }
 
 
