@@ -41,3 +41,15 @@ def test_torch_drops_in_more_places_than_the_paper(data):
     dr = data["dropout"]
     assert dr["paper_residual"] == 6 * 2 + 6 * 3 and dr["paper_total"] == dr["paper_residual"] + 2
     assert dr["torch_total"] == dr["torch_modules"] + dr["torch_attention"] > dr["paper_total"]
+
+
+def test_the_dropout_verdict_says_what_was_counted_against_what_was_predicted():
+    from analysis.core.verify import Claim
+    from analysis.studies.ffn_basics import verdict_reason
+
+    def sites(measured):
+        return Claim("dropout-sites", "30 sites", "paper", 30.0, measured, 0.0, 0.0, "counted exactly",
+                     unit="sites")
+
+    assert verdict_reason(sites(30.0)) == "holds"
+    assert verdict_reason(sites(62.0)) == "fails, with 62 sites where it predicts 30"

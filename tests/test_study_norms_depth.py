@@ -71,6 +71,8 @@ def test_deepnorm_table_has_a_row_per_depth_and_the_books_table_style():
     html = st.deepnorm_table((6, 1000)).data
     assert html.count("<tr>") == 3 and html.startswith("<style>") and "<td>1000</td>" in html
     assert f"<td>{2000 ** 0.25:.3f}</td>" in html
+    # seven columns of numbers: on a phone the table scrolls in its own box
+    assert '<div style="overflow-x: auto"><table' in html and html.endswith("</table></div>")
 
 
 def test_mean_text_with_and_without_sign():

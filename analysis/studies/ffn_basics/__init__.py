@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.core.verify import PROVENANCE_WORDS
+from analysis.core.verify import PROVENANCE_WORDS, Claim, bounded, fmt, miss_limit, verdict_phrase
 from analysis.studies.chapter import typeset
 from analysis.studies.plotting import STYLE, readable_figure
 
@@ -29,7 +29,6 @@ def facts(ch: Chapter) -> dict[str, Any]:
     return {
         "best_label": best.label,
         "gpu_status": ch.gpu_status("ffn-basics"),
-        "verdict_list": ch.verdicts("ffn-basics"),
         # parameter counts: torch's FFN against 8H^2, and the SwiGLU width that matches it
         "ffn_d": f"{p['d']}",
         "ffn_w": f"{p['torch_ffn_weights']:,}",
@@ -68,7 +67,18 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "drop_torch_total": f"{dr['torch_total']}",
         # which tally the ledger counts the claim in: a check of PyTorch's module is not one of the sources'
         "drop_origin": PROVENANCE_WORDS[ch.claim("ffn-basics", "dropout-sites").origin],
+        "drop_verdict": verdict_reason(ch.claim("ffn-basics", "dropout-sites")),
     }
+
+
+def verdict_reason(c: Claim) -> str:
+    """'fails, with 60 sites where it predicts 30': a claim's verdict as a predicate, and when it fails what was
+    measured against the value it is judged by (:func:`analysis.core.verify.miss_limit`)."""
+    said = verdict_phrase(c.verdict_text())
+    if c.verdict != "fails":
+        return said
+    unit = f" {c.unit}" if c.unit else ""
+    return f"{said}, with {bounded(c, fmt(c.measured))}{unit} where it predicts {fmt(miss_limit(c))}"
 
 
 def figures(ch: Chapter) -> dict[str, Figure]:

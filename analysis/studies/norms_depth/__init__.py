@@ -42,7 +42,6 @@ def facts(ch: Chapter) -> dict[str, Any]:
         **deepnorm_facts(),
         **depth_facts(d["depth"]),
         **stream_facts(s),
-        "verdict_list": ch.verdicts("norms-depth"),
         "premise_verdict": verdict_phrase(ch.claim("norms-depth", "prenorm-cosine").verdict_text()),
         "pair_group_verdicts": two_verdicts(ch.claim("norms-depth", "prenorm-pairs-cheaper").verdict_text(),
                                             ch.claim("norms-depth", "prenorm-groups-cheaper").verdict_text(),
@@ -130,12 +129,13 @@ def table_cell(value: float) -> str:
 
 
 def deepnorm_table(depths: tuple[int, ...] = DEEPNORM_DEPTHS) -> Markdown:
-    """The table of DeepNorm's constants, one row per depth, in the style of the book's tables (raw HTML)."""
+    """The table of DeepNorm's constants, one row per depth, in the style of the book's tables (raw HTML), in a box
+    that scrolls sideways on a phone rather than widening the page."""
 
     rows = ["<tr>" + "".join(table_cell(v) for v in deepnorm_row(n)) + "</tr>" for n in depths]
-    return Markdown(claims_table_css() + '<table class="claims-table"><thead><tr>'
+    return Markdown(claims_table_css() + '<div style="overflow-x: auto"><table class="claims-table"><thead><tr>'
                     + "".join(f"<th>{h}</th>" for h in DEEPNORM_HEAD) + "</tr></thead><tbody>" + "".join(rows)
-                    + "</tbody></table>")
+                    + "</tbody></table></div>")
 
 
 def deepnorm_facts() -> dict[str, Any]:
