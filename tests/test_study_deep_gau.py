@@ -75,7 +75,7 @@ def test_failure_sentence_counts_how_the_untrained_runs_failed():
     s = _summary()
     s["failures"] |= {"slow": 12, "stalled": 78, "stalled_flat": 70}
     words = st.failure_sentence(s)
-    assert "0 diverged, 12 were slow (" in words and ") and 78 stalled, 70 of them at the context-free loss." in words
+    assert "0 diverged, 12 were slow and 78 stalled, 70 of them at the context-free loss." in words
 
 
 def _grads(first: float, peak: float, trained_n: int = 2) -> dict:

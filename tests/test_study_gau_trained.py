@@ -100,22 +100,6 @@ def test_quality_table_has_a_header_and_one_line_per_architecture():
     assert all(len(line) <= 74 for line in lines)
 
 
-def _run(scale: str, recorded: bool) -> RunSet:
-    return RunSet(f"{scale} {recorded}", {}, "", scale, recorded)
-
-
-def test_cpu_run_is_shown_apart_only_when_it_is_not_the_best():
-    live, cpu, gpu = _run("smoke", False), _run("cpu", True), _run("gpu", True)
-    assert gt.cpu_run([live, cpu, gpu]) is cpu
-    assert gt.cpu_run([live, cpu]) is None  # the cpu record is the best run, shown above
-    assert gt.cpu_run([live, gpu]) is None
-    assert gt.cpu_run([live]) is None
-    live_cpu = _run("cpu", False)
-    assert gt.cpu_run([live_cpu, gpu]) is live_cpu
-    stale_gpu = RunSet("recorded, gpu scale (stale)", {}, "p", "gpu", recorded=True, stale=("code changed",))
-    assert gt.cpu_run([live, cpu, stale_gpu]) is None  # the cpu record outranks a stale gpu one: it is shown above
-
-
 def test_chunk_sentence_counts_what_the_linear_term_covers():
     text = gt.chunk_sentence(64, 16)
     assert "A text window of 64 tokens in chunks of 16 holds 4 chunks" in text and "at most 48 tokens back" in text
@@ -332,19 +316,19 @@ def test_flash_quad_sentence_says_where_each_run_puts_flash_and_whether_they_agr
     below = Estimate(-0.129, 0.027, 4, "seeds")
     unresolved = Estimate(0.074, 0.040, 3, "seeds")  # ± 0.17 reaches 0
     words = gt.flash_quad_sentence(quality, above, parts, 64, below)
-    assert words.startswith("The two comparisons of FLASH with FLASH-Quad disagree: in the quality section (windows "
-                            "of 64 bytes in 4 chunks, width 96, 600 steps, each architecture at its best learning "
-                            "rate) FLASH ends above FLASH-Quad, by 0.074 ± 0.010 (mean ± SE); here (windows of 512 "
-                            "bytes in 8 chunks, width 64, 300 steps, every arm at the learning rate 0.002) FLASH ends "
-                            "below FLASH-Quad, by 0.129 ± 0.027 (mean ± SE).")
-    assert "which of these turns the sign is not measured" in words
+    assert words.startswith("The two comparisons of FLASH with FLASH-Quad disagree. In the quality section (windows "
+                            "of 64 bytes in 4 chunks, width 96, 600 steps, each at its best learning rate), FLASH "
+                            "ends above FLASH-Quad, by 0.074 ± 0.010 (mean ± SE). Here (windows of 512 bytes in 8 "
+                            "chunks, width 64, 300 steps, every arm at learning rate 0.002), FLASH ends below "
+                            "FLASH-Quad, by 0.129 ± 0.027 (mean ± SE).")
+    assert "Which of these turns the sign is not measured" in words
     assert gt.flash_quad_sentence(quality, below, parts, 64, below).startswith(
-        "The two comparisons of FLASH with FLASH-Quad agree: in the quality section")
+        "The two comparisons of FLASH with FLASH-Quad agree. In the quality section")
     words = gt.flash_quad_sentence(quality, unresolved, parts, 64, below)
-    assert words.startswith("Of the two comparisons of FLASH with FLASH-Quad, one resolves a side: in the quality "
+    assert words.startswith("Of the two comparisons of FLASH with FLASH-Quad, one resolves a side. In the quality "
                             "section")
     assert "FLASH's gap to FLASH-Quad, 0.074 ± 0.040 (mean ± SE), is not resolved from 0" in words
-    assert "which of these moves the gap is not measured" in words
+    assert "Which of these moves the gap is not measured" in words
     assert gt.flash_quad_sentence(quality, unresolved, parts, 64, unresolved).startswith(
-        "Of the two comparisons of FLASH with FLASH-Quad, neither resolves a side")
+        "Of the two comparisons of FLASH with FLASH-Quad, neither resolves a side.")
     assert gt.flash_quad_sentence(quality, None, parts, 64, below) == ""

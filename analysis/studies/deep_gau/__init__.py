@@ -55,7 +55,6 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "deep_gradients": Markdown(gradient_sentence(s)),
         "deep_drift": Markdown(drift_sentence(s)),
         "deep_gpu_reach": Markdown(gpu_reach(int(best.settings("deep-gau")["steps"]), dg.CONFIGS["gpu"])),
-        "verdict_list": ch.verdicts("deep-gau"),
         **depth_facts(ch),
     }
 
@@ -181,7 +180,7 @@ def loss_facts(s: dict[str, Any]) -> dict[str, str]:
 
 
 def failure_sentence(s: dict[str, Any]) -> str:
-    """'In 240 steps, 90 of the 192 runs did not train: 0 diverged, 12 were slow ... and 78 stalled, 70 of them at the
+    """'In 240 steps, 90 of the 192 runs did not train: 0 diverged, 12 were slow and 78 stalled, 70 of them at the
     context-free loss. No training loss rose above 1.05 times the first.' (without half-budget losses: how many ended
     at the context-free loss and how many above it)."""
     f = s["failures"]
@@ -189,9 +188,9 @@ def failure_sentence(s: dict[str, Any]) -> str:
     tail = f" No training loss rose above {f['peak']:.2f} times the first."
     if not math.isfinite(f.get("slow", math.nan)):
         return head + f"{f['context_free']} ended at the context-free loss and {f['above']} above it." + tail
-    return (head + f"{f['slow']} were slow (the one-sided 95% bound of their fall over the second half of the budget "
-            f"could carry them below the threshold within another half) and {f['stalled']} stalled, "
-            f"{f['stalled_flat']} of them at the context-free loss." + tail)
+    # what "slow" and "stalled" mean is said in the prose before this sentence
+    return (head + f"{f['slow']} were slow and {f['stalled']} stalled, {f['stalled_flat']} of them at the "
+            "context-free loss." + tail)
 
 
 def gradient_sentence(s: dict[str, Any]) -> str:

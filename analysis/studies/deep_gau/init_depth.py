@@ -37,7 +37,7 @@ def half_judgement(claim: Claim) -> str:
 
 def depth_facts(ch: Any) -> dict[str, Any]:
     """Run label and sizes, the one-layer change eps at each lambda, the table, where the stack at lambda = 1 forgets
-    its input (dev_L above 1) and where its gradient overflows float32, and the verdicts."""
+    its input (dev_L above 1) and where its gradient overflows float32."""
     run = ch.best("deep-gau-init")
     s = dgi.summary(run.data)
     rows = s["1"]["rows"] if "1" in s else []
@@ -57,5 +57,4 @@ def depth_facts(ch: Any) -> dict[str, Any]:
         "init_table": depth_table(run.data),
         "init_forget": f"{forget:,} layers" if forget else "no depth measured",
         "init_overflow": f"{overflow:,} layers" if overflow else "no depth measured",
-        "verdicts_init": ch.verdicts("deep-gau-init"),
     }

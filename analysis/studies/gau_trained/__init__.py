@@ -17,10 +17,9 @@ from matplotlib.figure import Figure
 
 from analysis.core.stats import Estimate, Sided, t_quantile
 from analysis.core.verify import Claim
-from analysis.studies.chapter import strongest_run
 from analysis.studies.display import Markdown
 from analysis.studies.gau_trained.experiments import flash_parts, gau_ablations, gau_heads, gau_length, gau_quality
-from analysis.studies.gau_trained.figures import length, no_run, quality
+from analysis.studies.gau_trained.figures import length, quality
 from analysis.studies.text import text_block
 
 if TYPE_CHECKING:
@@ -28,7 +27,6 @@ if TYPE_CHECKING:
 
 TITLE = "GAU and FLASH trained: quality and length"
 EXPERIMENTS = ("gau-quality", "gau-length", "gau-ablations", "gau-heads", "flash-parts")
-NO_CPU_RUN = "no cpu-scale run other than the one above"  # said where the cpu-scale figure and verdicts would be
 
 
 def pm(pair: Sequence[float], digits: int = 3) -> str:
@@ -139,9 +137,9 @@ def chunk_sentence(ctx: int, chunk: int) -> str:
     rows = np.arange(ctx) + 1
     across = (np.arange(ctx) // chunk) * chunk
     share = float(across.sum() / rows.sum())
-    return (f"A text window of {ctx} tokens in chunks of {chunk} holds {ctx // chunk} chunks: FLASH's linear attention "
-            f"across chunks reaches at most {ctx - chunk} tokens back, the first {min(chunk, ctx)} positions do not "
-            f"use it, and it carries {100 * share:.0f}% of the keys a causal row holds. The lengths at which FLASH is "
+    return (f"A text window of {ctx} tokens in chunks of {chunk} holds {ctx // chunk} chunks. FLASH's linear attention "
+            f"across chunks reaches at most {ctx - chunk} tokens back, and the first {min(chunk, ctx)} positions do not "
+            f"use it. It carries {100 * share:.0f}% of the keys a causal row holds. The lengths at which FLASH is "
             f"meant to pay, where the linear term spans many chunks, are not reached here.")
 
 
@@ -314,7 +312,7 @@ def ablation_facts(ch: Chapter) -> dict[str, Any]:
             "a_table": Markdown(ablation_table(s, gau_ablations.VARIANTS, variant_claims(ch, "gau-ablations"))),
             "a_sizes": f"width {cfg.d}, expanded width {cfg.e}, key size {cfg.s}, {cfg.layers} layers, "
                        f"{cfg.ctx} tokens, {cfg.steps} steps",
-            "a_gpu": ch.gpu_status("gau-ablations"), "a_verdicts": ch.verdicts("gau-ablations")}
+            "a_gpu": ch.gpu_status("gau-ablations")}
 
 
 def heads_facts(ch: Chapter) -> dict[str, Any]:
@@ -329,7 +327,7 @@ def heads_facts(ch: Chapter) -> dict[str, Any]:
             "h_heads": str(heads), "h_key": f"{best.data['s'] // heads}",
             "h_params": (f"{params[gau_heads.VARIANTS[0]]:,} parameters in every arm" if len(set(params.values())) == 1
                          else "parameters " + ", ".join(f"{p:,}" for p in params.values())),
-            "h_gpu": ch.gpu_status("gau-heads"), "h_verdicts": ch.verdicts("gau-heads")}
+            "h_gpu": ch.gpu_status("gau-heads")}
 
 
 def _side(gap: Estimate) -> str:
@@ -360,19 +358,20 @@ def flash_quad_sentence(quality: dict[str, Any], quality_gap: Estimate | None, p
         return ""
     q_side, p_side = _side(quality_gap), _side(parts_gap)
     q_where = (f"windows of {quality['ctx']} bytes in {quality['ctx'] // quality['chunk']} chunks, width "
-               f"{quality['d']}, {quality['steps']} steps, each architecture at its best learning rate")
+               f"{quality['d']}, {quality['steps']} steps, each at its best learning rate")
     p_where = (f"windows of {parts['ctx']} bytes in {parts['ctx'] // parts_chunk} chunks, width "
-               f"{parts['d']}, {parts['steps']} steps, every arm at the learning rate {parts['lr']:g}")
-    gaps = (f"in the quality section ({q_where}) {_gap_words(quality_gap, q_side)}; here ({p_where}) "
-            f"{_gap_words(parts_gap, p_side)}")
-    differ = ("The two set-ups differ in window, chunks per window, width, budget and learning rate at once, so "
-              "which of these {} is not measured; neither run is at the source's scale.")
+               f"{parts['d']}, {parts['steps']} steps, every arm at learning rate {parts['lr']:g}")
+    # one sentence per run, so that neither set-up's description nests inside the other's
+    gaps = (f"In the quality section ({q_where}), {_gap_words(quality_gap, q_side)}. Here ({p_where}), "
+            f"{_gap_words(parts_gap, p_side)}.")
+    differ = ("The two set-ups differ in window, chunks per window, width, budget and learning rate at once. Which of "
+              "these {} is not measured, and neither run is at the source's scale.")
     if q_side and q_side == p_side:
-        return f"The two comparisons of FLASH with FLASH-Quad agree: {gaps}."
+        return f"The two comparisons of FLASH with FLASH-Quad agree. {gaps}"
     if q_side and p_side:
-        return f"The two comparisons of FLASH with FLASH-Quad disagree: {gaps}. " + differ.format("turns the sign")
+        return f"The two comparisons of FLASH with FLASH-Quad disagree. {gaps} " + differ.format("turns the sign")
     return (f"Of the two comparisons of FLASH with FLASH-Quad, {'neither' if not (q_side or p_side) else 'one'} "
-            f"resolves a side: {gaps}. " + differ.format("moves the gap"))
+            f"resolves a side. {gaps} " + differ.format("moves the gap"))
 
 
 def parts_facts(ch: Chapter) -> dict[str, Any]:
@@ -390,7 +389,7 @@ def parts_facts(ch: Chapter) -> dict[str, Any]:
             "p_vs_quality": flash_quad_sentence(quality.settings("gau-quality"), q_gap,
                                                 best.settings("flash-parts"), int(best.data["chunk"]),
                                                 s["gaps"]["quad"]["end"]),
-            "p_gpu": ch.gpu_status("flash-parts"), "p_verdicts": ch.verdicts("flash-parts")}
+            "p_gpu": ch.gpu_status("flash-parts")}
 
 
 def design_sentence(best: RunSet) -> str:
@@ -413,20 +412,11 @@ def design_sentence(best: RunSet) -> str:
             f"here; how much seeds vary at d = {planned.d} and {planned.ctx:,} tokens is part of what it measures.")
 
 
-def cpu_run(runs: Sequence[RunSet]) -> RunSet | None:
-    """The cpu-scale run among ``runs`` when it is not the best one (:func:`analysis.studies.chapter.strongest_run`, shown
-    above it); None otherwise."""
-
-    cpu = [r for r in runs if r.scale == "cpu"]
-    return cpu[-1] if cpu and cpu[-1] is not strongest_run(runs) else None
-
-
 def facts(ch: Chapter) -> dict[str, Any]:
     """Every number, sentence and table the chapter states: quality from the best gau-quality run, length from the
-    best gau-length run, and the verdicts of both (and of the cpu-scale gau-length run when it is not the best)."""
+    best gau-length run, and the ablations, heads and local-and-global sections from theirs."""
     qbest, lbest = ch.best("gau-quality"), ch.best("gau-length")
     qcfg = qbest.settings("gau-quality")
-    cpu = cpu_run(ch.runs["gau-length"])
     summaries = [(r.label, gau_length.summary(r.data)) for r in ch.shown("gau-length")]
     return {
         "q_label": qbest.label,
@@ -442,11 +432,6 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "l_gpu": ch.gpu_status("gau-length"),
         "l_table": Markdown(text_block(length_lines(summaries))),
         **length_facts(lbest.data),
-        "l_cpu_label": NO_CPU_RUN if cpu is None else cpu.label,
-        "q_verdicts": ch.verdicts("gau-quality"),
-        "l_verdicts": ch.verdicts("gau-length"),
-        "l_verdicts_cpu": (Markdown(f"None: {NO_CPU_RUN}.") if cpu is None
-                           else ch.verdicts("gau-length", cpu.key)),
         **ablation_facts(ch),
         **heads_facts(ch),
         **parts_facts(ch),
@@ -454,8 +439,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
 
 
 def figures(ch: Chapter) -> dict[str, Figure]:
-    """Quality at equal parameters; length transfer from the best gau-length run and from its cpu-scale run."""
-    cpu = cpu_run(ch.runs["gau-length"])
+    """Quality at equal parameters; length transfer from the best gau-length run (the length table lists every
+    run shown, the cpu-scale one too when it is not the best)."""
     return {"fig-gau-quality": quality(ch.best("gau-quality").data),
-            "fig-gau-length": length(ch.best("gau-length").data),
-            "fig-gau-length-cpu": no_run(NO_CPU_RUN) if cpu is None else length(cpu.data)}
+            "fig-gau-length": length(ch.best("gau-length").data)}

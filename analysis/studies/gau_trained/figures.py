@@ -157,13 +157,3 @@ def length(data: dict[str, Any]) -> Figure:
         axes[1, 1].set_yscale("log")
         axes[1, 1].set_title("attention mass at the query rows")
     return fig
-
-
-@readable_figure
-def no_run(text: str) -> Figure:
-    """A panel that only says ``text``: the place of a figure whose run this build does not have."""
-    with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(8, 1.5))
-        ax.axis("off")
-        ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
-    return fig
