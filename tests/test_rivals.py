@@ -12,7 +12,7 @@ RESULTS = REPO_ROOT / "results"  # the checked-in records (the tests' default fo
 
 # experiments every claim of which names what it must be told apart from (the list grows experiment by experiment)
 RIVALLED = ("gau-init", "deep-gau-init", "deep-gau", "flash-bench", "gau-length", "softmax-scale-recall",
-            "softmax-scale-train")
+            "softmax-scale-train", "scale-gradient-notes", "source-side-checks")
 
 
 @pytest.fixture(scope="module")
