@@ -67,6 +67,32 @@ def test_experiment_smoke_and_claims():
         assert keys[key].effect == pytest.approx(keys[key].corrected - keys[key].predicted)
 
 
+def test_the_softmax_mode_is_the_mean_of_v_and_validates_its_inputs():
+    mu, nu2 = th.activation_moments("swish", 0.5)
+    assert th.gau_output_rms_softmax(1, 0.5, 0.25) == pytest.approx(0.5 * nu2 ** 0.5 * nu2 ** 0.5, rel=1e-12)  # one key
+    assert th.gau_output_rms_softmax(10 ** 9, 0.5, 0.25) == pytest.approx(0.5 * nu2 ** 0.5 * mu, rel=1e-6)
+    with pytest.raises(ValueError, match="n must be a positive integer"):
+        th.gau_output_rms_softmax(0, 0.5, 0.25)
+    with pytest.raises(ValueError, match="sigma must be positive"):
+        th.gau_output_rms_softmax(8, -0.5, 0.25)
+
+
+def test_gau_alphas_init_sits_at_the_cube_root_of_its_depth():
+    lo, mid, hi = exp.alpha_lambdas(exp.CONFIGS["cpu"])
+    assert mid == pytest.approx(24 ** (-1 / 3)) and hi / lo == pytest.approx(2.0)
+    rows = [{"lambda": lam, "rms": lam ** 4, "rms_std": 0.0, "pred": lam ** 5} for lam in (lo, mid, hi)]
+    assert exp.alpha_exponent(rows, 3) == pytest.approx((4.0, 0.0)) and exp.alpha_exponent(rows, 3, "pred")[0] == 5.0
+
+
+def test_gau_alphas_softmax_breaks_lambda7_and_follows_the_softmax_mode():
+    data = run_experiment("gau-init", exp.CONFIGS["smoke"])
+    keys = {c.key: c for c in exp.claims(data, "smoke")}
+    soft = keys["gau-alpha-lambda7-softmax"]
+    assert soft.verdict == "fails" and 3.5 < soft.measured < 4.5  # near-uniform softmax: U, V and W_o give about 4
+    assert keys["gau-alpha-softmax-rms"].verdict == "holds"
+    assert keys["gau-alpha-lambda7-relu2"].measured > 7.5
+
+
 def test_cli_moments_and_magnitude(capsys):
     import json
 

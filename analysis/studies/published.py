@@ -93,7 +93,7 @@ PUBLISHED: tuple[Published, ...] = (
         ("deep_gau", "gau_init"),
         (("deep-gau", "gau-lr-depth"), ("deep-gau", "gau-lr-no-warmup"), ("deep-gau", "gau-vs-postnorm-transformer"),
          ("gau-init", "rms-source"),
-         ("gau-init", "lambda7")),
+         ("gau-init", "lambda7"), ("gau-init", "gau-alpha-lambda7-softmax")),
         "The released model shrinks its init with depth instead of relying on the small size of a GAU layer at "
         "initialisation, on which the source rests its case against warm-up (it too trains without warm-up, but with "
         "LAMB); this book measures that size under "

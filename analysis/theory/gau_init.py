@@ -161,6 +161,17 @@ def gau_output_rms(s: int, n: int, d: int, e: int, init: str = "lecun", activati
     return gau_output_rms_scaled(s, n, d, sigma_in, gain_out, activation)
 
 
+def gau_output_rms_softmax(n: int, sigma_in: float, gain_out: float, activation: str = "swish") -> float:
+    """RMS of GAU's output with softmax attention in its near-uniform limit (eq-softmax-mode):
+    sqrt(g_o nu^2 (mu^2 + (nu^2 - mu^2)/n)), A V the mean of V over n keys; valid while the logits' spread is small."""
+    if not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive integer; got {n!r}")
+    _check_sigma(sigma_in)
+    _check_sigma(gain_out)
+    mu, nu2 = activation_moments(activation, sigma_in)
+    return math.sqrt(gain_out * nu2 * (mu * mu + (nu2 - mu * mu) / n))
+
+
 def gau_output_rms_scaled(s: int, n: int, d: int, sigma_in: float, gain_out: float,
                           activation: str = "swish") -> GAUPrediction:
     """Predictions for pre-activations N(0, sigma_in^2) and output gain g_o = e sigma_o^2 (weights scaled by lambda:

@@ -135,6 +135,23 @@ def half_facts(data: dict[str, Any]) -> dict[str, str]:
     return {"half_p": f"{p:.2f}", "half_factor": f"{2 ** -p:.2g}", "half_times": f"{2 ** (p - 7):.1f}"}
 
 
+ALPHA_KEYS = ("gau-alpha-lambda7-softmax", "gau-alpha-softmax-rms")  # the GAU-α verdicts the prose names
+
+
+def alpha_facts(data: dict[str, Any]) -> dict[str, str]:
+    """GAU-α's init (the gau-alpha trial of gau-init): its lambda, the local exponents with relu² and with softmax,
+    the softmax mode's exponent, and the measured and predicted RMS with each attention."""
+    alpha = data["gau_alpha"]
+    by = {norm: [r for r in alpha["rows"] if r["norm"] == norm] for norm in gi.ALPHA_NORMS}
+    relu, soft = by["relu2_ns"], by["softmax_log512"]
+    return {"alpha_layers": f"{alpha['layers']}", "alpha_lam": f"{relu[1]['lambda']:.3f}",
+            "alpha_p_relu": f"{gi.alpha_exponent(relu, data['seeds'])[0]:.2f}",
+            "alpha_p_soft": f"{gi.alpha_exponent(soft, data['seeds'])[0]:.2f}",
+            "alpha_law_soft": f"{gi.alpha_exponent(soft, data['seeds'], 'pred')[0]:.2f}",
+            "alpha_rms_relu": f"{relu[1]['rms']:.2g}", "alpha_rms_soft": f"{soft[1]['rms']:.3g}",
+            "alpha_pred_soft": f"{soft[1]['pred']:.3g}"}
+
+
 def facts(ch: Chapter) -> dict[str, Any]:
     """Every number the chapter states: Swish's moments (quadrature, the same at every scale), the
     reference point (:func:`analysis.studies.gau_init.experiments.gau_init.summary`), the grid's fit (:func:`grid_fit`), the local
@@ -179,6 +196,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "exp_at_1": f"{at_1:.2f}",
         "exp_range": f"{lo:.1f} to {hi:.1f}",
         **half_facts(best.data),
+        **alpha_facts(best.data),
         # coordinate checks, and the per-position RMS of a bidirectional and a causal layer
         "coord_gau": f"{coord['gau_median']:.3f}",
         "coord_where": coord["where"],
@@ -186,6 +204,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "coord_mean": estimate_text(cc.branch_estimate(ch.best("coord-check").data)),
         # verdicts the prose names
         **verdict_words(lambda key: ch.claim("gau-init", key)),
+        **{f"v-{key}": verdict_phrase(ch.claim("gau-init", key).verdict_text()) for key in ALPHA_KEYS},
     }
 
 

@@ -1,4 +1,5 @@
-"""GAU at initialisation: the entries of A, the output RMS over a grid, and scaling all weights by lambda.
+"""GAU at initialisation: the entries of A, the output RMS over a grid, scaling all weights by lambda, and GAU-α's
+init (its weights at L^(-1/3) of LeCun's scale, L = 24 layers) with relu² and with GAU-α's own softmax attention.
 
 Layers are built with :class:`analysis.models.gau.GAU` (Q(Z) = K(Z) = Z at initialisation, as the
 source assumes) and fed x ~ N(0, I). Every quantity is averaged over seeds, with its spread.
@@ -22,7 +23,7 @@ from analysis.models.gau import GAU, GAUConfig
 from analysis.theory import gau_init as th
 
 NAME = "gau-init"
-DATA_VERSION = 1  # raised when the layout of the record's data changes
+DATA_VERSION = 2  # raised when the layout of the record's data changes
 SOURCE = "Su 2022, kexue.fm/archives/8990"
 
 
@@ -36,6 +37,7 @@ class Config:
     inits: tuple[str, ...]
     seeds: int
     lambdas: tuple[float, ...]
+    alpha_layers: int = 24  # GAU-α's depth: its weights are drawn at L^(-1/3) / sqrt(fan-in)
     seed: int = 0
 
 
@@ -53,11 +55,11 @@ CONFIGS: dict[str, Config] = {
 
 @torch.no_grad()
 def measure_layer(d: int, e: int, s: int, n: int, init: str, seed: int, device: torch.device,
-                  weight_scale: float = 1.0) -> dict[str, float]:
+                  weight_scale: float = 1.0, norm: str = "relu2_ns") -> dict[str, float]:
     """One layer, one input: output RMS, mean diagonal / off-diagonal entries of A and the off-diagonal row mass."""
     gen = torch.Generator(device="cpu").manual_seed(seed)
     torch.manual_seed(seed)
-    layer = GAU(GAUConfig(d=d, e=e, s=s, init=init)).to(device)
+    layer = GAU(GAUConfig(d=d, e=e, s=s, init=init, norm=norm)).to(device)
     if weight_scale != 1.0:
         for lin in (layer.to_uv, layer.to_z, layer.to_out):
             lin.weight.mul_(weight_scale)
@@ -91,9 +93,10 @@ def _mean_std(rows: list[dict[str, float]]) -> dict[str, float]:
 
 
 def measure(d: int, e: int, s: int, n: int, init: str, seeds: int, device: torch.device, base_seed: int = 0,
-            weight_scale: float = 1.0) -> dict[str, float]:
+            weight_scale: float = 1.0, norm: str = "relu2_ns") -> dict[str, float]:
     """Mean and standard deviation over seeds of :func:`measure_layer`."""
-    return _mean_std([measure_layer(d, e, s, n, init, base_seed + k, device, weight_scale) for k in range(seeds)])
+    return _mean_std([measure_layer(d, e, s, n, init, base_seed + k, device, weight_scale, norm)
+                      for k in range(seeds)])
 
 
 def sweep_point(cfg: Config) -> tuple[int, int, int, int]:
@@ -105,7 +108,24 @@ def sweep_point(cfg: Config) -> tuple[int, int, int, int]:
 def trials(cfg: Config) -> list[Trial]:
     """The grid per (width, initialisation), and the lambda sweep; layers are seeded cfg.seed + k, k < cfg.seeds."""
     return ([Trial(f"grid.d{d}.e{e}.{init}", cfg.seed, {"d": d, "e": e, "init": init})
-             for d, e in cfg.widths for init in cfg.inits] + [Trial("sweep", cfg.seed)])
+             for d, e in cfg.widths for init in cfg.inits] + [Trial("sweep", cfg.seed), Trial("gau-alpha", cfg.seed)])
+
+
+ALPHA_NORMS = ("relu2_ns", "softmax_log512")  # the source's attention and GAU-α's softmax_plus
+
+
+def alpha_lambdas(cfg: Config) -> tuple[float, float, float]:
+    """GAU-α's weight scale against LeCun's, lambda_a = L^(-1/3), and its neighbours lambda_a / sqrt 2, sqrt 2 lambda_a."""
+    lam = float(cfg.alpha_layers) ** (-1 / 3)
+    return lam / np.sqrt(2), lam, lam * np.sqrt(2)
+
+
+def alpha_prediction(norm: str, s: int, n: int, d: int, lam: float) -> float:
+    """The book's prediction of the output RMS with every weight at lambda times LeCun's: the corrected relu² law, or
+    for softmax its near-uniform limit (eq-softmax-mode)."""
+    if norm == "relu2_ns":
+        return th.gau_output_rms_scaled(s, n, d, lam, lam ** 2).rms_corrected
+    return th.gau_output_rms_softmax(n, lam, lam ** 2)
 
 
 @dataclass(frozen=True)
@@ -118,6 +138,12 @@ class Rows:
 def run_trial(cfg: Config, trial: Trial, device: torch.device) -> Rows:
     """Measured and predicted RMS and entries of A at every (s, n) of one width and initialisation, or the
     output RMS against lambda."""
+    if trial.key == "gau-alpha":
+        d, e, s, n = sweep_point(cfg)
+        return Rows([{"norm": norm, "lambda": float(lam),
+                      **measure(d, e, s, n, "lecun", cfg.seeds, device, trial.seed, float(lam), norm),
+                      "pred": alpha_prediction(norm, s, n, d, float(lam))}
+                     for norm in ALPHA_NORMS for lam in alpha_lambdas(cfg)])
     if trial.key == "sweep":
         d, e, s, n = sweep_point(cfg)
         return Rows([{"lambda": float(lam), **measure(d, e, s, n, "lecun", cfg.seeds, device, trial.seed, float(lam)),
@@ -138,10 +164,11 @@ def assemble(cfg: Config, results: list[Rows], device_type: str) -> dict[str, An
     """Moments, the RMS grid with both predictions, and the lambda sweep."""
     moments = {name: {"mean": th.activation_moment(name, 1), "second_moment": th.activation_moment(name, 2)}
                for name in th.ACTIVATIONS}
-    *grid, sweep = results
+    *grid, sweep, alpha = results
     d, e, s, n = sweep_point(cfg)
     return {"device_type": device_type, "seeds": cfg.seeds, "moments": moments,
-            "grid": [row for r in grid for row in r.rows], "sweep": {"d": d, "e": e, "s": s, "n": n, "rows": sweep.rows}}
+            "grid": [row for r in grid for row in r.rows], "sweep": {"d": d, "e": e, "s": s, "n": n, "rows": sweep.rows},
+            "gau_alpha": {"d": d, "e": e, "s": s, "n": n, "layers": cfg.alpha_layers, "rows": alpha.rows}}
 
 
 def local_exponents(sweep: dict[str, Any], key: str) -> tuple[np.ndarray, np.ndarray]:
@@ -267,7 +294,9 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                   "the finite-difference exponent, from the seed SEs of its two RMS values as if independent "
                   "(both use the same seeds)"),
               alternative=corrected_exp, alternative_note=f"the corrected law's local exponent between the same "
-                                                          f"lambdas, {corrected_exp:.3g}"),        half_claim(data["sweep"], seeds, label),
+                                                          f"lambdas, {corrected_exp:.3g}"),
+        half_claim(data["sweep"], seeds, label),
+        *alpha_claims(data["gau_alpha"], seeds, label),
     ]
 
 
@@ -313,6 +342,49 @@ def half_claim(sweep: dict[str, Any], seeds: int, label: str) -> Claim:
                  alternative=corrected, alternative_note=f"the corrected RMS formula's exponent, {corrected:.3g}")
 
 
+def alpha_exponent(rows: list[dict[str, Any]], seeds: int, key: str = "rms") -> tuple[float, float]:
+    """d ln RMS / d ln lambda across GAU-α's lambda_a / sqrt 2 .. sqrt 2 lambda_a (three rows of one attention), with its
+    seed SE (the two ends' relative SEs taken as independent, which overstates it: they share the seeds)."""
+    lo, hi = rows[0], rows[-1]
+    p = float(np.log(hi[key] / lo[key]) / np.log(hi["lambda"] / lo["lambda"]))
+    if key != "rms":
+        return p, 0.0
+    rel = np.hypot(lo["rms_std"] / lo["rms"], hi["rms_std"] / hi["rms"]) / np.sqrt(seeds)
+    return p, float(rel / np.log(hi["lambda"] / lo["lambda"]))
+
+
+def alpha_claims(alpha: dict[str, Any], seeds: int, label: str) -> list[Claim]:
+    """The lambda^7 law at GAU-α's init, with relu² and with GAU-α's softmax attention, and the softmax mode's RMS."""
+    by = {norm: [r for r in alpha["rows"] if r["norm"] == norm] for norm in ALPHA_NORMS}
+    relu, soft = by["relu2_ns"], by["softmax_log512"]
+    lam, layers = relu[1]["lambda"], alpha["layers"]
+    where = f"$d = {alpha['d']}$, $s = {alpha['s']}$, $n = {alpha['n']}$; {label}"
+    at = f"at GAU-α's init, $\\lambda = {layers}^{{-1/3}} = {lam:.3f}$ of LeCun's scale"
+    out = []
+    for key, rows, attention, rival in (("relu2", relu, "relu² attention", "the corrected relu² law's"),
+                                        ("softmax", soft, "GAU-α's softmax attention, logits times $\\ln n/\\ln 512$",
+                                         "the softmax mode's")):
+        p, se = alpha_exponent(rows, seeds)
+        law, _ = alpha_exponent(rows, seeds, "pred")
+        out.append(Claim(
+            f"gau-alpha-lambda7-{key}",
+            f"Scaling every weight by $\\lambda$ scales GAU's output by $\\lambda^7$ {at}, with {attention} (local "
+            f"exponent from $\\lambda/\\sqrt2$ to $\\sqrt2\\lambda$; {where})", SOURCE, 7.0,
+            **estimate_fields(from_se(p, se, seeds, "seeds"), "the local exponent, the two ends' seed SEs taken as "
+                              "independent (they share the seeds)"), unit="exponent",
+            alternative=law, alternative_note=f"{rival} exponent there, {law:.3g}", corrected=law,
+            corrected_note=f"{rival} exponent (eq-softmax-mode for softmax)"))
+    mid = soft[1]
+    out.append(Claim(
+        "gau-alpha-softmax-rms",
+        f"With softmax attention {at}, GAU's output RMS is the near-uniform limit "
+        f"$\\sqrt{{g_o\\,\\nu^2(\\mu^2 + (\\nu^2 - \\mu^2)/n)}}$ ({where})",
+        "this book (the softmax mode of the GAU law)", mid["pred"],
+        **estimate_fields(seed_estimate(mid["rms"], mid["rms_std"], seeds), "the output RMS"), unit="RMS",
+        alternative=relu[1]["pred"], alternative_note="the corrected relu² law at the same init"))
+    return out
+
+
 def gau_forward_flops(n: int, d: int, e: int, s: int) -> float:
     """Multiply-adds x 2 of one GAU layer on n tokens: projections 2n d (2e + s) + 2n e d, scores 2n^2 s, mixing 2n^2 e."""
     return 2.0 * n * d * (2 * e + s) + 2.0 * n * e * d + 2.0 * n * n * s + 2.0 * n * n * e
@@ -320,6 +392,10 @@ def gau_forward_flops(n: int, d: int, e: int, s: int) -> float:
 
 def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:
     """Forward passes of single GAU layers (one width's grid, or the lambda sweep), as counted FLOPs."""
+    if trial.key == "gau-alpha":
+        d, e, s, n = sweep_point(cfg)
+        return [Workload("GAU-α's init, two attentions", flops=cfg.seeds * 6 * gau_forward_flops(n, d, e, s),
+                         memory_bytes=4.0 * (n * n * 3 + n * (3 * e + d)))]
     if trial.key == "sweep":
         d, e, s, n = sweep_point(cfg)
         return [Workload("lambda sweep at initialisation", flops=cfg.seeds * len(cfg.lambdas) * gau_forward_flops(n, d, e, s),
