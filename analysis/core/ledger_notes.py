@@ -121,6 +121,10 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
                            "the longest length",
     "log-scaling-beats-softmax": "the $\\log n$ factor does not make softmax GAU keep more recall at 8× here; the chapter "
                                  "gives both curves",
+    # source_checks
+    "zeros-dropout-breaks": "qualitative: dropout multiplies each unit by its own mask, and a unit whose weights are "
+                            "all zero stays at zero under any mask; what does separate zero-padded units is random "
+                            "padding on one side, the comment's own scheme (its gradients are measured beside)",
     # widening
     "rope-recovers": "continued training recovers most of what pairwise RoPE repetition loses but not all: the "
                      "pairwise arm still trails the placed arm by the paired gap the chapter states, a fraction of what "
@@ -177,6 +181,9 @@ FORMAL: dict[str, str] = {
     "ffn-8h2": "the $8H^2$ counts the weights and leaves out the biases, 0.12% of the FFN's parameters",
     "layernorm-eps": "an epsilon: keeping $\\epsilon$ unchanged moves the logits by $5 \\times 10^{-5}$ relative, and "
                      "halving it makes the widening exact",
+    "notes-onehot-entropy": "an epsilon: the code's clip at $10^{-10}$ adds $2.3 \\times 10^{-4}$ nats to an entropy "
+                            "that is 0; the notes' curves of entropy against accuracy are not changed visibly",
+    "nu-rounded": "a rounding: 0.6 rounds $\\nu = 0.5965$ to one digit and moves $s\\nu^6/n$ by about 4%",
     "stationary": "a rounding: the lifted gradient agrees to about $10^{-12}$ relative in float64; the identity holds "
                   "in exact arithmetic",
 }
