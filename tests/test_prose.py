@@ -35,9 +35,10 @@ def test_a_page_over_each_limit_fails_it(page, figure):
          "bold_run": "bold lines", "nested": "parentheses inside"}[figure] in p for p in problems), problems
 
 
-def test_a_pending_chapter_may_not_get_worse():
+def test_a_pending_chapter_may_not_get_worse(monkeypatch):
     assert set(pr.PENDING) <= set(__import__("analysis.studies", fromlist=["STUDIES"]).STUDIES)
-    chapter, figures = next(iter(pr.PENDING.items()))
-    key, value = next(iter(figures.items()))
-    assert pr.allowed(chapter)[key] == max(value, pr.LIMITS[key]) and pr.allowed("other")[key] == pr.LIMITS[key]
     assert all(v > pr.LIMITS[k] for f in pr.PENDING.values() for k, v in f.items())  # only figures over a limit
+    # every chapter is within the limits today: a chapter that falls behind would wait here, held to its figures
+    monkeypatch.setattr(pr, "PENDING", {"flash": {"words": 5143}})
+    assert pr.allowed("flash")["words"] == 5143 and pr.allowed("other")["words"] == pr.LIMITS["words"]
+    assert pr.allowed("flash")["paragraph"] == pr.LIMITS["paragraph"]

@@ -29,6 +29,7 @@ SCALE_FIELDS: dict[str, tuple[str, ...]] = {
     "coord-check": ("widths", "depths", "ctx"),
     "entropy-bound": ("sample_classes", "samples_per_cell"),
     "entropy-lm": ("model.d", "model.layers", "model.ctx", "train.steps"),  # a dotted name reads a nested field
+    "scale-gradient-notes": (),  # each claim states its n, d and scales
 }
 
 

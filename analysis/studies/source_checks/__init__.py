@@ -59,7 +59,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
     signed = c("source-side-checks", "signed-qk-fits-better")
     rows = r["rows"]
     return {
-        "grad_label": grad.label, "side_label": side.label,
+        "grad_label": grad.label,
         "tally": tally_words(grad_claims + side_claims), "n_claims": f"{len(grad_claims + side_claims)}",
         # the softmax gradient's size: at scale 0, with a tie, and what bounds it
         "v_grad_zero": v("scale-gradient-notes", "grad-zero-at-scale-0"),
@@ -79,8 +79,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         # cosine softmax in practice
         "v_am": v("scale-gradient-notes", "cosine-scale-am-softmax"),
         "v_simcse": v("scale-gradient-notes", "cosine-scale-simcse"),
-        "am_star": f"{cm['am-softmax']['alpha_star']:.1f}", "am_star128": f"{cm['am-softmax']['alpha_star_source_d']:.1f}",
-        "simcse_star": f"{cm['simcse']['alpha_star']:.1f}",
+        "am_star128": f"{cm['am-softmax']['alpha_star_source_d']:.1f}",
         "am_used": f"{cm['am-softmax']['used']:g}", "simcse_used": f"{cm['simcse']['used']:g}",
         "simcse_star128": f"{cm['simcse']['alpha_star_source_d']:.1f}",
         # GAU: nu and relu^2's sparsity
@@ -132,7 +131,7 @@ def scale_figure(data: dict[str, Any]) -> Figure:
         ax = axes[0]
         a = np.array(g["curve_alpha"])
         ax.loglog(a, np.maximum(g["curve_row"], 1e-300), "C0-", label="a sampled row")
-        ax.loglog(a, g["curve_tied"], "C3-", label="the same row, top pair tied")
+        ax.loglog(a, g["curve_tied"], "C3-", label="the same row, two largest tied")
         ax.axhline(g["mean_field_max"], color="k", ls=":", label="mean-field maximum")
         ax.axhline(g["exact_limit"], color="C2", ls="--", label=r"$L_n$: limit of the mean")
         ax.set_ylim(1e-4, 2 * max(g["curve_tied"]))
