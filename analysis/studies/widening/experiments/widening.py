@@ -572,6 +572,18 @@ def paired_over_seeds(seeds: list[dict[str, Any]], a: str, b: str, at: int) -> E
     return paired_estimate([s["arms"][a]["val_loss"][at] for s in seeds], [s["arms"][b]["val_loss"][at] for s in seeds])
 
 
+# a case's label in the claims' notation: its ASCII maths as maths
+CASE_MATH = (("1/sqrt(d')", "$1/\\sqrt{d'}$"), ("k^(1/4)", "$k^{1/4}$"), ("(w/2, b/sqrt 2)", "($w/2$, $b/\\sqrt{2}$)"),
+             ("W_1 as", "$W_1$ as"), ("eps", "$\\epsilon$"), ("relu^2", "relu²"), (", x", ", ×"))
+
+
+def case_words(case: str) -> str:
+    """A case's label as a claim writes it: its ASCII maths in $...$."""
+    for ascii_text, math_text in CASE_MATH:
+        case = case.replace(ascii_text, math_text)
+    return case
+
+
 def nearest_lossy(rows: list[dict[str, Any]], family: str, marker: str = "") -> tuple[str, float]:
     """The lossy case of ``family`` (its label containing ``marker``) nearest to exact: (label, float64 gap)."""
     row = min((r for r in rows if r["family"] == family and marker in r["case"]), key=lambda r: r["f64_rel"])
@@ -581,12 +593,13 @@ def nearest_lossy(rows: list[dict[str, Any]], family: str, marker: str = "") -> 
 def lossy_rival(rows: list[dict[str, Any]], family: str, marker: str = "") -> dict[str, Any]:
     """A lossless claim's rival: the gap of the nearest lossy widening of the same models, measured in this run."""
     case, gap = nearest_lossy(rows, family, marker)
-    return {"alternative": gap, "alternative_note": f"the nearest lossy widening measured here ({case}), its gap"}
+    return {"alternative": gap,
+            "alternative_note": f"the nearest lossy widening measured here ({case_words(case)}), its gap"}
 
 
 def exact_rival(row: dict[str, Any]) -> dict[str, Any]:
     """A broken widening's rival: the gap of the exact widening of the same model, rounding only."""
-    return {"alternative": row["f64_rel"], "alternative_note": f"the exact widening ({row['case']}), rounding only"}
+    return {"alternative": row["f64_rel"], "alternative_note": f"the exact widening ({case_words(row['case'])}), rounding only"}
 
 
 def table_rival(row: str, printed: float) -> dict[str, Any]:
