@@ -85,3 +85,16 @@ def test_tied_table_fits_the_text_column():
     assert len(lines) == 3 and max(map(len, lines)) <= COLUMN_CHARS
     assert facts["tie_saved"] == "65,536" and facts["tie_pe"] == "0.500"
     assert float(facts["tie_fall"]) == pytest.approx(16 * scales[0]["token_ms"] / scales[1]["token_ms"], rel=1e-2)
+
+
+def test_every_claim_of_a_smoke_run_names_its_rival():
+    data = nc.run(nc.CONFIGS["smoke"])
+    claims = {c.key: c for c in nc.claims(data, "smoke")}
+    assert [key for key, c in claims.items() if not c.has_rival] == []
+    # no mask: softmax of the partly masked row puts this weight on its masked keys
+    p = torch.softmax(torch.tensor([0.5, -1.0, 2.0, 0.0], dtype=torch.float64), -1)
+    assert claims["mask-1e9-partial"].alternative == pytest.approx(float(p[1] + p[3]), rel=1e-12)
+    assert claims["mask-1e9-float32"].alternative == 8  # -inf: every weight of the two rows NaN
+    d = nc.CONFIGS["smoke"].widths[-1]
+    assert claims["tie-sqrt-d"].alternative == 1 / d and claims["tie-logit-scale"].alternative == d
+    assert claims["tie-saves"].alternative == 0.0

@@ -74,3 +74,22 @@ def test_the_figures_draw_hand_made_data_with_labels():
     assert len(figs[0].axes) == 4 and len(figs[2].axes) == 3
     labels = figs[1].axes[0].get_legend_handles_labels()[1]
     assert labels == ["identical (exactly 0 throughout)", "independent init"]
+
+
+def test_every_claim_of_a_smoke_run_names_its_rival():
+    import math
+
+    from analysis.core.runner import run_experiment
+    from analysis.studies.attention_basics.experiments import attention_basics as ab
+
+    data = run_experiment("attention-basics", ab.CONFIGS["smoke"])
+    claims = {c.key: c for c in ab.claims(data, "smoke")}
+    assert [key for key, c in claims.items() if not c.has_rival] == []
+    # h heads of full width d = 512: 3h(d^2 + d) + d^2 + d parameters, spread over h = 1 .. 64
+    heads = [r["heads"] for r in data["mha"]]
+    assert claims["mha-params"].alternative == 3 * (512**2 + 512) * (max(heads) - min(heads))
+    # M_1 = I: sin(p + 1) against sin(p) at the fastest frequency, 1, differs by up to 2 sin(1/2)
+    assert data["positions"]["shifts"][0] == 1
+    assert claims["pe-shift"].alternative == pytest.approx(2 * math.sin(0.5), abs=1e-12)
+    assert claims["bag-of-words"].alternative == data["permutation"]["with_pe"]
+    assert claims["wo-merge"].alternative > 0.1  # the wrong order changes the output by its own size

@@ -165,3 +165,22 @@ def test_residual_dropout_drops_each_branch_output_in_training_only():
     # each branch output is zero where dropped: the stream after the first sublayer differs from the clean one
     _, clean_hidden = model.eval()(idx, return_hidden=True)
     assert not torch.allclose(hidden[1], clean_hidden[1])
+
+
+def test_every_claim_of_a_smoke_run_names_its_rival():
+    from analysis.core.runner import run_experiment
+
+    data = run_experiment("widening", wx.CONFIGS["smoke"])
+    claims = {c.key: c for c in wx.claims(data, "smoke")}
+    assert [key for key, c in claims.items() if not c.has_rival] == []
+    gap = {r["case"]: r["f64_rel"] for r in data["exactness"]}
+    # a lossless BERT against the nearest of the five lossy BERT widenings; a broken one against the exact one
+    broken = [case for case in gap if case.startswith("BERT, ") and case.endswith(", x2") and
+              any(w in case for w in ("global", "without", "linear layer", "kept"))]
+    assert len(broken) == 5 and claims["bert-lossless"].alternative == min(gap[c] for c in broken)
+    assert claims["global-breaks"].alternative == gap["BERT, GELU, 1/sqrt(d'), tied, x2"]
+    # the embedding's 1/sqrt(2) without its division is plain repetition; eps/k at k = 2
+    assert claims["table-embedding"].alternative == pytest.approx(1.0, abs=1e-15)
+    assert claims["table-attention-qk"].alternative == pytest.approx(
+        {2**0.25 / 2: 0.5, 2**0.25 / math.sqrt(2): 1 / math.sqrt(2)}[claims["table-attention-qk"].predicted])
+    assert claims["layernorm-eps"].alternative == 0.5

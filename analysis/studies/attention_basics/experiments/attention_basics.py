@@ -371,6 +371,38 @@ def projected_spread(pos: dict[str, Any]) -> float:
     return float(np.median([r["std"] / max(abs(r["mean"]), 1e-300) for r in pos["projected"] if r["k"] > 0]))
 
 
+def dropped_outer_gap(rows: int = 8, n: int = 64, seed: int = 0) -> float:
+    """The relative gap the closed form would show had it dropped $p p^\\top$ ($\\|\\mathrm{diag}(p)\\|_F$ against
+    $\\|J\\|_F$), smallest over rows of the logit spreads autograd_jacobian_check draws."""
+    rng = np.random.default_rng(seed)
+    gaps = []
+    for i in range(rows):
+        x = rng.standard_normal(n) * (0.3 * 1.5**i)
+        _, jac = tb.softmax_stats(x)
+        p = np.exp(x - x.max())
+        p /= p.sum()
+        gaps.append(abs(float(np.sqrt((p**2).sum())) - float(jac)) / float(jac))
+    return min(gaps)
+
+
+def wrong_order_gap(d: int = 64, n: int = 16, seed: int = 0) -> float:
+    """The relative output gap of the merge taken in the wrong order, $W_o W_v$ for $W_v W_o$, at the sizes of
+    merged_output_projection."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, d))
+    wq, wk, wv, wo = (rng.standard_normal((d, d)) / math.sqrt(d) for _ in range(4))
+    z = (x @ wq) @ (x @ wk).T / math.sqrt(d)
+    a = np.exp(z - z.max(-1, keepdims=True))
+    a /= a.sum(-1, keepdims=True)
+    right, wrong = a @ x @ wv @ wo, a @ x @ wo @ wv
+    return float(np.abs(right - wrong).max() / np.abs(right).max())
+
+
+def shift_without_rotation(d: int, k: int) -> float:
+    """How far $PE(p + k)$ lies from $PE(p)$ at most, had $M_k$ been the identity: $\\max_i 2|\\sin(k w_i / 2)|$."""
+    return float(np.max(2 * np.abs(np.sin(k * tb.pe_frequencies(d) / 2))))
+
+
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
     """The chapter's claims from one run."""
     out = []
@@ -384,7 +416,9 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     fields["tolerance_basis"] += f" (95% for all {len(qk)} widths together: Bonferroni)"
     out.append(Claim("qk-variance", f"$\\mathrm{{Var}}[q \\cdot k] = d$ for $q, k \\sim N(0, I_d)$ (worst of $d = {qk[0]['d']} \\ldots {qk[-1]['d']}$; "
                      f"shown $d = {worst['d']}$, {label})", SOURCE + "; Vaswani et al. 2017, footnote 4",
-                     1.0, **fields, unit="× d"))
+                     1.0, **fields, unit="× d", alternative=1 / worst["d"],
+                     alternative_note="a variance that does not grow with $d$ (1, as $q \\cdot k/\\sqrt{d}$ has): $1/d$ "
+                                      "in units of $d$"))
     small = qk[0]
     kurt = from_se(small["kurtosis"], small["kurtosis_se"], QK_BATCHES, "batches of pairs")
     out.append(Claim("qk-normal", f"$q \\cdot k$ is normal, $N(0, d)$ (excess kurtosis 0; at $d = {small['d']}$, {label})",
@@ -408,7 +442,8 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     out.append(Claim("saturation-law",
                      f"Derived here: unscaled, the median $\\|J\\|_F = 2e^{{-t}}$ with $P(|q|\\,G > t) = 1/2$, $G$ the top-two gap of $n$ "
                      f"normals ($d = {big_d}$, $n = {n}$, {label})", "derived in this chapter", law,
-                     **estimate_fields(median, "the median (bootstrap SE over the rows)")))
+                     **estimate_fields(median, "the median (bootstrap SE over the rows)"), alternative=0.0,
+                     alternative_note="a gradient that vanishes outright, as a one-hot row's does"))
     flat = difference(from_se(hi["scaled"]["entropy_mean"], hi["scaled"]["entropy_se"], rows, units),
                       from_se(lo["scaled"]["entropy_mean"], lo["scaled"]["entropy_se"], rows, units))
     out.append(Claim("scaled-entropy-flat",
@@ -416,26 +451,39 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                      f"$n = {n}$, {label})", SOURCE, lo["scaled"]["entropy_mean"],
                      **{**estimate_fields(flat, "the difference of mean entropies (independent rows, Welch)"),
                         "measured": hi["scaled"]["entropy_mean"]}, unit="nats",
+                     alternative=hi["unscaled"]["entropy_mean"],
+                     alternative_note=f"the unscaled rows' entropy at $d = {hi['d']}$",
                      corrected=float(tb.mean_field_entropy(n, 1.0)),
                      corrected_note="$\\ln n - 1/2$ (mean field, $\\sigma = 1$): logits given $q$ are $N(0, |q|^2/d)$ with "
                                     "$E|q|^2/d = 1$, so only the spread of $|q|$ depends on $d$"))
     out.append(Claim("softmax-jacobian-autograd", f"$\\|J\\|_F$ of softmax from its closed form = autograd ({label})",
                      "identity $J = \\mathrm{diag}(p) - p p^\\top$", 0.0, data["autograd_jacobian_gap"], 0.0, 1e3 * EPS64,
                      "1000 float64 ulps (autograd sums $n^2$ rounded products)", kind="upper_bound", unit="relative",
-                     provenance="book"))
+                     provenance="book", alternative=dropped_outer_gap(),
+                     alternative_note="a closed form without $p p^\\top$, $\\|\\mathrm{diag}(p)\\|_F$: its gap at the "
+                                      "same logit spreads (smallest)"))
     counts = data["mha"]
     spread = max(r["torch"] for r in counts) - min(r["torch"] for r in counts)
+    width = (math.isqrt(counts[0]["formula"] + 1) - 1) // 2  # 4d^2 + 4d + 1 = (2d + 1)^2
+    span = counts[-1]["heads"] - counts[0]["heads"]
     out.append(Claim("mha-params", f"Multi-head attention has $4d^2 + 4d$ parameters for every head count "
                      f"($d = 512$, $h = {counts[0]['heads']} \\ldots {counts[-1]['heads']}$; spread over $h$, {label})",
-                     SOURCE, 0.0, float(spread), 0.0, 0.0, "an exact count", unit="parameters"))
+                     SOURCE, 0.0, float(spread), 0.0, 0.0, "an exact count", unit="parameters",
+                     alternative=float(3 * (width**2 + width) * span),
+                     alternative_note="heads of full width $d$ each, $3h(d^2 + d) + d^2 + d$ parameters: their spread"))
     out.append(Claim("wo-merge", f"Single head: $W_v W_o$ merge into one matrix (relative output gap, {label})",
                      SOURCE, 0.0, data["merged_wo_gap"], 0.0, 1e3 * EPS64, "1000 float64 ulps", kind="upper_bound",
-                     unit="relative"))
+                     unit="relative", alternative=wrong_order_gap(),
+                     alternative_note="the product in the wrong order, $W_o W_v$: its gap"))
     sym = data["symmetry"]["runs"]
     same = sym["identical"]["spread"][-1]
     out.append(Claim("heads-stay-identical", f"Heads initialised identically stay identical under training "
                      f"(head spread after {sym['identical']['steps'][-1]} AdamW steps, {label})", SOURCE, 0.0, same, 0.0,
-                     0.0, "exact: any difference breaks the symmetry", kind="upper_bound", unit="relative"))
+                     0.0, "exact: any difference breaks the symmetry", kind="upper_bound", unit="relative",
+                     alternative=sym["identical + 1e-6 perturbation"]["spread"][-1],
+                     alternative_note="heads started 1e-6 apart, trained the same: their spread"))
+    independent = {"alternative": sym["independent init"]["spread"][-1],
+                   "alternative_note": "independently initialised heads, trained the same: their spread"}
     pert = sym["identical + 1e-6 perturbation"]
     out.append(Claim("heads-symmetry-stable", f"The identical-heads state is stable: a 1e-6 asymmetry stays "
                      f"that small (head spread after {pert['steps'][-1]} steps, {label})",
@@ -443,35 +491,47 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                      pert["spread"][0],
                      "the initial spread again (a factor 2 of growth); one run: a counterexample refutes stability, "
                      "no seed spread is needed", kind="upper_bound",
-                     unit="relative"))
+                     unit="relative", **independent))
     drop = sym["identical + attention dropout"]["spread"][-1]
     out.append(Claim("heads-dropout", f"... also when trained with attention dropout, as the original "
                      f"Transformer is (head spread after {sym['identical']['steps'][-1]} steps, {label})", SOURCE, 0.0,
                      drop, 0.0, 0.0, "exact: the notes' claim predicts 0; one run with a nonzero spread is a counterexample",
-                     kind="upper_bound", unit="relative"))
+                     kind="upper_bound", unit="relative", **independent))
     pos = data["positions"]
     bound64 = 8 * pos["positions"] * EPS64
     out.append(Claim("pe-shift", f"$PE(p + k) = M_k\\, PE(p)$ with $M_k$ block rotations (max error over $p < "
                      f"{pos['positions']}$, $k$ up to {pos['shifts'][-1]}, float64; {label})", SOURCE + "; Vaswani et al. 2017",
                      0.0, max(pos["m_err64"]), 0.0, bound64,
-                     "$8\\, p_{\\max}\\, \\epsilon$: the rounding of the angle $p\\, w_i$ in float64", kind="upper_bound", unit="absolute"))
+                     "$8\\, p_{\\max}\\, \\epsilon$: the rounding of the angle $p\\, w_i$ in float64", kind="upper_bound", unit="absolute",
+                     alternative=shift_without_rotation(pos["d"], pos["shifts"][0]),
+                     alternative_note=f"no rotation, $M_k = I$: $PE(p + {pos['shifts'][0]})$ against $PE(p)$, about "
+                                      "$\\max_i 2|\\sin(k w_i/2)|$"))
+    reach = min(pos["positions"] // 2, 1024)  # the shifts k the dot product is checked at
     out.append(Claim("pe-dot-relative", f"$PE(p) \\cdot PE(p + k)$ depends on $k$ only and equals $\\sum_i \\cos(k\\, w_i)$ "
                      f"(max error over $p$, {label})", "derived", 0.0, pos["dot_pred_err"], 0.0, pos["d"] * bound64,
-                     "$d$ times the $M_k$ rounding bound", kind="upper_bound", unit="absolute"))
+                     "$d$ times the $M_k$ rounding bound", kind="upper_bound", unit="absolute",
+                     alternative=max(abs(pos["dot_curve"][0] - v) for k, v in zip(pos["dot_curve_k"], pos["dot_curve"])
+                                     if k < reach),
+                     alternative_note="a dot product that does not fall with $k$, $|PE|^2 = d/2$"))
     rel = projected_spread(pos)
     out.append(Claim("pe-projected", f"Through random $W_q, W_k$ the positional score $PE(p)\\, W_q W_k^\\top PE(p+k)$ still "
                      f"depends on $k$ only (median over $k$ of its std over $p$ / $|$mean$|$; {label})",
                      "the relative-position reading of $PE(p+k) = M_k\\, PE(p)$", 0.0, rel, 0.0, 1e3 * EPS64,
                      "1000 float64 ulps, as for the exact identities", kind="upper_bound", unit="relative",
-                     provenance="book"))  # the notes claim only the "possibility" of relative positions
+                     provenance="book",  # the notes claim only the "possibility" of relative positions
+                     # the rival: a position p that moves the score by as much as its mean; no law gives its value
+                     effect=1.0))
     out.append(Claim("rope-relative", f"With RoPE the score of a fixed content pair depends on $k$ only "
                      f"(max over $k$ of std over $p$ / mean $|$score$|$; {label})", "Su et al. 2021 (RoPE)", 0.0,
                      pos["rope_spread"], 0.0, 1e3 * EPS64 * math.sqrt(pos["positions"]),
-                     "1000 float64 ulps times $\\sqrt{p_{\\max}}$ (angles $p\\, w_i$ rounded)", kind="upper_bound", unit="relative"))
+                     "1000 float64 ulps times $\\sqrt{p_{\\max}}$ (angles $p\\, w_i$ rounded)", kind="upper_bound", unit="relative",
+                     alternative=rel, alternative_note="sinusoidal positions added before the same projections: "
+                                                       "their spread (median over $k$)"))
     perm = data["permutation"]
     out.append(Claim("bag-of-words", f"Without positions, self-attention is permutation-equivariant "
                      f"(relative error; with PE it is {perm['with_pe']:.2g}, {label})", SOURCE + " (after kexue.fm/archives/4765)",
-                     0.0, perm["without_pe"], 0.0, 1e3 * EPS64, "1000 float64 ulps", kind="upper_bound", unit="relative"))
+                     0.0, perm["without_pe"], 0.0, 1e3 * EPS64, "1000 float64 ulps", kind="upper_bound", unit="relative",
+                     alternative=perm["with_pe"], alternative_note="the same layer with sinusoidal positions added"))
     return out
 
 

@@ -189,6 +189,23 @@ def plan(cfg: Config) -> list[Workload]:
 EPS64 = float(torch.finfo(torch.float64).eps)
 
 
+MASK_ROW = (0.5, -1.0, 2.0, 0.0)  # the partly masked row's scores in masked_rows(), its keys 1 and 3 masked
+MASK_KEYS = (1, 3)
+RMS_EPS, RMS_X_SCALE = 1e-6, 3.0  # the eps and the input scale (x = 3 N(0, 1)) of rmsnorm()'s check
+
+
+def unmasked_share() -> float:
+    """The weight softmax puts on the masked keys of the partly masked row when no mask is applied."""
+    e = [math.exp(x) for x in MASK_ROW]
+    return sum(e[i] for i in MASK_KEYS) / sum(e)
+
+
+def has_rmsnorm_by_version(version: str) -> float:
+    """1 when a torch of this version has torch.nn.RMSNorm (2.4 and later), else 0."""
+    major, minor = (int(x) for x in version.split("+")[0].split(".")[:2])
+    return float((major, minor) >= (2, 4))
+
+
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
     """Q from the encoder (the notes) against the layer; -1e9 masks in every precision; no RMSNorm in PyTorch."""
     cross, rms = data["cross"], data["rmsnorm"]
@@ -200,12 +217,14 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
               f"{cross['src_len']} ({label})", SOURCE, predicted=1.0,
               measured=float(cross["from_encoder"]["query"]), uncertainty=0.0, tolerance=0.0,
               tolerance_basis="exact: which tensor the attention receives", corrected=0.0,
-              corrected_note="queries come from the decoder; keys and values from the encoder"),
+              corrected_note="queries come from the decoder; keys and values from the encoder", alternative=0.0,
+              alternative_note="queries from the decoder, the other input the layer has"),
         Claim("cross-kv-from-encoder",
               f"Keys and values both come from the encoder (their count among K, V: {torch_src}; {label})",
               torch_src, predicted=2.0,
               measured=float(cross["from_encoder"]["key"] + cross["from_encoder"]["value"]), uncertainty=0.0,
-              tolerance=0.0, tolerance_basis="exact: which tensor the attention receives"),
+              tolerance=0.0, tolerance_basis="exact: which tensor the attention receives", alternative=1.0,
+              alternative_note="the notes' reading: keys from the encoder, values from the decoder"),
     ]
     for name in DTYPES:
         m = data["masking"][name]
@@ -217,35 +236,44 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                          f"masked_fill {fill} the value; {label})",
                          SOURCE, predicted=0.0, measured=float(m["nan_weights"]), uncertainty=0.0,
                          tolerance=0.0, tolerance_basis="exact: a count of NaN weights", kind="upper_bound",
-                         unit="NaN weights"))
+                         unit="NaN weights", alternative=float(m["weights"]),
+                         alternative_note="−1e9 overflowing to −inf: 0 · (−inf) = NaN spreads over every row with a "
+                                          "masked key, here all the weights"))
     finite = [n for n in DTYPES if math.isfinite(float(data["masking"][n]["partly_masked_leak"]))]
     out.append(Claim("mask-1e9-partial",
                      f"Where the weights are finite ({', '.join(finite)}), −1e9 puts no weight on masked keys "
                      f"(largest masked weight of a partly masked row; {label})", SOURCE, predicted=0.0,
                      measured=max(float(data["masking"][n]["partly_masked_leak"]) for n in finite), uncertainty=0.0,
                      tolerance=0.0, tolerance_basis="exact: exp(−1e9) underflows to 0", kind="upper_bound",
-                     unit="probability"))
+                     unit="probability", alternative=unmasked_share(),
+                     alternative_note="no mask: the softmax weight of the masked keys of the row's scores"))
     out.append(Claim("mask-finfo-min",
                      f"Filling with the dtype's lowest value, torch.finfo(dtype).min, gives finite weights in every "
                      f"precision, a fully masked row included (NaN weights, summed over {', '.join(DTYPES)}; {label})",
                      "PyTorch documentation (torch.finfo)", predicted=0.0,
                      measured=float(sum(data["masking"][n]["finfo_min_nan_weights"] for n in DTYPES)),
                      uncertainty=0.0, tolerance=0.0, tolerance_basis="exact: a count of NaN weights",
-                     kind="upper_bound", unit="NaN weights"))
+                     kind="upper_bound", unit="NaN weights",
+                     alternative=float(sum(data["masking"][n]["nan_weights"] for n in DTYPES)),
+                     alternative_note="the notes' −1e9 in the same rows, NaN weights summed over the dtypes"))
     out.append(Claim("no-torch-rmsnorm",
                      f"PyTorch has no official RMSNorm, 'as of 2024' (1 = it has one; torch {rms['torch']}; {label})",
                      SOURCE,
                      predicted=0.0, measured=float(rms["has_rmsnorm"]), uncertainty=0.0, tolerance=0.0,
                      tolerance_basis="exact: whether torch.nn.RMSNorm exists (added in torch 2.4, July 2024)",
                      corrected=1.0, corrected_note="torch.nn.RMSNorm exists since torch 2.4 (July 2024): the "
-                                                   "statement held only before that release"))
+                                                   "statement held only before that release",
+                     alternative=has_rmsnorm_by_version(rms["torch"]),
+                     alternative_note=f"what torch's release notes give for torch {rms['torch']} (RMSNorm from 2.4)"))
     if rms["has_rmsnorm"]:
         out.append(Claim("torch-rmsnorm-formula",
                          f"torch.nn.RMSNorm computes $x/\\sqrt{{\\overline{{x^2}} + \\epsilon}}\\,g$ (largest gap "
                          f"relative to the largest output, float64; {label})", "PyTorch documentation",
                          predicted=0.0, measured=rms["relative_gap"], uncertainty=0.0, tolerance=16 * EPS64,
                          tolerance_basis="16 float64 ulps: a mean of squares, a square root and two products",
-                         kind="upper_bound", unit="relative"))
+                         kind="upper_bound", unit="relative", alternative=RMS_EPS / (2 * RMS_X_SCALE**2),
+                         alternative_note="the formula without $\\epsilon$, off by about "
+                                          "$\\epsilon / (2\\,\\overline{x^2})$ with $\\overline{x^2} \\approx 9$"))
     if "tied" in data:
         out += tied_claims(data["tied"], label)
     return out
@@ -266,15 +294,18 @@ def tied_claims(tied: dict[str, Any], label: str) -> list[Claim]:
               f"vocabulary times width parameters (V = {tied['vocab']:,}, d = {tied['d']:,}, as torch counts them; "
               f"{label})", SOURCE, predicted=float(tied["vocab"] * tied["d"]),
               measured=float(par["untied"] - par["tied"]), uncertainty=0.0, tolerance=0.0,
-              tolerance_basis="exact: a count of parameters", unit="parameters"),
+              tolerance_basis="exact: a count of parameters", unit="parameters", alternative=0.0,
+              alternative_note="no saving, as a count that lists the shared tensor under both names (state_dict) "
+                               "gives"),
         Claim("tie-sqrt-d", f"Multiplying the shared weights by $\\sqrt{{d_{{model}}}}$ in the embedding gives "
               f"tokens a size that does not depend on the width: with the matrix at the output layer's scale "
               f"$N(0, 1/d)$ the token embeddings' mean square is 1, twice the sinusoidal positions' 1/2 (sampled at "
               f"d = {top['d']:,}; d = {widths} in the chapter's table; {label})", PAPER, predicted=1.0,
               **estimate_fields(tied_estimate(top, "token"), "the token embeddings' mean square"),
-              unit="mean square"),
+              unit="mean square", alternative=1 / top["d"], alternative_note="without the $\\sqrt{d}$: $1/d$"),
         Claim("tie-logit-scale", f"... and the same matrix, unscaled at the output, gives logits of variance 1 "
               f"from a hidden state of RMS 1, so one matrix serves both ends only with the factor (sampled at "
               f"d = {top['d']:,}; {label})", BOOK, predicted=1.0,
-              **estimate_fields(tied_estimate(top, "logit"), "the logits' mean square"), unit="mean square"),
+              **estimate_fields(tied_estimate(top, "logit"), "the logits' mean square"), unit="mean square",
+              alternative=float(top["d"]), alternative_note="the matrix times $\\sqrt{d}$ at the output too: $d$"),
     ]

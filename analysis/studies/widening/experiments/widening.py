@@ -572,47 +572,89 @@ def paired_over_seeds(seeds: list[dict[str, Any]], a: str, b: str, at: int) -> E
     return paired_estimate([s["arms"][a]["val_loss"][at] for s in seeds], [s["arms"][b]["val_loss"][at] for s in seeds])
 
 
+# a case's label in the claims' notation: its ASCII maths as maths
+CASE_MATH = (("1/sqrt(d')", "$1/\\sqrt{d'}$"), ("k^(1/4)", "$k^{1/4}$"), ("(w/2, b/sqrt 2)", "($w/2$, $b/\\sqrt{2}$)"),
+             ("W_1 as", "$W_1$ as"), ("eps", "$\\epsilon$"), ("relu^2", "relu²"), (", x", ", ×"))
+
+
+def case_words(case: str) -> str:
+    """A case's label as a claim writes it: its ASCII maths in $...$."""
+    for ascii_text, math_text in CASE_MATH:
+        case = case.replace(ascii_text, math_text)
+    return case
+
+
+def nearest_lossy(rows: list[dict[str, Any]], family: str, marker: str = "") -> tuple[str, float]:
+    """The lossy case of ``family`` (its label containing ``marker``) nearest to exact: (label, float64 gap)."""
+    row = min((r for r in rows if r["family"] == family and marker in r["case"]), key=lambda r: r["f64_rel"])
+    return row["case"], row["f64_rel"]
+
+
+def lossy_rival(rows: list[dict[str, Any]], family: str, marker: str = "") -> dict[str, Any]:
+    """A lossless claim's rival: the gap of the nearest lossy widening of the same models, measured in this run."""
+    case, gap = nearest_lossy(rows, family, marker)
+    return {"alternative": gap,
+            "alternative_note": f"the nearest lossy widening measured here ({case_words(case)}), its gap"}
+
+
+def exact_rival(row: dict[str, Any]) -> dict[str, Any]:
+    """A broken widening's rival: the gap of the exact widening of the same model, rounding only."""
+    return {"alternative": row["f64_rel"], "alternative_note": f"the exact widening ({case_words(row['case'])}), rounding only"}
+
+
+def table_rival(row: str, printed: float) -> dict[str, Any]:
+    """A table row's rival factor: without the $k^{1/4}$ for $q, k$; else one division by $\\sqrt{2}$ fewer, the
+    slip the table makes on $W_2$'s bias."""
+    if row == "attention-qk":
+        return {"alternative": printed / 2**0.25, "alternative_note": "the factor without the $k^{1/4}$ on $q, k$"}
+    return {"alternative": printed * math.sqrt(2), "alternative_note": "the factor with one division by $\\sqrt{2}$ "
+                                                                      "fewer, the table's slip on $W_2$'s bias"}
+
+
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
     """The chapter's claims from one run."""
     s = summary(data)
     ex = {r["case"]: r for r in data["exactness"]}
+    rows_ex = data["exactness"]
     rounding = f"{EXACT_TOL:g} relative in float64 (about {EXACT_TOL / EPS64:.0f} ulps: rounding over a few layers)"
     broken = f"{BROKEN_TOL:g} relative in float64: anything above it is not rounding"
     out = [
         Claim("bert-lossless", f"A BERT (GELU, $1/\\sqrt{{d'}}$ attention, tied MLM head, every bias nonzero) widened "
               f"$k$-fold ($k$ = {', '.join(str(k) for k in sorted({int(r['factor']) for r in data['exactness'] if r['family'] == 'bert'}))}) "
               f"computes the same logits (worst relative difference, float64; {label})", SOURCE, 0.0,
-              s["exact_worst"]["bert"], 0.0, EXACT_TOL, rounding, kind="upper_bound", unit="relative", approx_rel=0.0),
+              s["exact_worst"]["bert"], 0.0, EXACT_TOL, rounding, kind="upper_bound", unit="relative", approx_rel=0.0,
+              **lossy_rival(rows_ex, "bert-broken")),
         Claim("decoder-lossless", f"GPT/T5-style decoders widen losslessly whatever the activation: pre-RMSNorm "
               f"SwiGLU, post-LN GELU and DeepNorm ReLU Transformers (worst relative difference, float64; {label})", SOURCE,
               0.0, s["exact_worst"]["decoder"], 0.0, EXACT_TOL, rounding, kind="upper_bound", unit="relative",
-              approx_rel=0.0),
+              approx_rel=0.0, **lossy_rival(rows_ex, "rope-approx", "Transformer++")),
         Claim("rope-lossy", f"With RoPE a model cannot be widened losslessly: pairwise repetition is only "
               f"approximate (smallest relative difference of any RoPE widening here, float64; {label})", SOURCE,
               BROKEN_TOL, s["rope_best"], 0.0, 0.0, broken, kind="lower_bound", unit="relative", approx_rel=0.0,
               corrected=0.0, corrected_note="placing small pair $i$ at wide pair $ki$, which rotates at the same "
-              "frequency, and holding the query's other pairs at zero is exact"),
+              "frequency, and holding the query's other pairs at zero is exact", alternative=0.0,
+              alternative_note="a lossless RoPE widening: a gap of 0 up to rounding"),
         Claim("rope-pairs-approx", f"Pairwise repetition of RoPE changes the function (relative logit "
               f"difference, Transformer++ ×2, float64; {label})", SOURCE, BROKEN_TOL,
               ex["Transformer++, RoPE pairwise repetition, x2"]["f64_rel"], 0.0, 0.0, broken, kind="lower_bound",
-              unit="relative", approx_rel=0.0),
+              unit="relative", approx_rel=0.0, **exact_rival(ex["Transformer++, RoPE placed, x2"])),
         Claim("gau-lossless", f"GAU and FLASH widen losslessly ($U, V, Z$ as copies; the $q, k$ scale-offsets of "
               f"each of the $k$ copies scaled by $k^{{-1/4}}$, so that $\\tilde q \\cdot \\tilde k = \\sqrt{{k}}\\, q \\cdot k$, for "
               f"relu²/(ns) and softmax, and by $k^{{-1/2}}$ for relu²(qk/n); worst relative "
               f"difference, float64; {label})", BOOK, 0.0, s["exact_worst"]["gau"], 0.0, EXACT_TOL, rounding,
-              kind="upper_bound", unit="relative", approx_rel=0.0),
+              kind="upper_bound", unit="relative", approx_rel=0.0, **lossy_rival(rows_ex, "rope-approx", "GAU")),
         Claim("global-breaks", f"Global repetition $[x, x]$ scrambles the heads of multi-head attention (relative "
               f"logit difference, BERT ×2, float64; {label})", SOURCE, BROKEN_TOL,
               ex["BERT, global repetition, x2"]["f64_rel"], 0.0, 0.0, broken, kind="lower_bound", unit="relative",
-              approx_rel=0.0),
+              approx_rel=0.0, **exact_rival(ex["BERT, GELU, 1/sqrt(d'), tied, x2"])),
         Claim("qk-factor", f"With logits scaled by $1/\\sqrt{{d'}}$, $q$ and $k$ need the extra $k^{{1/4}}$ (relative logit "
               f"difference without it, BERT ×2, float64; {label})", SOURCE, BROKEN_TOL,
               ex["BERT, without the k^(1/4) on q, k, x2"]["f64_rel"], 0.0, 0.0, broken, kind="lower_bound",
-              unit="relative", approx_rel=0.0),
+              unit="relative", approx_rel=0.0, **exact_rival(ex["BERT, GELU, 1/sqrt(d'), tied, x2"])),
         Claim("gelu-copies", f"$\\mathrm{{GELU}}(x/\\sqrt{{2}}) \\neq \\mathrm{{GELU}}(x)/\\sqrt{{2}}$: the linear-layer transform on $W_1$ breaks a "
               f"GELU FFN (relative logit difference, BERT ×2, float64; {label})", SOURCE, BROKEN_TOL,
               ex["BERT, GELU W_1 as a linear layer (w/2, b/sqrt 2), x2"]["f64_rel"], 0.0, 0.0, broken,
-              kind="lower_bound", unit="relative", approx_rel=0.0),
+              kind="lower_bound", unit="relative", approx_rel=0.0, **exact_rival(ex["BERT, GELU, 1/sqrt(d'), tied, x2"])),
     ]
     rows = data["table"]["rows"]
     r2 = "\\sqrt{2}"
@@ -633,7 +675,8 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
             corrected_note="" if ok else (f"{worst['derived']:.4f} = $1/\\sqrt{{2}}$: $W_2$'s bias is lifted like its output, "
                                           "\u2018repeat, divide by $\\sqrt{2}$\u2019" if row == "ffn2" else
                                           f"{worst['derived']:.4f}: LayerNorm ignores its input's scale, so the head's "
-                                          "LayerNorm takes the table's $\\gamma/\\sqrt{2}$, $\\beta/\\sqrt{2}$")))
+                                          "LayerNorm takes the table's $\\gamma/\\sqrt{2}$, $\\beta/\\sqrt{2}$"),
+            **table_rival(row, worst["printed"])))
     eps = data["table"]["eps"]
     kept = ex["BERT, LayerNorm eps 1e-5 kept, x2"]["f64_rel"]
     out.append(Claim("layernorm-eps", f"LayerNorm widens exactly with its $\\epsilon$ unchanged ($\\epsilon$ factor; keeping "
@@ -641,19 +684,26 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                      f"{ex['BERT, LayerNorm eps 1e-12 kept, x2']['f64_rel']:.1e}; {label})", SOURCE, 1.0,
                      eps["wide"] / eps["small"], 0.0, 1e-12, "1e-12: the $\\epsilon$ of the widening shown exact above",
                      unit="factor", approx_rel=0.0, corrected=0.5, corrected_note="$\\epsilon/k$: the wide variance is "
-                     "$\\sigma^2/k$, so $\\epsilon$ must shrink with it"))
+                     "$\\sigma^2/k$, so $\\epsilon$ must shrink with it", alternative=1 / 2,
+                     alternative_note="$\\epsilon/k$ at $k = 2$, shrunk with the wide variance $\\sigma^2/k$"))
     out.append(Claim("fraction-ln", f"LayerNorm cannot be widened exactly by a non-integer factor with "
                      f"copies (relative logit difference, pre-LN Transformer ×3/2, float64; {label})", COMMENTS,
                      BROKEN_TOL, ex["pre-LayerNorm Transformer, learned positions, x3/2"]["f64_rel"], 0.0, 0.0, broken,
-                     kind="lower_bound", unit="relative", approx_rel=0.0))
+                     kind="lower_bound", unit="relative", approx_rel=0.0,
+                     **exact_rival(ex["Transformer++, learned positions, x3/2"])))
     out.append(Claim("fraction-rms", f"... but an RMSNorm model widens exactly by 3/2 and 5/4: unit $i$ copied "
                      f"$m_i$ times, each copy scaled $1/\\sqrt{{m_i}}$, $\\epsilon$ by $d/D$ (worst relative difference, float64; "
                      f"{label})", BOOK, 0.0, s["exact_worst"]["fraction"], 0.0, EXACT_TOL, rounding,
-                     kind="upper_bound", unit="relative", approx_rel=0.0))
+                     kind="upper_bound", unit="relative", approx_rel=0.0,
+                     **lossy_rival(rows_ex, "fraction-ln")))
     out.append(Claim("copies-stay", f"Identical copies receive identical gradients: trained on, the exactly "
                      f"widened model stays in the copied subspace (largest residual of its stream outside it, "
                      f"float32; {label})", COMMENTS, 0.0, s["symmetry_copy"], 0.0, 1e3 * EPS32,
-                     "1000 float32 ulps", kind="upper_bound", unit="relative", approx_rel=0.0))
+                     "1000 float32 ulps", kind="upper_bound", unit="relative", approx_rel=0.0,
+                     alternative=s["symmetry_split"], alternative_note="copies whose input weights were split at "
+                     "random, trained the same: their residual"))
+    unbroken = {"alternative": s["symmetry_copy"], "alternative_note": "the same copies trained without dropout: "
+                "their residual"}
     sv = s["symmetry_variants"]
     if "attention dropout" in sv:
         out.append(Claim("dropout-breaks", f"Dropout breaks the copies' symmetry (stream residual after "
@@ -666,13 +716,13 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                          f"({sv.get('unit dropout', math.nan):.2g}); a random split of the copies' input weights breaks "
                          f"the stream ({sv.get('split', math.nan):.2g})"
                          + (f", and so does dropout on the sublayers' outputs ({sv['residual dropout']:.2g})"
-                            if "residual dropout" in sv else "")))
+                            if "residual dropout" in sv else ""), **unbroken))
     if "residual dropout" in sv:
         out.append(Claim("dropout-residual-breaks", f"Dropout breaks the copies' symmetry (stream residual after "
                          f"training with dropout on every sublayer's output before the residual sum, BERT's "
                          f"residual dropout; {label})", COMMENTS, BROKEN_SYMMETRY, sv["residual dropout"], 0.0, 0.0,
                          "10x the symmetric model's 1000 float32 ulps", kind="lower_bound", unit="relative",
-                         approx_rel=0.0))
+                         approx_rel=0.0, **unbroken))
     out.append(stationary_claim(data["stationary"], label))
     tr = data["training"]
     for key, arm, what in (("saving", "placed", "exact copies"), ("saving-split", "split",
@@ -707,13 +757,18 @@ def stationary_claim(st: dict[str, Any], label: str) -> Claim:
     """The comments' stationary-point objection: the widened gradient equals the lifted small one (eq-lift with a and
     c swapped), its float64 gap bounded by ROUNDING_ALLOWANCE times the floor the float32 gap predicts."""
     floor = rounding_floor(st["gradient_identity_rel32"])
+    # the split widening's gradient: its norm's gap to the lifted one bounds its relative difference from below
+    rival = ({} if "grad_split_linear" not in st else
+             {"alternative": abs(st["grad_split_linear"] - st["grad_lifted_linear"]) / st["grad_lifted_linear"],
+              "alternative_note": "a widening whose copies' weights are split at random: the gap of its gradient "
+                                  "norm to the lifted one, a lower bound on its relative difference"})
     return Claim("stationary", f"A trained small model widens to a point whose gradient is its own, lifted: a "
                  f"stationary point stays stationary (relative difference from the lifted gradient, every linear "
                  f"weight, float64; {label})", COMMENTS, 0.0, st["gradient_identity_rel"], 0.0,
                  ROUNDING_ALLOWANCE * floor, f"{ROUNDING_ALLOWANCE:g}x the float64 rounding floor that the same check "
                  f"in float32 predicts ({st['gradient_identity_rel32']:.2g} × 2⁻²⁹ = {floor:.2g}): rounding shrinks "
                  f"with the unit roundoff, a discrepancy in exact arithmetic does not", kind="upper_bound",
-                 unit="relative", approx_rel=0.0)
+                 unit="relative", approx_rel=0.0, **rival)
 
 
 def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:
