@@ -217,3 +217,23 @@ def test_flash_saved_bytes_of_a_sequence_are_linear_and_the_superlinear_rest_is_
     own, common = fb.sequence_bytes(layer, torch.randn(3, 64, cfg.d))
     assert own > 0 and common > 0 and own == fb.sequence_bytes(fb.build("GAU layer, lean (ours)", cfg),
                                                                torch.randn(1, 64, cfg.d))[0]
+
+
+def test_every_claim_of_a_smoke_run_names_its_rival():
+    cfg = fx.CONFIGS["smoke"]
+    data = fx.run(cfg)
+    claims = {c.key: c for c in fx.claims(data, "smoke")}
+    assert all(c.has_rival for c in claims.values()), [k for k, c in claims.items() if not c.has_rival]
+    # the closed form counts the full n x n products; its rival, the causal half of them
+    gau = fc.gau_counts(cfg.d, 2 * cfg.d, cfg.s, cfg.count_length)
+    assert claims["count-gau"].alternative == gau.linear_flops + gau.length_flops / 2
+    flash = fc.flash_counts(cfg.d, 2 * cfg.d, cfg.s, cfg.count_length, cfg.chunk)
+    assert claims["count-flash"].alternative == flash.flops - cfg.chunk * (cfg.s + 2 * cfg.d)
+    # a normaliser that counts the padded keys scales every real row by real / padded (no biases at init)
+    assert claims["padding"].alternative == pytest.approx(1 - cfg.prefix / max(cfg.lengths))
+    # ours against the total-length normaliser it replaces, which leaks by 1 - prefix / n
+    assert claims["leak-this-book-s-gau-rows-keys-seen"].alternative == pytest.approx(1 - cfg.prefix / max(cfg.lengths))
+    assert claims["ones-is-unnormalised"].alternative == pytest.approx(1 - 1 / (4 * cfg.prefix))
+    assert 0 < claims["flash-causal"].effect < 1  # the linear term's share of FLASH's output
+    for key in ("count-gau", "padding", "identity-is-glu", "ones-is-unnormalised", "flash-global", "flash-causal"):
+        assert claims[key].verdict == "holds", key

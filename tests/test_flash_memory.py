@@ -80,3 +80,17 @@ def test_batch_census_counts_a_sequences_own_bytes_per_stack_and_judges_the_rati
     words = batch_sentence(data)
     assert f"{b['Transformer++ unfused'] / b['FLASH-Quad (ours)']:.2f}x the batch of a Transformer that stores" in words
     assert batch_sentence({"sizes": data["sizes"]}).startswith("This record predates the batch census")
+
+
+@pytest.mark.slow
+def test_every_claim_of_a_smoke_run_names_its_rival():
+    cfg = fm.CONFIGS["smoke"]
+    claims = {c.key: c for c in fm.claims(fm.run(cfg), "smoke")}
+    assert all(c.has_rival for c in claims.values()), [k for k, c in claims.items() if not c.has_rival]
+    b, n, s, e, h = cfg.batch, cfg.n, cfg.s, cfg.e, cfg.heads
+    # many heads against one: each matrix claim's rival is the other's count
+    assert claims["mha-matrix"].alternative == b * n * n and claims["gau-matrix"].alternative == b * h * n * n
+    # a chunked state against the unchunked one, b n s e; and 1/c, the saving the element counts give
+    assert all(claims[f"flash-linear-state-c{c}"].alternative == b * n * s * e for c in cfg.chunks)
+    assert claims["chunk-saving"].alternative == pytest.approx(1 / max(cfg.chunks))
+    assert claims["gau-lean-no-matrix"].alternative > 0  # the dense path saves its n x n matrix

@@ -102,3 +102,16 @@ def test_the_experiments_arms_start_from_flashs_weights():
     assert fp.chunk_of(cfg) == cfg.ctx // fp.CHUNKS
     with pytest.raises(ValueError, match="variant must be one of"):
         fp.build(cfg, "both")
+
+
+def test_every_claim_of_a_smoke_run_names_its_rival():
+    """The three orderings are directional; 'about as good' is told from the smallest gap the source calls better."""
+    from analysis.studies.gau_trained.experiments import flash_parts as fp
+    cfg = fp.CONFIGS["smoke"]
+    runs = [fp.run_trial(cfg, t, torch.device("cpu")) for t in fp.trials(cfg)]
+    claims = {c.key: c for c in fp.claims(fp.assemble(cfg, runs, "cpu"), "smoke")}
+    assert all(c.has_rival for c in claims.values()), [k for k, c in claims.items() if not c.has_rival]
+    assert {c.kind for k, c in claims.items() if k != "flash-matches-flashquad-chunks"} == {"below"}
+    # the effect is the mix's gain over its local part, the same paired difference the first claim measures
+    gain = abs(claims["flash-mix-beats-local"].measured)
+    assert claims["flash-matches-flashquad-chunks"].effect == pytest.approx(gain)

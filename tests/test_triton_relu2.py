@@ -169,3 +169,29 @@ def test_a_compiled_gau_runs_the_kernel_as_one_opaque_operator() -> None:
     assert torch.allclose(out, ref, rtol=0, atol=1e-6 * float(ref.abs().max()))
     for g, p in zip(got, layer.parameters()):
         assert torch.allclose(g, p.grad, rtol=0, atol=1e-5 * float(p.grad.abs().max()) + 1e-12)
+
+
+def test_every_claim_names_the_nearest_lossier_computation(checked: dict) -> None:
+    data = gk.assemble(gk.CONFIGS["smoke"], [checked], "cpu")
+    claims = {c.key: c for c in gk.claims(data, "smoke")}
+    assert all(c.has_rival for c in claims.values()), [k for k, c in claims.items() if not c.has_rival]
+    worst = {d: max(max(c["errors"].values()) for c in checked.cases if c["dtype"] == d) for d in gk.DTYPES}
+    # float32 against the error at TF32's (and float16's) roundoff; float16 against bfloat16's
+    assert claims["kernel-exact-float32"].alternative == worst["float16"]
+    assert claims["kernel-exact-float16"].alternative == worst["bfloat16"]
+    n, e = checked.sizes["n"], checked.sizes["e"]
+    assert claims["kernel-exact-bfloat16"].alternative == pytest.approx((7 + n + e) / 256)
+    assert claims["kernel-prefix-exact"].effect == 2.0**-24
+
+
+def test_the_gpu_targets_name_the_lean_path_and_the_quadratic_slope() -> None:
+    import json
+    from analysis.core.results import REPO_ROOT
+    data = json.loads((REPO_ROOT / "results" / "gau-kernel.gpu.json").read_text())["data"]
+    claims = {c.key: c for c in gk.claims(data, "gpu")}
+    assert all(c.has_rival for c in claims.values()), [k for k, c in claims.items() if not c.has_rival]
+    row = next(t for t in data["timings"] if t["n"] == 2048)
+    speed = {r["layer"]: r["tokens_per_s"] for r in row["layers"]}
+    assert claims["kernel-vs-transformer-n2048"].alternative == pytest.approx(
+        speed["GAU layer, lean (ours)"] / speed["Transformer++ layer (SDPA)"])
+    assert claims["kernel-memory-linear"].alternative == 2.0

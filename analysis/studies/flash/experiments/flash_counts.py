@@ -261,19 +261,25 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                          f"$n = {cnt['n']}$; FlopCounterMode on the module; parameters {row['parameters']:,} = "
                          f"{row['parameters_formula']:,}; {label})", "this book (analysis.theory.flash_counts)",
                          row["flops_formula"], row["flops_per_token"], 0.0, 0.0, "an exact count", unit="FLOPs/token",
-                         approx_rel=0.0))
+                         approx_rel=0.0, alternative=float(causal_half(cnt, key)),
+                         alternative_note="the count of a causal layer that skips the masked half of its n × n "
+                                          "products (inside the chunks, for FLASH)"))
     widths = sorted(cnt["two_gau_over_transformer"], key=int)
     worst_w = max(widths, key=lambda w: cnt["two_gau_over_transformer"][w])
     out.append(Claim("two-gau-params", f"Two GAU layers ($e = 2d$, $s = 128$) have the parameters of one "
                      f"Transformer++ layer (ratio, worst over $d$ = {widths[0]} to {widths[-1]}: $d = {worst_w}$; "
                      f"{label})", SOURCE, 1.0, cnt["two_gau_over_transformer"][worst_w], 0.0, 0.0,
                      "an exact count: two GAU layers hold $12d^2 + 2ds$ weights against $12d^2$, so the ratio is 1 "
-                     "only as $d \\to \\infty$", approx_rel=0.0, unit="ratio"))
+                     "only as $d \\to \\infty$", approx_rel=0.0, unit="ratio",
+                     alternative=cnt["two_gau_over_transformer"][worst_w] / 2,
+                     alternative_note="one GAU layer against one Transformer++ layer: half the ratio"))
     out.append(Claim("gau-quadratic-vs-mha", "GAU's quadratic part costs more than multi-head attention's "
                      "at equal parameters (two GAU layers per Transformer layer, $e = 2d$, $s = 128$, $d = 768$: "
                      f"$2 \\times 2n(s + e) / 4nd$; {label})", SOURCE + " (comments, May 30th)", 1.0,
                      2 * cnt["quadratic_ratio_per_layer"], 0.0, 0.0, "an exact count", kind="lower_bound",
-                     approx_rel=0.0, unit="ratio"))
+                     approx_rel=0.0, unit="ratio", alternative=cnt["quadratic_ratio_per_layer"],
+                     alternative_note="one GAU layer against one attention layer, $(s + e)/2d$: layer for layer, "
+                                      "not at equal parameters"))
     lk, prefix, longest = data["leak"]["relative_change"], data["leak"]["prefix"], max(data["leak"]["lengths"])
     # a total-length normaliser rescales the prefix's rows: by prefix / n for 1/(ns), by (prefix / n)^2 for (qk/n)^2
     corrected = {"source as printed: relu^2(qk) / (n s)": (1 - prefix / longest,
@@ -283,15 +289,17 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     peer_gau = "FLASH-pytorch GAU (causal)"
     if peer_gau in lk:
         corrected[peer_gau] = peer_gau_leak(lk[peer_gau], data["leak"]["lengths"], prefix)
+    rivals = leak_rivals(lk, data["leak"]["lengths"], prefix, corrected)
     for variant, changes in lk.items():
         worst = max(changes)
         leaks = "this book" not in variant
         fix, note = corrected.get(variant, (None, ""))
+        rival, rival_note = rivals.get(variant, (None, ""))
         out.append(Claim(f"leak-{_slug(variant)}", f"{shown(variant)}: appending tokens leaves the first "
                          f"{prefix} outputs unchanged (largest relative change up to $n = {longest}$, float64; {label})",
                          SOURCE if not leaks else SOURCE + " (as printed / as published)", 0.0, worst, 0.0,
                          1e3 * EPS64, "1000 float64 ulps", kind="upper_bound", unit="relative",
-                         corrected=fix, corrected_note=note))
+                         corrected=fix, corrected_note=note, alternative=rival, alternative_note=rival_note))
     statements = {
         "identity_is_glu": "$A = I$ turns GAU into the GLU feed-forward layer $(U \\odot V)\\, W_o$",
         "ones_is_unnormalised": "$A = \\mathbf{1}\\mathbf{1}^\\top$ turns GAU into uniform sum pooling gated by $U$, "
@@ -300,15 +308,81 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         "flash_global": "FLASH's chunked global term equals full linear attention $Q\\,(K^\\top V)/n$",
         "flash_causal": "FLASH's causal cumulative sum equals the explicit sum over earlier chunks",
     }
+    rival_of = identity_rivals(data)
     for key, text in statements.items():
         out.append(Claim(f"{key.replace('_', '-')}", f"{text} (relative gap, float64; {label})", SOURCE, 0.0,
                          data["identities"][key], 0.0, 1e3 * EPS64, "1000 float64 ulps", kind="upper_bound",
-                         unit="relative"))
+                         unit="relative", **rival_of[key]))
     pad = data["padding"]
     out.append(Claim("padding", f"Real tokens' outputs do not change with the padded length ({pad['real']} "
                      f"real tokens, padded to {pad['max_padded']}, float64; {label})", "this book", 0.0,
-                     pad["worst_change"], 0.0, 1e3 * EPS64, "1000 float64 ulps", kind="upper_bound", unit="relative"))
+                     pad["worst_change"], 0.0, 1e3 * EPS64, "1000 float64 ulps", kind="upper_bound", unit="relative",
+                     alternative=1 - pad["real"] / pad["max_padded"],
+                     alternative_note=f"a normaliser that counts the padding among the keys: every real row scaled "
+                                      f"by {pad['real']}/{pad['max_padded']} (the layer has no biases at init)"))
     return out
+
+
+def causal_half(cnt: dict[str, Any], key: str) -> float:
+    """FLOPs per token of the layer if it computed only the causal half of its n x n (or c x c) products."""
+    row = cnt[key]
+    if key == "flash":  # only the quadratic part inside a chunk, 2c(s + e), has a masked half
+        return row["flops_formula"] - cnt["chunk"] * (cnt["s"] + cnt["e"])
+    return row["flops_formula"] - row["length_formula"] / 2
+
+
+def leak_share(changes: list[float], lengths: list[int], prefix: int, power: int) -> tuple[float, int] | None:
+    """D, the share of the rescaled term in the largest prefix output, read off the first extension to n0 > prefix
+    of a normaliser that scales that term by (prefix / n)^power, with n0; None with no extension."""
+    pairs = [(c, n) for c, n in zip(changes, lengths) if n > prefix]
+    if not pairs:
+        return None
+    first, n0 = pairs[0]
+    return first / (1 - (prefix / n0) ** power), n0
+
+
+def leak_rivals(lk: dict[str, list[float]], lengths: list[int], prefix: int,
+                corrected: dict[str, tuple[float | None, str]]) -> dict[str, tuple[float | None, str]]:
+    """Per leak variant the value its rival predicts for the largest change: for a normaliser that counts every key
+    seen, the leak the total-length normaliser it replaces measures; for a total-length normaliser, its rescaling."""
+    longest = max(lengths)
+    out: dict[str, tuple[float | None, str]] = {}
+    printed_gau, printed_flash = "source as printed: relu^2(qk) / (n s)", "source as printed: FLASH 1 / ((g-1) n / c)"
+    peer_gau, peer_flash = "FLASH-pytorch GAU (causal)", "FLASH-pytorch FLASH (causal)"
+    for variant, (fix, _) in corrected.items():
+        if fix is not None:
+            out[variant] = (fix, "the prefix rows rescaled by the total-length normaliser (the corrected prediction)")
+    if printed_flash in lk:
+        share = leak_share(lk[printed_flash], lengths, prefix, 1)
+        if share is not None:  # the printed FLASH rescales only its linear term, by prefix / n
+            out[printed_flash] = (share[0] * (1 - prefix / longest),
+                                  f"$D\\,(1 - {prefix}/n)$: only the linear term is rescaled, and it is the share "
+                                  f"$D = {share[0]:.4g}$ of the output, read off the extension to $n = {share[1]}$")
+    for ours, theirs in (("this book's GAU (rows / keys seen)", printed_gau),
+                         ("this book's FLASH (linear / keys summed)", printed_flash), (peer_flash, peer_gau)):
+        if ours in lk and theirs in lk:
+            out[ours] = (max(lk[theirs]), f"the change measured for {shown(theirs)}, which divides by the total length")
+    return out
+
+
+def identity_rivals(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The rival of each identity. The layers have no biases at init, so a rival that scales the attention output by
+    r has the relative gap |1 - r| exactly; FLASH's chunked sums are told from the term they make up instead."""
+    n = 4 * data["leak"]["prefix"]  # the identities' length (identities())
+    lk = data["leak"]
+    share = leak_share(lk["relative_change"].get("source as printed: FLASH 1 / ((g-1) n / c)", []), lk["lengths"],
+                       lk["prefix"], 1)
+    linear = {} if share is None else {"effect": share[0]}  # a wrong chunked sum changes the output by about D
+    return {
+        "identity_is_glu": {"alternative": 1 - 1 / n,
+                            "alternative_note": f"$A = I/n$: the source's $1/n$ kept outside the kernel, the GLU "
+                                                f"scaled by $1/{n}$"},
+        "ones_is_unnormalised": {"alternative": 1 - 1 / n,
+                                 "alternative_note": f"uniform attention normalised over the {n} keys, "
+                                                     f"$A = \\mathbf{{1}}\\mathbf{{1}}^\\top/n$: mean pooling"},
+        "flash_global": linear,
+        "flash_causal": linear,
+    }
 
 
 def peer_gau_leak(changes: list[float], lengths: list[int], prefix: int) -> tuple[float | None, str]:

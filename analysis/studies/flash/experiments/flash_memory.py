@@ -174,7 +174,8 @@ def batch_claims(data: dict[str, Any], label: str) -> list[Claim]:
                          f"{bytes_[tfm] / bytes_['FLASH-Quad lean (ours)']:.2f}x; {label})", SOURCE, 2.0,
                          bytes_[tfm] / quad, 0.0, 0.5,
                          "the source's 'nearly twice' is one significant figure: 1.5 to 2.5 round to 2; the byte "
-                         "counts are exact", unit="x"))
+                         "counts are exact", unit="x", alternative=1.0,
+                         alternative_note="no advantage: the same batch"))
     return out
 
 
@@ -188,28 +189,35 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     out = [
         Claim("mha-matrix", f"Multi-head attention keeps a b h n² matrix for backward (largest saved n×n tensor, "
               f"h = {h}, {size}; {label})", SOURCE, float(b * h * n * n), float(data["mha"]["elements"]), 0.0, 0.0,
-              exact, unit="elements"),
+              exact, unit="elements", alternative=float(b * n * n),
+              alternative_note="one n × n matrix for all heads, b n², as GAU's single head keeps"),
         Claim("gau-matrix", f"GAU's single head keeps b n² (the dense path's largest saved n×n tensor; {size}; "
               f"{label})", SOURCE, float(b * n * n), float(data["gau_dense"]["elements"]), 0.0, 0.0, exact,
-              unit="elements"),
+              unit="elements", alternative=float(b * h * n * n),
+              alternative_note=f"a matrix per head, b h n² with multi-head attention's h = {h}"),
         Claim("gau-lean-no-matrix", f"This book's lean GAU keeps no n×n matrix at all (saved n×n tensors; {size}; "
               f"{label})", "this book's lean path", 0.0, float(data["gau_lean"]["count"]), 0.0, 0.0,
-              "exact: a count of saved tensors", kind="upper_bound", unit="tensors"),
+              "exact: a count of saved tensors", kind="upper_bound", unit="tensors",
+              alternative=float(data["gau_dense"]["count"]),
+              alternative_note="the saved n×n tensors of the dense path, which keeps its matrix"),
     ]
     for c, row in data["flash"].items():
         out.append(Claim(f"flash-linear-state-c{c}", f"FLASH's causal linear term keeps b (n/c) s e (largest saved "
                          f"s×e tensor, c = {c}, {size}; {label})", SOURCE, float(b * (n // int(c)) * s * e),
-                         float(row["elements"]), 0.0, 0.0, exact, unit="elements"))
+                         float(row["elements"]), 0.0, 0.0, exact, unit="elements", alternative=float(b * n * s * e),
+                         alternative_note="no chunks: a state per position, b n s e"))
     if "batch" in data:
         out.extend(batch_claims(data, label))
     out.append(Claim("unchunked-linear-state", f"Linear attention without chunks keeps b n s² (its prefix sums of "
                      f"k v^T, with GAU's values of width e; {size}; {label})", SOURCE, float(b * n * s * s),
                      float(data["prefix_e"]["elements"]), 0.0, 0.0, exact, unit="elements",
                      corrected=float(b * n * s * e), corrected_note="b n s e: a prefix state is s × e when the values "
-                     "have GAU's width e; b n s² holds only for values of the key width s"))
+                     "have GAU's width e; b n s² holds only for values of the key width s",
+                     alternative=float(b * n * s * e), alternative_note="b n s e: values of GAU's width e"))
     out.append(Claim("unchunked-linear-state-width-s", f"With values of the key width s, linear attention without "
                      f"chunks keeps b n s² ({size}; {label})", SOURCE, float(b * n * s * s),
-                     float(data["prefix_s"]["elements"]), 0.0, 0.0, exact, unit="elements"))
+                     float(data["prefix_s"]["elements"]), 0.0, 0.0, exact, unit="elements",
+                     alternative=float(b * n * s * e), alternative_note="b n s e: values of GAU's width e"))
     c_max = max(int(c) for c in data["flash"])
     chunked = float(data["flash"][str(c_max)]["elements"])
     out.append(Claim("chunk-saving", f"Chunking saves the linear term's memory by the factor e/(c s) of the source's "
@@ -217,5 +225,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                      f"{size}; {label})", SOURCE, e / (c_max * s), chunked / float(data["prefix_e"]["elements"]),
                      0.0, 0.0, "exact: a ratio of element counts", unit="ratio", corrected=1.0 / c_max,
                      corrected_note="1/c: both states are s × e, one per chunk against one per position; the "
-                     "source's e/(c s) compares FLASH's values of width e with values of width s"))
+                     "source's e/(c s) compares FLASH's values of width e with values of width s",
+                     alternative=1.0 / c_max, alternative_note="1/c: both states s × e, one per chunk against one "
+                     "per position"))
     return out

@@ -365,6 +365,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     where = "Triton's interpreter on the CPU" if chk["interpreted"] else "compiled on the GPU"
     size = chk["sizes"]
     out = []
+    rivals = exact_rivals(s["worst"], size)
     for dtype, w in s["worst"].items():
         out.append(Claim(
             f"kernel-exact-{dtype}", f"The fused kernel's output and six gradients in {dtype} equal the float64 "
@@ -373,32 +374,59 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
             f"{label})", SOURCE, 0.0, w["error"], 0.0, w["bound"],
             f"first-order worst case per entry: 7 roundings to {dtype} (u = {U[dtype]:.3g}) and float32 sums of "
             f"n + e terms, over the entry's magnitude (the computation on absolute values)",
-            kind="upper_bound", unit="relative", gpu_only=GPU_ARITHMETIC))
+            kind="upper_bound", unit="relative", gpu_only=GPU_ARITHMETIC, **rivals.get(dtype, {})))
     out.append(Claim("kernel-prefix-exact", f"A causal prefix of {size['prefix']} positions gives exactly the rows of "
                      f"the {size['n']}-position run (largest gap, float32; {where}; {label})", SOURCE, 0.0,
                      chk["prefix_gap"], 0.0, 0.0, "exact: the same tiles, zeros where the shorter run masks its loads",
-                     kind="upper_bound", gpu_only=GPU_ARITHMETIC))
+                     kind="upper_bound", gpu_only=GPU_ARITHMETIC,
+                     effect=U["float32"]))  # equal only to rounding: one float32 roundoff on entries of order 1
     out.append(Claim("kernel-padding-exact", f"A sequence padded from {size['real']} to {size['n']} positions gives "
                      f"exactly the unpadded rows, causal and not (largest gap, float32; {where}; {label})", SOURCE,
                      0.0, chk["padding_gap"], 0.0, 0.0, "exact: padded keys add relu(S)^2 x 0 = 0 to each sum",
-                     kind="upper_bound", gpu_only=GPU_ARITHMETIC))
+                     kind="upper_bound", gpu_only=GPU_ARITHMETIC,
+                     effect=U["float32"]))  # equal only to rounding: one float32 roundoff on entries of order 1
+    shortest = s["lengths"][0] if s["lengths"] else None
     for row in s["lengths"]:
         n = row["n"]
         if n >= 4096:
             out.append(Claim(f"kernel-peak-n{n}", f"The kernel's attention, forward and backward in bf16, reaches 50% "
                              f"of the dense bf16 peak ({data['peak_tflops']:.0f} TFLOP/s) at n = {n} ({label})", TARGET,
                              0.5, row["peak_fraction"], 0.0, 0.0, "a target, not an estimate: the median of repeats",
-                             kind="lower_bound", unit="of peak", gpu_only=GPU_SPEED))
+                             kind="lower_bound", unit="of peak", gpu_only=GPU_SPEED,
+                             alternative=shortest["peak_fraction"] if shortest else 0.0,
+                             alternative_note=f"no gain from longer rows: the fraction at n = {shortest['n']}"
+                             if shortest else "no throughput"))
         ratio = row["vs_transformer"].get(KERNEL)
         if n >= 2048 and ratio is not None:
             out.append(Claim(f"kernel-vs-transformer-n{n}", f"The GAU layer with the kernel trains at 0.9x or more "
                              f"of the Transformer++ layer's tokens/s (SDPA flash kernel) at n = {n} ({label})", TARGET,
                              0.9, ratio, 0.0, 0.0, "a target, not an estimate: medians of repeats",
-                             kind="lower_bound", unit="x", gpu_only=GPU_SPEED))
+                             kind="lower_bound", unit="x", gpu_only=GPU_SPEED,
+                             alternative=row["vs_transformer"].get(LAYERS[1], 0.0),
+                             alternative_note="the same layer's lean path without the kernel, also linear in memory"))
     slope = memory_exponent(data)
     if math.isfinite(slope):
         out.append(Claim("kernel-memory-linear", f"The GAU layer's peak memory with the kernel is linear in n (log-log "
                          f"slope over the 3 largest lengths, per sequence; {label})", TARGET, 1.0, slope, 0.0, 0.1,
                          "0.1 in the exponent: allocator rounding over a factor 4 in n", kind="upper_bound",
-                         unit="exponent", gpu_only=GPU_SPEED))
+                         unit="exponent", gpu_only=GPU_SPEED, alternative=2.0,
+                         alternative_note="quadratic in n, as a layer that keeps its n x n matrix"))
+    return out
+
+
+def exact_rivals(worst: dict[str, dict[str, float]], size: dict[str, int]) -> dict[str, dict[str, Any]]:
+    """Per dtype the error of the nearest lossier computation: float32 against float16's measured error (TF32, Triton's
+    default for float32 dot products, has float16's unit roundoff 2^-11), float16 against bfloat16's measured error,
+    bfloat16 against the first-order worst case with its float32 sums accumulated in bfloat16."""
+    out: dict[str, dict[str, Any]] = {}
+    if "float16" in worst:
+        out["float32"] = {"alternative": worst["float16"]["error"],
+                          "alternative_note": "the error at float16's unit roundoff 2^-11, TF32's, which Triton's "
+                                              "float32 dot products use by default (the float16 run's)"}
+    if "bfloat16" in worst:
+        out["float16"] = {"alternative": worst["bfloat16"]["error"],
+                          "alternative_note": "the error of bfloat16 in place of float16 (the bfloat16 run's)"}
+    out["bfloat16"] = {"alternative": (7 + size["n"] + size["e"]) * U["bfloat16"],
+                       "alternative_note": "the worst case with the n + e term sums accumulated in bfloat16, not "
+                                           "float32: (7 + n + e) u"}
     return out

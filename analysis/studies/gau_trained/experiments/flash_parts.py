@@ -130,5 +130,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         Claim("flash-matches-flashquad-chunks",
               f"FLASH is about as good as FLASH-Quad when a window holds several chunks ({where}): loss(FLASH) − "
               f"loss(FLASH-Quad) = 0 ('about as good' states no size, so the interval decides; {label})", SOURCE,
-              predicted=0.0, unit=unit, **estimate_fields(s["gaps"]["quad"]["end"], what)),
+              predicted=0.0, unit=unit, **estimate_fields(s["gaps"]["quad"]["end"], what),
+              # the smallest gap the source calls better: the mix's over its local part
+              effect=abs(s["gaps"]["local"]["end"].value)),
     ]
