@@ -198,3 +198,16 @@ def test_two_verdicts_read_once_when_they_agree():
 
     assert two_verdicts("inconclusive", "inconclusive", 8) == "is inconclusive for pairs and for groups of 8"
     assert two_verdicts("holds", "inconclusive", 8) == "holds for pairs and is inconclusive for groups of 8"
+
+
+def test_every_claim_of_a_smoke_run_names_its_rival():
+    from analysis.core.runner import run_experiment
+
+    data = run_experiment("norms-depth", nd.CONFIGS["smoke"])
+    claims = {c.key: c for c in nd.claims(data, "smoke")}
+    assert all(c.has_rival for c in claims.values())
+    # the unbiased variance scales LayerNorm by sqrt(3/4); largest at 200 in [200, 3, 4, 5], 147 / sqrt(7203.5)
+    assert claims["ln-printed"].alternative == pytest.approx(147 / math.sqrt(7203.5) * (1 - math.sqrt(0.75)), rel=1e-6)
+    # (x - mean)/RMS(x) - x/RMS(x) = -mean/RMS(x), largest for [2, 3, 4, 5]: 3.5 / sqrt(13.5)
+    assert claims["rmsnorm-notes"].alternative == pytest.approx(3.5 / math.sqrt(13.5))
+    assert claims["rmsnorm-code"].alternative == claims["rmsnorm-notes"].measured
