@@ -104,6 +104,12 @@ def test_checks_smoke_claims():
     for law in ("normal", "cosine-128", "cosine-64"):
         claim = verdicts[f"exact-maximiser-{law}"]
         assert claim.verdict == "fails" and claim.measured_bound == "≥" and claim.measured == claim.alternative
+    # every claim names its rival: the root without its -1/2 and a fixed scale on the cosine among them
+    assert all(c.has_rival for c in verdicts.values())
+    from scipy.special import lambertw
+    w = np.real(lambertw(np.sqrt(np.e) * np.array(checks.MAXIMISER_NS) / 2))
+    assert verdicts["normal-closed-form"].alternative == pytest.approx(np.max(np.sqrt(w / (w - 0.5)) - 1), rel=1e-6)
+    assert verdicts["large-d-direction"].alternative == -1.0
 
 
 def _exact_law(curves, limit=1.0, curvature=-0.1):
@@ -120,12 +126,6 @@ def test_exact_grid_maximisers_and_the_rise_test():
     # below
     assert not checks.exact_rises(_exact_law([[0.5, 0.5 + 1e-12, 0.6, 0.7]]))
     assert not checks.exact_rises(_exact_law([[0.2, 0.5, 0.8, 1.0]]))
-    # every claim names its rival: the root without its -1/2 and a fixed scale on the cosine among them
-    assert all(c.has_rival for c in verdicts.values())
-    from scipy.special import lambertw
-    w = np.real(lambertw(np.sqrt(np.e) * np.array(checks.MAXIMISER_NS) / 2))
-    assert verdicts["normal-closed-form"].alternative == pytest.approx(np.max(np.sqrt(w / (w - 0.5)) - 1), rel=1e-6)
-    assert verdicts["large-d-direction"].alternative == -1.0
     assert not checks.exact_rises(_exact_law([[0.2, 0.5, 0.8, 0.9]], curvature=0.1))
 
 

@@ -165,6 +165,7 @@ def nd_claims(trained: dict) -> list:
     """The trained claims of norms-depth on ``trained`` rows, with decoding, norm and depth parts that pass."""
     data = dict(trained, decoding=DECODING,
                 norms={"printed_error": 0.0, "gap_1234_2468": 0.0, "gap_1234_2468_predicted": 0.0,
+                       "inputs": [[1.0, 2.0, 3.0, 4.0]], "layernorm_float64": [[-1.3416, -0.4472, 0.4472, 1.3416]],
                        "rms_gap_to_standard": {"notes (x - mean) / RMS(x)": 0.9, "quoted Llama code": 0.0,
                                                "torch.nn.RMSNorm": 0.0, "book's RMSNorm": 0.0}},
                 depth=_depth_rows())
@@ -181,6 +182,8 @@ def test_seed_slopes_fit_each_seed_and_the_estimate_is_over_seeds():
                                                          {"pre": [0.9] * 2, "post": [0.8] * 2}),
                                                 decoding=DECODING, depth=rows,
                                                 norms={"printed_error": 0.0, "gap_1234_2468": 0.0,
+                                                       "inputs": [[1.0, 2.0, 3.0, 4.0]],
+                                                       "layernorm_float64": [[-1.3416, -0.4472, 0.4472, 1.3416]],
                                                        "gap_1234_2468_predicted": 0.0,
                                                        "rms_gap_to_standard": {"notes (x - mean) / RMS(x)": 0.9,
                                                                                "quoted Llama code": 0.0,
