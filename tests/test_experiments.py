@@ -14,6 +14,13 @@ def test_entropy_bound_smoke_claims_hold():
     assert all(m["increases_on_full_range"] > 0 for m in data["monotone"].values())
     for claim in entropy_bound.claims(data, "smoke"):
         assert claim.verdict == "holds", claim.key
+    # every claim names its rival; the ln K for ln(K - 1) slip peaks ln(1 + 1/K) above ln K
+    claims = {c.key: c for c in entropy_bound.claims(data, "smoke")}
+    assert all(c.has_rival for c in claims.values())
+    assert claims["entropy-peak"].alternative == pytest.approx(np.log1p(1 / min(int(k) for k in data["peaks"])))
+    k, h = 150_000, np.log(2) + 0.5 * np.log(150_000 - 1)
+    assert claims["closed-form-vs-direct"].alternative == pytest.approx(
+        0.5 * np.log(k / (k - 1)) / (np.finfo(float).eps * (4 * h + 2)))
 
 
 def test_notes_code_agrees_on_their_range_and_clip_onset():
@@ -47,6 +54,12 @@ def test_entropy_lm_smoke_run_and_record(tmp_path):
             assert c.detectable is not None and c.detectable > 0 and c.predicted == 0.0
     floor = next(c for c in claims if c.key == "markov-floor")
     assert "too narrow" in floor.tolerance_basis and floor.measured == pytest.approx(markov["excess_loss"])
+    # every claim names its rival: the per-token H <= L, and the uniform model's excess as the floor's scale
+    assert all(c.has_rival for c in claims)
+    bound = next(c for c in claims if c.key == "lm-bound")
+    assert bound.alternative == pytest.approx(max(e - l for s in real["snapshots"]
+                                                  for e, l in zip(s["entropy"], s["loss"])))
+    assert floor.effect == pytest.approx(markov["uniform_loss"] - markov["true_loss"])
     # GAU and FLASH are trained like the Transformer and snapshot at the same steps
     assert set(loaded.data["others"]) == {"GAU", "FLASH"}
     for name, block in (("GAU", "gau"), ("FLASH", "flash")):

@@ -54,6 +54,10 @@ def test_gaps_are_paired_by_seed_and_the_claims_decide_by_t():
     verdicts = {c.key: c.verdict for c in ab.claims(data, "test")}
     assert verdicts == {"ns-beats-n2": "holds", "relu2-not-worse-than-softmax": "holds",
                         "rope-helps-gau": "inconclusive"}
+    # 'not worse' must exclude a loss as large as the 1/n^2 scaling costs; the directional claims need no more
+    claims = {c.key: c for c in ab.claims(data, "test")}
+    assert claims["relu2-not-worse-than-softmax"].effect == pytest.approx(0.103)
+    assert all(c.has_rival for c in claims.values())
     for c in ab.claims(data, "test"):
         assert c.detectable is not None and "3 paired seeds" not in c.tolerance_basis
         assert "4 paired seeds (3 df)" in c.tolerance_basis
@@ -64,3 +68,12 @@ def test_a_diverged_run_drops_its_seed_from_the_pair():
     data = _data(losses)
     data["runs"][0]["diverged_at"] = 7  # base, seed 0
     assert ab.gap(data, "base", "n2").n == 2
+
+
+def test_every_claim_of_a_smoke_run_names_its_rival():
+    from analysis.core.runner import run_experiment
+
+    data = run_experiment("gau-ablations", ab.CONFIGS["smoke"])
+    claims = {c.key: c for c in ab.claims(data, "smoke")}
+    assert all(c.has_rival for c in claims.values())
+    assert claims["relu2-not-worse-than-softmax"].effect == pytest.approx(abs(ab.summary(data)["gaps"]["n2"]["end"].value))

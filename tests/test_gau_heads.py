@@ -89,3 +89,15 @@ def test_invalid_heads_are_refused():
             MultiHeadGAU(cfg, heads)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="lean path"):
         MultiHeadGAU(GAUConfig(d=12, e=16, s=8, chunk=4), 2)
+
+
+def test_every_claim_of_a_smoke_run_names_its_effect_one_validation_interval_of_training():
+    from analysis.core.runner import run_experiment
+    from analysis.studies.gau_trained.experiments import gau_heads as gh
+
+    data = run_experiment("gau-heads", gh.CONFIGS["smoke"])
+    claims = gh.claims(data, "smoke")
+    assert claims and all(c.has_rival for c in claims)
+    ones = [r["curve"] for r in data["runs"] if r["variant"] == "heads1"]
+    gain = sum(c[-2][1] - c[-1][1] for c in ones) / len(ones)  # what the last validation interval buys one head
+    assert all(c.effect == pytest.approx(gain) for c in claims)

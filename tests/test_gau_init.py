@@ -122,6 +122,7 @@ def test_coord_check_smoke():
     assert len(tops) == len(cfg.depths)
     assert claim.measured == pytest.approx(np.mean([np.median(r["ratios"]) for r in tops]))
     assert math.isfinite(claim.detectable) and "GAU stacks" in claim.tolerance_basis
+    assert claim.has_rival and claim.alternative == 1.0  # a branch as large as its input
     for size, verdict in ((0.01, "holds"), (0.1, "fails")):
         fake = {"rows": [{**top, "ratios": [size * (1 + 0.01 * i)] * 8, "median": size * (1 + 0.01 * i)}
                          for i, top in enumerate(tops)]}

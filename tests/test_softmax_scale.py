@@ -104,6 +104,12 @@ def test_checks_smoke_claims():
     for law in ("normal", "cosine-128", "cosine-64"):
         claim = verdicts[f"exact-maximiser-{law}"]
         assert claim.verdict == "fails" and claim.measured_bound == "≥" and claim.measured == claim.alternative
+    # every claim names its rival: the root without its -1/2 and a fixed scale on the cosine among them
+    assert all(c.has_rival for c in verdicts.values())
+    from scipy.special import lambertw
+    w = np.real(lambertw(np.sqrt(np.e) * np.array(checks.MAXIMISER_NS) / 2))
+    assert verdicts["normal-closed-form"].alternative == pytest.approx(np.max(np.sqrt(w / (w - 0.5)) - 1), rel=1e-6)
+    assert verdicts["large-d-direction"].alternative == -1.0
 
 
 def _exact_law(curves, limit=1.0, curvature=-0.1):
@@ -135,6 +141,11 @@ def test_finite_sample_experiment_smoke():
     # the exact objective is the Monte Carlo mean; the plateau's corrected prediction is the exact objective there
     assert claims["exact-vs-monte-carlo"].verdict == "holds"
     assert claims["finite-plateau-normal"].corrected < claims["finite-plateau-normal"].predicted
+    # every claim names its rival: no finite maximiser (the grid's end), no rise past the mean-field optimum
+    assert all(c.has_rival for c in claims.values())
+    top = max((r for r in data["rows"] if r["kind"] == "normal"), key=lambda r: r["n"])
+    assert claims["finite-argmax-normal"].alternative == max(top["alpha"])
+    assert claims["finite-plateau-normal"].alternative == top["objective_at_mean_field"]
     with pytest.raises(ValueError, match="n must be an integer in \\[2, 2\\*\\*20\\]"):
         mc.finite_sample_alpha("normal", 2**21)
 

@@ -53,3 +53,16 @@ def test_the_dropout_verdict_says_what_was_counted_against_what_was_predicted():
 
     assert verdict_reason(sites(30.0)) == "holds"
     assert verdict_reason(sites(62.0)) == "fails, with 62 sites where it predicts 30"
+
+
+def test_every_claim_names_its_rival_and_the_rivals_are_the_slips_the_notes_invite(data):
+    import math
+
+    claims = {c.key: c for c in fb.claims(data, "smoke")}
+    assert all(c.has_rival for c in claims.values())
+    d = data["params"]["d"]
+    # erf from 1 is erf(x) - erf(1): GELU is off by x erf(1)/2, 4 erf(1) at |x| = 8
+    assert claims["gelu-notes"].alternative == pytest.approx(8 * math.erf(1) / 2)
+    assert claims["ffn-8h2"].alternative == 8 * d * d + 5 * d  # the count with both biases
+    assert claims["swiglu-width"].alternative == pytest.approx(8 * d / 3)
+    assert claims["swiglu-merge"].alternative > 1e-3  # the merge with W1's ReLU kept is no identity

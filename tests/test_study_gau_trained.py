@@ -332,3 +332,17 @@ def test_flash_quad_sentence_says_where_each_run_puts_flash_and_whether_they_agr
     assert gt.flash_quad_sentence(quality, unresolved, parts, 64, unresolved).startswith(
         "Of the two comparisons of FLASH with FLASH-Quad, neither resolves a side.")
     assert gt.flash_quad_sentence(quality, None, parts, 64, below) == ""
+
+
+def test_every_quality_claim_names_its_rival_and_each_recall_claim_takes_the_other_recall_gap():
+    from analysis.studies.gau_trained.experiments import gau_quality as gq
+
+    data = _quality_data()
+    claims = {c.key: c for c in gq.claims(data, "test")}
+    assert all(c.has_rival for c in claims.values())
+    gaps = gq.summary(data)["recall_gaps"]
+    # best recall: Transformer++ 1.0, FLASH-Quad (post) 0.95, FLASH 1.0
+    assert gaps["transformer-flash-quad-post"].value == pytest.approx(0.05)
+    assert claims["flashquad-beats-transformer-recall"].effect == pytest.approx(abs(gaps["flash-quad-post-flash"].value))
+    assert claims["flash-matches-flashquad-recall"].effect == pytest.approx(0.05)
+    assert claims["gau-converges-slower"].alternative == 1.0  # no slower: the same number of steps

@@ -165,6 +165,7 @@ def nd_claims(trained: dict) -> list:
     """The trained claims of norms-depth on ``trained`` rows, with decoding, norm and depth parts that pass."""
     data = dict(trained, decoding=DECODING,
                 norms={"printed_error": 0.0, "gap_1234_2468": 0.0, "gap_1234_2468_predicted": 0.0,
+                       "inputs": [[1.0, 2.0, 3.0, 4.0]], "layernorm_float64": [[-1.3416, -0.4472, 0.4472, 1.3416]],
                        "rms_gap_to_standard": {"notes (x - mean) / RMS(x)": 0.9, "quoted Llama code": 0.0,
                                                "torch.nn.RMSNorm": 0.0, "book's RMSNorm": 0.0}},
                 depth=_depth_rows())
@@ -181,6 +182,8 @@ def test_seed_slopes_fit_each_seed_and_the_estimate_is_over_seeds():
                                                          {"pre": [0.9] * 2, "post": [0.8] * 2}),
                                                 decoding=DECODING, depth=rows,
                                                 norms={"printed_error": 0.0, "gap_1234_2468": 0.0,
+                                                       "inputs": [[1.0, 2.0, 3.0, 4.0]],
+                                                       "layernorm_float64": [[-1.3416, -0.4472, 0.4472, 1.3416]],
                                                        "gap_1234_2468_predicted": 0.0,
                                                        "rms_gap_to_standard": {"notes (x - mean) / RMS(x)": 0.9,
                                                                                "quoted Llama code": 0.0,
@@ -198,3 +201,16 @@ def test_two_verdicts_read_once_when_they_agree():
 
     assert two_verdicts("inconclusive", "inconclusive", 8) == "is inconclusive for pairs and for groups of 8"
     assert two_verdicts("holds", "inconclusive", 8) == "holds for pairs and is inconclusive for groups of 8"
+
+
+def test_every_claim_of_a_smoke_run_names_its_rival():
+    from analysis.core.runner import run_experiment
+
+    data = run_experiment("norms-depth", nd.CONFIGS["smoke"])
+    claims = {c.key: c for c in nd.claims(data, "smoke")}
+    assert all(c.has_rival for c in claims.values())
+    # the unbiased variance scales LayerNorm by sqrt(3/4); largest at 200 in [200, 3, 4, 5], 147 / sqrt(7203.5)
+    assert claims["ln-printed"].alternative == pytest.approx(147 / math.sqrt(7203.5) * (1 - math.sqrt(0.75)), rel=1e-6)
+    # (x - mean)/RMS(x) - x/RMS(x) = -mean/RMS(x), largest for [2, 3, 4, 5]: 3.5 / sqrt(13.5)
+    assert claims["rmsnorm-notes"].alternative == pytest.approx(3.5 / math.sqrt(13.5))
+    assert claims["rmsnorm-code"].alternative == claims["rmsnorm-notes"].measured

@@ -131,6 +131,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         f"({layers} layers; one seed each; {label})",
         "Su 2022, kexue.fm/archives/8990 (GAU(x) ~ 0.01 x)", 0.01,
         **estimate_fields(branch_estimate(data), "the mean of the stacks' medians"),
+        alternative=1.0, alternative_note="a branch as large as its input, a variance-preserving sublayer's size",
     )]
 
 

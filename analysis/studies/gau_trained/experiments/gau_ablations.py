@@ -159,6 +159,8 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
               f"Softmax is not necessary in GAU: relu² attention scaled $1/(ns)$ is not worse than softmax "
               f"attention, loss(relu²) − loss(softmax) ≤ 0 within its one-sided interval ({label})",
               SOURCE, predicted=0.0, kind="upper_bound", unit=unit,
+              # 'not worse' must exclude a loss as large as the 1/n^2 scaling costs, which this run calls a finding
+              effect=abs(g["n2"]["end"].value),
               **estimate_fields(g["softmax"]["end"], what, sided="one")),
         Claim("rope-helps-gau",
               f"RoPE clearly improves GAU: loss(RoPE) − loss(no positions) < 0 ({label})",

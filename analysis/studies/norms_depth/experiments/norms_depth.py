@@ -415,6 +415,20 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def unbiased_variance_gap(nrm: dict[str, Any]) -> float:
+    """Largest gap, on the printed examples, between LayerNorm and LayerNorm with the unbiased variance (outputs
+    scaled by sqrt((n - 1)/n)): what the printed values would show if the notes had used it (the ln-printed rival)."""
+    rows = np.asarray([r for i, r in enumerate(nrm["layernorm_float64"]) if i != 2])  # the notes print no [2,4,6,8]
+    n = rows.shape[1]
+    return float(np.abs(rows * (np.sqrt((n - 1) / n) - 1)).max())
+
+
+def mean_over_rms(inputs: list[list[float]]) -> float:
+    """max |mean(x)| / RMS(x) over the examples: (x - mean)/RMS(x) differs from x/RMS(x) by exactly that."""
+    x = np.asarray(inputs, dtype=np.float64)
+    return float(np.max(np.abs(x.mean(1)) / np.sqrt((x * x).mean(1))))
+
+
 def claims(data: dict[str, Any], label: str) -> list[Claim]:
     """The chapter's claims from one run."""
     out = []
@@ -423,31 +437,38 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     out.append(Claim("incremental-decoding", f"With per-token norms, later tokens never change earlier outputs: "
                      f"incremental decoding = full pass (worst of {len(per_token)} float64 models, {label})", SOURCE,
                      0.0, worst, 0.0, 1e3 * EPS64, "1000 float64 ulps relative to the largest logit", kind="upper_bound",
-                     unit="relative"))
+                     unit="relative", alternative=min(r["gap"] for r in data["decoding"] if not r["per_token"]),
+                     alternative_note="a norm over positions or BatchNorm, which leaks (the smaller gap of the two)"))
     mixing = min(r["gap"] for r in data["decoding"] if not r["per_token"])
     out.append(Claim("mixing-norm-leaks", f"A norm over positions or BatchNorm leaks later tokens into earlier "
                      f"outputs (smallest gap of the two, {label})", "the notes' reason for LayerNorm in decoders",
                      1e3 * EPS64, mixing, 0.0, 0.0, "must exceed the per-token tolerance", kind="lower_bound",
-                     unit="relative"))
+                     unit="relative", alternative=worst, alternative_note="the per-token norms' gap: no leak"))
     nrm = data["norms"]
     out.append(Claim("ln-printed", f"The notes' printed LayerNorm outputs ([1,2,3,4], [2,3,4,5], [200,3,4,5]; "
                      f"{label})", SOURCE, 0.0, nrm["printed_error"], 0.0, 5e-5, "half a unit in the 4th printed decimal",
-                     kind="upper_bound", unit="absolute"))
+                     kind="upper_bound", unit="absolute", alternative=unbiased_variance_gap(nrm),
+                     alternative_note="LayerNorm with the unbiased variance (torch.var's default), a common slip"))
     out.append(Claim("ln-scale", f"LayerNorm gives the same output for [1,2,3,4] and [2,4,6,8] "
                      f"(float32 torch.nn.LayerNorm, $\\epsilon = 10^{{-5}}$; {label})", SOURCE, 0.0, nrm["gap_1234_2468"], 0.0,
                      1e-6, "8 float32 ulps of an O(1) output", kind="upper_bound", unit="absolute",
                      corrected=nrm["gap_1234_2468_predicted"],
                      corrected_note="$\\epsilon$ breaks scale invariance: $(x - \\mu)/\\sqrt{\\sigma^2 + \\epsilon}$ differs by "
-                                    "$\\approx \\epsilon\\,(1/\\sigma_1^2 - 1/\\sigma_2^2)/2$, computed in float64"))
+                                    "$\\approx \\epsilon\\,(1/\\sigma_1^2 - 1/\\sigma_2^2)/2$, computed in float64",
+                     alternative=nrm["gap_1234_2468_predicted"],
+                     alternative_note="the gap $\\epsilon$ predicts, $\\epsilon\\,(1/\\sigma_1^2 - 1/\\sigma_2^2)/2$"))
     gaps = nrm["rms_gap_to_standard"]
     out.append(Claim("rmsnorm-notes", f"The notes' RMSNorm $(x - \\bar x)/\\mathrm{{RMS}}(x)$ equals the standard $x/\\mathrm{{RMS}}(x)$ "
                      f"(max gap on the four example vectors; {label})", SOURCE + "; Zhang and Sennrich 2019", 0.0,
-                     gaps["notes (x - mean) / RMS(x)"], 0.0, 1e-6, "8 float32 ulps", kind="upper_bound", unit="absolute"))
+                     gaps["notes (x - mean) / RMS(x)"], 0.0, 1e-6, "8 float32 ulps", kind="upper_bound", unit="absolute",
+                     alternative=mean_over_rms(nrm["inputs"]),
+                     alternative_note="the term the subtraction adds, the largest $|\\bar x|/\\mathrm{RMS}(x)$"))
     code_gap = max(gaps["quoted Llama code"], gaps["torch.nn.RMSNorm"], gaps["book's RMSNorm"])
     out.append(Claim("rmsnorm-code", f"The Llama code the notes quote, torch.nn.RMSNorm and the book's RMSNorm "
                      f"compute the standard $x/\\mathrm{{RMS}}(x)$ ({label})", "Hugging Face transformers; PyTorch 2.4 or later", 0.0,
                      code_gap, 0.0, 1e-6, "8 float32 ulps (the quoted code computes in float32)", kind="upper_bound",
-                     unit="absolute"))
+                     unit="absolute", alternative=gaps["notes (x - mean) / RMS(x)"],
+                     alternative_note="the notes' mean-subtracted formula, had the code followed it"))
     depth = data["depth"]
     lo, hi = min(r["depth"] for r in depth), max(r["depth"] for r in depth)
     slope_dn = slope_estimate(depth, "deepnorm")
@@ -455,7 +476,8 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                      f"grows (log-log slope of $\\|\\Delta F\\|$ against $N$, $N = {lo} \\ldots {hi}$, fitted per seed, "
                      f"AdamW; {label})", "Wang et al. 2022 (DeepNet), sec. 4", 0.0,
                      **estimate_fields(slope_dn, "the mean per-seed slope", sided="one"), kind="upper_bound",
-                     unit="slope"))
+                     unit="slope", alternative=slope_estimate(depth, "post").value,
+                     alternative_note="post-norm's slope under the same step"))
     dn_post = paired_estimate([r["model_update"] for r in sorted(depth, key=lambda r: r["seed"])
                                if r["residual"] == "deepnorm" and r["depth"] == hi],
                               [r["model_update"] for r in sorted(depth, key=lambda r: r["seed"])

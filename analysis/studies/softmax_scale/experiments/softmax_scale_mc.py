@@ -231,6 +231,8 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
             source="Su 2023 (kexue.fm/archives/9812), mean-field step",
             predicted=r["alpha_mean_field"],
             **estimate_fields(argmax, "the median-curve maximiser (its SE a bootstrap over the rows)"),
+            alternative=float(max(r["alpha"])),
+            alternative_note="no finite maximiser: the curve rises to the grid's last $\\alpha$",
         ))
         plateau = from_se(r["plateau_measured"], r["plateau_measured_se"], reps, "independent rows")
         d = int(data["d"]) if kind == "cosine" else None
@@ -242,6 +244,8 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
             **estimate_fields(plateau, "the Monte Carlo mean at $\\alpha = 4 h(b_n)$"),
             corrected=float(sc.exact_objective(kind, 4.0 * r["plateau_predicted"], r["n"], d)),
             corrected_note="the exact expected objective at the same $\\alpha = 4h(b_n)$, below its limit $L_n$",
+            alternative=r["objective_at_mean_field"],
+            alternative_note="no rise past the mean-field optimum: the mean objective at $\\alpha^*$",
         ))
     return out
 
