@@ -2,7 +2,7 @@
 
 import pytest
 
-from analysis.studies.published import PUBLISHED, SCALE_FIELDS, published_table, rows_for
+from analysis.studies.published import SCALE_FIELDS, published_rows, published_table, rows_for
 from analysis.studies import STUDIES, get_study
 
 
@@ -11,7 +11,7 @@ def test_every_row_names_a_chapter_that_shows_its_experiments_and_recorded_claim
 
     recorded = load_table("tests/verdicts.json")["records"]
     keys = {(name.rsplit(".", 1)[0], key) for name, claims in recorded.items() for key in claims}
-    for row in PUBLISHED:
+    for row in published_rows():
         assert row.chapters and set(row.chapters) <= set(STUDIES), row.source
         shown = {e for c in row.chapters for e in get_study(c).EXPERIMENTS}
         for experiment, key in row.claims:
