@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ from analysis.core.results import REPO_ROOT
 
 REHEARSAL_EXPERIMENTS = ("gau-quality", "gau-length")  # many trials of a second or less at smoke scale
 REHEARSAL_LIMIT_S = 300.0  # the limit the rehearsed command is given: the kill comes long before it
+START_WAIT_S = 120.0  # how long the lease may take to write its first summary before the clock starts anyway
 
 
 @dataclass
@@ -88,8 +90,9 @@ def rehearse(kill_after_s: float | None = None, only: Sequence[str] = REHEARSAL_
              workdir: str | os.PathLike[str] | None = None, seed: int | None = None,
              window_s: tuple[float, float] = (4.0, 20.0)) -> Rehearsal:
     """Prepare a smoke-scale queue of ``only`` in a lease folder of its own, run ``lease run`` on it as a child
-    process group with an empty results folder, SIGKILL it ``kill_after_s`` seconds after its start (default: a
-    moment drawn from ``window_s`` with ``seed``), then unpack its archives into another folder and compare."""
+    process group with an empty results folder, SIGKILL it ``kill_after_s`` seconds after it has written its first
+    summary (default: a moment drawn from ``window_s`` with ``seed``), then unpack its archives into another folder
+    and compare."""
     import json
 
 
@@ -108,6 +111,11 @@ def rehearse(kill_after_s: float | None = None, only: Sequence[str] = REHEARSAL_
     with open(base / "lease.log", "wb") as log:
         proc = subprocess.Popen(argv, env=env, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
+        # the moment counts from the lease's first summary: before it, the interpreter is still starting and holds
+        # nothing to lose, and on a loaded machine that start alone can outlast the whole window
+        started = time.monotonic()
+        while not (out / lease.SUMMARY).exists() and proc.poll() is None and time.monotonic() - started < START_WAIT_S:
+            time.sleep(0.05)
         try:
             proc.wait(timeout=kill_after_s)
             ended = True
