@@ -271,6 +271,7 @@ def test_a_reader_runs_a_chapters_experiment_with_a_setting_changed(tmp_path):
         got._repr_markdown_() and "`seed = 3`" in got._repr_markdown_()
     page = got._repr_html_()  # what the book renders: a table, one row per claim, and the setting changed
     assert "<code>seed = 3</code>" in page and page.count("<tr>") == len(got.rows) + 1
+    assert "$H - H(1/K)$" not in page and r"\(H - H(1/K)\)" in page  # a unit's maths is typeset, as in the box
     with pytest.raises(ValueError, match="does not apply to experiment"):
         ch.try_it("entropy-bound", no_such_setting=1)
     with pytest.raises(ValueError, match="name must be an experiment of chapter 'demo'"):

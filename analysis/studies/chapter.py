@@ -559,7 +559,7 @@ class TryIt:
         def cell(c: Claim | None) -> str:
             if c is None:
                 return "<td>not made</td>"
-            return (f"<td>{html.escape(f'{bounded(c, fmt(c.measured))} {c.unit}'.strip())}: "
+            return (f"<td>{math_spans(html.escape(f'{bounded(c, fmt(c.measured))} {c.unit}'.strip()))}: "
                     f"<strong>{html.escape(c.verdict_text())}</strong></td>")
 
         rows = "".join(f"<tr><td>{html.escape(key)}</td>{cell(mine)}{cell(yours)}</tr>" for key, mine, yours in self.rows)

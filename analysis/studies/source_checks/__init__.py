@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import matplotlib.pyplot as plt
 import numpy as np
+from IPython.display import Markdown
 from matplotlib.figure import Figure
 
 from analysis.core.verify import Claim, fmt, miss_words, tallies, verdict_count
@@ -60,6 +61,8 @@ def facts(ch: Chapter) -> dict[str, Any]:
     rows = r["rows"]
     return {
         "grad_label": grad.label,
+        # whether a GPU-scale run exists, for each experiment
+        "gpu_status": Markdown("\n\n".join(ch.gpu_status(name).data for name in EXPERIMENTS)),
         "tally": tally_words(grad_claims + side_claims), "n_claims": f"{len(grad_claims + side_claims)}",
         # the softmax gradient's size: at scale 0, with a tie, and what bounds it
         "v_grad_zero": v("scale-gradient-notes", "grad-zero-at-scale-0"),
