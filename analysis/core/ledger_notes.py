@@ -122,6 +122,8 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
     "log-scaling-beats-softmax": "the $\\log n$ factor does not make softmax GAU keep more recall at 8× here; the chapter "
                                  "gives both curves",
     # source_checks
+    "entropy-invariance-": "no law is derived for the ratio: the measured share of a fixed scale's entropy growth that "
+                           "$\\alpha^*(n)$ leaves is the number, and the chapter plots both curves",
     "zeros-dropout-breaks": "qualitative: dropout multiplies each unit by its own mask, and a unit whose weights are "
                             "all zero stays at zero under any mask; what does separate zero-padded units is random "
                             "padding on one side, the comment's own scheme (its gradients are measured beside)",
