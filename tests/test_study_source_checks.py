@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.studies.source_checks import said, tally_words
+from analysis.studies.source_checks import sci, said, tally_words
 from analysis.studies.source_checks.experiments import scale_gradient_notes as sg
 from analysis.studies.source_checks.experiments import source_side_checks as ss
 from analysis.theory import softmax_scale as sc
@@ -158,3 +158,8 @@ def test_prose_helpers_read_the_claims(smoke_claims):
     words = tally_words([*grad.values(), *side.values()])
     fails = sum(c.verdict == "fails" for c in [*grad.values(), *side.values()])
     assert f"{fails} fail" in words and words.count(" and ") == 1  # holds first, in the box's order
+
+
+def test_small_and_large_numbers_read_as_powers_of_ten():
+    assert sci(1e-6) == "10⁻⁶" and sci(9.98046875e-07) == "9.98 × 10⁻⁷" and sci(2.302585e-4, 5) == "2.3026 × 10⁻⁴"
+    assert sci(0.0) == "0" and sci(0.5) == "0.5" and sci(1234.4) == "1,234" and sci(1.5e5) == "1.5 × 10⁵"

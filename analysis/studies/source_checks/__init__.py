@@ -20,6 +20,21 @@ TITLE = "The sources' smaller statements"
 EXPERIMENTS = ("scale-gradient-notes", "source-side-checks")
 
 
+SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def sci(x: float, digits: int = 3) -> str:
+    """x as a reader writes it: '9.98 × 10⁻⁷', '10⁻⁶' for an exact power of ten, plain between 0.001 and 10^4
+    ('1,234' from 100 on)."""
+    if 100 <= abs(x) < 1e4:
+        return f"{x:,.0f}"
+    if x == 0 or 1e-3 <= abs(x) < 100:
+        return f"{x:.{digits}g}"
+    mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
+    power = f"10{str(int(exponent)).translate(SUPERSCRIPT)}"
+    return power if float(mantissa) == 1 else f"{float(mantissa):.{digits}g} × {power}"
+
+
 def said(c: Claim) -> str:
     """A claim's verdict as the prose gives it: 'holds', or 'fails: 30 against = 59.66: below by 29.66'."""
     miss = miss_words(c)
@@ -66,7 +81,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "tally": tally_words(grad_claims + side_claims), "n_claims": f"{len(grad_claims + side_claims)}",
         # the softmax gradient's size: at scale 0, with a tie, and what bounds it
         "v_grad_zero": v("scale-gradient-notes", "grad-zero-at-scale-0"),
-        "g_small": fmt(g["small"], 3), "g_small_alpha": fmt(g["small_alpha"], 1), "g_one": f"{g['at_one']:.3f}",
+        "g_small": sci(g["small"]), "g_small_alpha": sci(g["small_alpha"]), "g_one": f"{g['at_one']:.3f}",
         "v_grad_bounded": v("scale-gradient-notes", "grad-bounded"),
         "g_large_alpha": f"{g['large_alpha']:,.0f}", "g_tied": f"{g['tied_large']:.1f}",
         "g_mean_field": f"{g['mean_field_max']:.3f}", "g_limit": f"{g['exact_limit']:.3f}", "g_n": f"{g['n']:,}",
@@ -89,7 +104,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "v_nu": v("source-side-checks", "nu-rounded"), "nu": f"{r['nu']:.4f}",
         "nu_rise": f"{100 * ((0.6 / r['nu']) ** 6 - 1):.1f}%",
         "v_relu2_scale": v("source-side-checks", "relu2-scale-keeps-sparsity"),
-        "relu2_softmax_change": f"{c('source-side-checks', 'relu2-scale-keeps-sparsity').rival:.3g}",
+        "relu2_softmax_factor": f"{1 + c('source-side-checks', 'relu2-scale-keeps-sparsity').rival:.3g}",
         "v_relu2_offset": v("source-side-checks", "relu2-only-power-changes-sparsity"),
         "relu2_offset": f"{r['offset']:g}", "relu2_offset_change": f"{100 * offset.measured:+.0f}%",
         "relu2_zero": f"{np.mean([x['zero'] for x in rows]):.2f}",
@@ -114,7 +129,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "pad_dropout": f"{pad['dropout']:g}",
         # the notes' entropy code
         "v_notes": v("source-side-checks", "notes-onehot-entropy"),
-        "notes_printed": f"{ne['printed']:.6f}", "notes_closed": f"{ne['closed_form']:.4e}",
+        "notes_printed": f"{ne['printed']:.6f}", "notes_closed": sci(ne["closed_form"], 5),
         "notes_classes": f"{ne['classes']:,}",
     }
 
