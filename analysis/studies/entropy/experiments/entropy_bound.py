@@ -196,7 +196,7 @@ def _claims(data: dict[str, Any]) -> list[Claim]:
             source="this book (the notes' figures show only $p \\in [0.01, 0.99]$)",
             predicted=0.0, measured=worst_peak, uncertainty=peak_tol, tolerance=peak_tol,
             tolerance_basis="float64 rounding of $H$ near its maximum: $4 \\epsilon \\ln K$",
-            kind="upper_bound", unit="nats (largest grid H − H(1/K))",
+            kind="upper_bound", unit="nats (largest grid $H - H(1/K)$)",
             # with ln K for ln(K - 1) the entropy peaks at p = 1/(K + 1) at ln(K + 1), ln(1 + 1/K) above ln K
             alternative=max(math.log1p(1.0 / int(k)) for k in data["peaks"]),
             alternative_note="the closed form with $\\ln K$ for $\\ln(K-1)$, which peaks $\\ln(1 + 1/K)$ higher",
@@ -208,7 +208,7 @@ def _claims(data: dict[str, Any]) -> list[Claim]:
             source="bound derived in this book from the notes' curve",
             predicted=0.0, measured=-worst_gap, uncertainty=1e-13, tolerance=1e-12,
             tolerance_basis="float64 entropy of a 1,000-term distribution: rounding below 1e-13 nats; 10x margin",
-            kind="upper_bound", unit="nats (largest H − H_max)",
+            kind="upper_bound", unit="nats (largest $H - H_{\\max}$)",
             alternative=max(max(r["entropy_sample"]) - r["loss"] for r in sampled["rows"]),
             alternative_note="the per-sample bound $H \\leq L$ (Gibbs' inequality taken sample by sample), over "
                              "the stored samples",

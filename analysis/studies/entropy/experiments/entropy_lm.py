@@ -278,7 +278,7 @@ def _model_claims(run: dict[str, Any], label: str, name: str) -> list[Claim]:
             tolerance=1e-9,
             tolerance_basis="float64 log-softmax over 256 logits: rounding below 1e-12 nats; 1e-9 leaves a 1000x margin",
             kind="upper_bound",
-            unit="nats (largest H − H_max)",
+            unit="nats (largest $H - H_{\\max}$)",
             alternative=max(max(e - l for e, l in zip(s["entropy"], s["loss"])) for s in snaps),
             alternative_note="the per-token bound $H \\leq L$ (Gibbs' inequality taken token by token), over the "
                              "stored tokens",
