@@ -48,13 +48,6 @@ def test_growth_is_last_over_first_and_needs_a_nonzero_start():
         st.growth([])
 
 
-def test_verdict_words_name_every_key_the_summary_uses():
-    words = st.verdict_words(lambda key: "holds" if key.startswith("pe") else "fails")
-    assert list(words) == [f"v-{k}" for k in st.VERDICT_KEYS]
-    assert words["v-pe-shift"] == "holds" and words["v-qk-normal"] == "fails"
-    assert st.verdict_words(str.upper, ("a-b",)) == {"v-a-b": "A-B"}
-
-
 def test_the_figures_draw_hand_made_data_with_labels():
     qk = [{"d": d, "var": d * 1.01, "var_se": 0.01 * d, "kurtosis": 6 / d, "kurtosis_se": 0.1} for d in (1, 4, 64)]
     side = {"entropy_mean": 2.0, "entropy_se": 0.01, "jac_median": 0.1, "jac_median_se": 0.01, "jac_q10": 0.05,

@@ -6,7 +6,7 @@ against torch (cross-attention's inputs, the -1e9 mask in low precision, RMSNorm
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,8 +24,6 @@ if TYPE_CHECKING:
 TITLE = "Scaled dot-product attention, heads and positions"
 EXPERIMENTS = ("attention-basics", "notes-checks")
 LAW_FROM_D = 64  # the saturated law (eq-saturation-law) is drawn from this width on, where rows saturate
-VERDICT_KEYS = ("qk-variance", "qk-normal", "unscaled-saturates", "heads-stay-identical", "heads-dropout",
-                "heads-symmetry-stable", "pe-shift", "pe-projected", "rope-relative")  # named in the closing prose
 
 
 def saturation_law(n: int, widths: Sequence[int], from_d: int = LAW_FROM_D) -> dict[int, float]:
@@ -56,11 +54,6 @@ def growth(spread: Sequence[float]) -> float:
     if not spread or spread[0] == 0:
         raise ValueError("the spread must start above 0 to have a growth factor")
     return spread[-1] / spread[0]
-
-
-def verdict_words(verdict: Callable[[str], str], keys: Sequence[str] = VERDICT_KEYS) -> dict[str, str]:
-    """'v-<key>': the verdict word ('holds', 'fails', ...) of each claim ``key`` the verdict's prose names."""
-    return {f"v-{key}": verdict(key) for key in keys}
 
 
 def encoder_inputs(from_encoder: Mapping[str, bool]) -> str:
@@ -119,7 +112,7 @@ def tied_facts(tied: dict[str, Any]) -> dict[str, Any]:
 
 def facts(ch: Chapter) -> dict[str, Any]:
     """Every number the chapter states, from the best run of attention-basics (formatted as the prose prints it), and
-    the verdict of each claim its summary names."""
+    the notes' four statements checked against torch."""
     best = ch.best("attention-basics")
     d = best.data
     qk, sat, n = d["qk"], d["saturation"], d["keys"]
@@ -173,8 +166,6 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "pe_rope": f"{pos['rope_spread']:.1e}",
         "perm_no": f"{perm['without_pe']:.1e}",
         "perm_pe": f"{perm['with_pe']:.2f}",
-        # the closing summary: each verdict it names, as the claim gives it
-        **verdict_words(lambda key: ch.claim("attention-basics", key).verdict_text()),
         **notes_facts(ch),
     }
 

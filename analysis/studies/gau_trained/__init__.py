@@ -58,8 +58,8 @@ def est_pm(est: Estimate | None, digits: int = 3) -> str:
 
 def quality_facts(data: dict[str, Any]) -> dict[str, Any]:
     """The quality section's numbers from one gau-quality record, each architecture at its best learning rate:
-    parameters, losses and paired gaps (mean ± SE over seeds), convergence ratios, step times, recall at the most
-    pairs, the order, the learning-rate grid and the printed table."""
+    parameters, paired gaps (mean ± SE over seeds), convergence ratios, step times, recall at the most pairs, the
+    order, the learning-rate grid and the printed table, which holds the losses."""
     q = gau_quality.summary(data)
     arch, lab = q["archs"], gau_quality.ARCH_LABELS
     out: dict[str, Any] = {
@@ -70,7 +70,6 @@ def quality_facts(data: dict[str, Any]) -> dict[str, Any]:
     }
     for a, short in (("transformer", "tfm"), ("flash-quad-post", "quad"), ("flash-quad-pre", "pre"),
                      ("flash", "flash")):
-        out[f"q_loss_{short}"] = pm(arch[a]["val_loss"])
         out[f"q_rec_{short}"] = f"{arch[a]['recall']['mean'][-1]:.2f}"
     gap_flash = q["gaps"]["flash-flash-quad-post"]
     out |= {
