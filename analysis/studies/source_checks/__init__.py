@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 import matplotlib.pyplot as plt
 import numpy as np
-from IPython.display import Markdown
 from matplotlib.figure import Figure
 
 from analysis.core.verify import Claim, fmt, miss_words, tallies, verdict_count
@@ -54,6 +53,8 @@ def tally_words(claims: list[Claim]) -> str:
 
 def facts(ch: Chapter) -> dict[str, Any]:
     """Every number the chapter states, from the best runs of its two experiments (as the prose prints them)."""
+    from IPython.display import Markdown  # a book package: the campaign imports this study without it
+
     grad, side = ch.best("scale-gradient-notes"), ch.best("source-side-checks")
     g, e, cm = grad.data["gradient"], grad.data["entropy"], {m["key"]: m for m in grad.data["cosine_methods"]}
     r, pad, ne = side.data["relu2"], side.data["padding"], side.data["notes_entropy"]
