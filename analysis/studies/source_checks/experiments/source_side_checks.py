@@ -321,6 +321,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     zero_share = mean_estimate([row["offset_zero"] - row["zero"] for row in rows], "matrices")
     s_nu6 = (0.6 / r["nu"]) ** 6
     rr, zr, zz, rand = data["repeat"], pad["zero-rows"], pad["zeros"], pad["random"]
+    columns_share = pad["d"] * pad["new"] / (pad["d"] * pad["new"] + pad["new"] * pad["d"])  # W1's new columns
     return [
         Claim("nu-rounded", f"For a rough estimate GAU's $\\nu$ may be taken as 0.6 ($\\nu = \\sqrt{{E[\\mathrm{{Swish}}"
               f"(\\varepsilon)^2]}}$ by quadrature; computed)", GAU_POST, predicted=0.6, measured=r["nu"],
@@ -374,9 +375,11 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
               f"is exactly 0 at the first step; {label})", COMMENT, predicted=0.0, measured=zr["zero_share"],
               uncertainty=0.0, tolerance=0.0, tolerance_basis="exact: a count of zero gradients", kind="upper_bound",
               alternative=zz["zero_share"], alternative_note="zero padding everywhere, which the comment rejects",
-              corrected=zr["zero_share_step2"],
-              corrected_note="the random columns' gradient is 0 until one step has moved the zero rows: after one "
-                             "SGD step every new weight has a gradient", unit=""),
+              corrected=columns_share,
+              corrected_note=f"the random columns, {columns_share:.2g} of the new weights (d x new of them against "
+                             f"new x d zero rows), have a zero gradient "
+                             f"until one step has moved the zero rows; after one SGD step the share is "
+                             f"{zr['zero_share_step2']:.2g}", unit=""),
         Claim("zeros-same-gradient",
               f"Padding with zeros gives the new units the same gradient (largest distance between two new units' "
               f"gradients; {label})", COMMENT, predicted=0.0, measured=zz["spread"], uncertainty=0.0, tolerance=0.0,
