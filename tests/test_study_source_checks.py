@@ -43,10 +43,10 @@ def test_softmax_entropy_is_exact_and_stable_at_any_scale():
 
 def test_sampled_cosines_have_the_variance_of_random_directions():
     rng = np.random.default_rng(0)
-    s = sg.sample_scores("cosine", 200, 500, 128, rng)
+    s = sg.sample_scores("cosine", 500, 128, 200, rng)
     assert s.var() == pytest.approx(1 / 128, rel=0.02)  # Var cos = 1/d, SE of a variance of 1e5 draws ~0.5%
     with pytest.raises(ValueError, match="kind"):
-        sg.sample_scores("uniform", 2, 2, 4, rng)
+        sg.sample_scores("uniform", 2, 4, 2, rng)
 
 
 def test_a_fixed_scale_has_slope_ratio_1_and_the_record_reads_the_entropy_grid():

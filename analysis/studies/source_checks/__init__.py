@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.core.verify import Claim, fmt, miss_words, tallies, verdict_count
+from analysis.core.verify import VERDICT_COLOURS, Claim, fmt, miss_words, verdict_count
 from analysis.studies.plotting import STYLE, readable_figure
 
 if TYPE_CHECKING:
@@ -41,13 +41,8 @@ def said(c: Claim) -> str:
 
 
 def tally_words(claims: list[Claim]) -> str:
-    """'9 fail and 8 hold': the verdict counts of the chapter's claims."""
-    counts, others, _ = tallies(claims)
-    merged: dict[str, int] = {}
-    for table in (counts, others):
-        for verdict, n in table.items():
-            merged[verdict] = merged.get(verdict, 0) + n
-    parts = [verdict_count(v, n) for v, n in merged.items()]
+    """'8 hold and 9 fail': the verdict counts of the chapter's claims, in the verdict box's order."""
+    parts = [verdict_count(v, n) for v in VERDICT_COLOURS if (n := sum(c.verdict == v for c in claims))]
     return f"{', '.join(parts[:-1]) + ' and ' if len(parts) > 1 else ''}{parts[-1]}"
 
 
@@ -65,13 +60,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
     def v(name: str, key: str) -> str:
         return said(c(name, key))
 
-    grad_claims = [c("scale-gradient-notes", k) for k in (
-        "grad-zero-at-scale-0", "grad-bounded", "entropy-invariance-normal", "entropy-invariance-cosine",
-        "cosine-scale-am-softmax", "cosine-scale-simcse")]
-    side_claims = [c("source-side-checks", k) for k in (
-        "nu-rounded", "relu2-scale-keeps-sparsity", "relu2-only-power-changes-sparsity", "signed-qk-fits-better",
-        "leaky-relu-identity", "repeat-k-lossless", "zero-rows-lossless", "zero-rows-gradients",
-        "zeros-same-gradient", "zeros-dropout-breaks", "notes-onehot-entropy")]
+    shown = [claim for name in EXPERIMENTS for claim in ch.claims_of(name)]
     offset = c("source-side-checks", "relu2-only-power-changes-sparsity")
     signed = c("source-side-checks", "signed-qk-fits-better")
     rows = r["rows"]
@@ -79,7 +68,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "grad_label": grad.label,
         # whether a GPU-scale run exists, for each experiment
         "gpu_status": Markdown("\n\n".join(ch.gpu_status(name).data for name in EXPERIMENTS)),
-        "tally": tally_words(grad_claims + side_claims), "n_claims": f"{len(grad_claims + side_claims)}",
+        "tally": tally_words(shown), "n_claims": f"{len(shown)}",
         # the softmax gradient's size: at scale 0, with a tie, and what bounds it
         "v_grad_zero": v("scale-gradient-notes", "grad-zero-at-scale-0"),
         "g_small": sci(g["small"]), "g_small_alpha": sci(g["small_alpha"]), "g_one": f"{g['at_one']:.3f}",

@@ -30,6 +30,7 @@ import torch
 from analysis.core.experiment import Workload
 from analysis.core.stats import mean_estimate
 from analysis.core.verify import Claim
+from analysis.studies.softmax_scale.experiments.softmax_scale_mc import sample_scores
 from analysis.theory import softmax_scale as sc
 
 NAME = "scale-gradient-notes"
@@ -103,16 +104,6 @@ def softmax_entropy(scores: np.ndarray, alpha: float) -> np.ndarray:
     return (np.log(z) + top - (w * a).sum(axis=-1, keepdims=True) / z)[..., 0]
 
 
-def sample_scores(kind: str, rows: int, n: int, d: int, rng: np.random.Generator) -> np.ndarray:
-    """rows x n scores: N(0, 1), or cosines of random directions in R^d ((1 + s)/2 ~ Beta((d-1)/2, (d-1)/2))."""
-    if kind == "normal":
-        return rng.standard_normal((rows, n))
-    if kind == "cosine":
-        half = 0.5 * (d - 1)
-        return 2.0 * rng.beta(half, half, size=(rows, n)) - 1.0
-    raise ValueError(f"kind must be 'normal' or 'cosine'; got {kind!r}")
-
-
 def entropy_slopes(kind: str, cfg: Config, rng: np.random.Generator) -> dict[str, Any]:
     """Per group of rows: the least-squares slope of mean entropy against ln n at alpha*(n) and at alpha*(n_mid)
     held fixed, and their ratio; the mean entropies per length for the figure."""
@@ -125,7 +116,7 @@ def entropy_slopes(kind: str, cfg: Config, rng: np.random.Generator) -> dict[str
     h_fixed = np.zeros_like(h_star)
     for j, n in enumerate(cfg.ns):
         for g in range(cfg.groups):
-            s = sample_scores(kind, per, n, cfg.cosine_d, rng)
+            s = sample_scores(kind, n, cfg.cosine_d, per, rng)
             h_star[g, j] = softmax_entropy(s, star[j]).mean()
             h_fixed[g, j] = softmax_entropy(s, fixed).mean()
     x = np.log(np.array(cfg.ns, dtype=float))
