@@ -232,10 +232,10 @@ def padded_mlp(cfg: Config, gen: torch.Generator, scheme: str) -> tuple[torch.Te
     return torch.cat([w1, cols], 1), torch.cat([w2, rows], 0)
 
 
-def new_gradients(cfg: Config, w1: torch.Tensor, w2: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
-                  dropout: float = 0.0, gen: torch.Generator | None = None) -> torch.Tensor:
-    """The gradients of the new units' weights (W1's new columns and W2's new rows), one row per new unit, of the
-    mean squared error of relu(x W1) W2, with dropout on the hidden layer when asked."""
+def mlp_gradients(w1: torch.Tensor, w2: torch.Tensor, x: torch.Tensor, y: torch.Tensor, dropout: float = 0.0,
+                  gen: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The gradients of W1 and W2 of the mean squared error of relu(x W1) W2, with dropout on the hidden layer when
+    asked."""
     a, b = w1.clone().requires_grad_(True), w2.clone().requires_grad_(True)
     h = F.relu(x @ a)
     if dropout:
@@ -243,7 +243,18 @@ def new_gradients(cfg: Config, w1: torch.Tensor, w2: torch.Tensor, x: torch.Tens
         h = h * keep / (1 - dropout)
     ((h @ b - y) ** 2).mean().backward()
     assert a.grad is not None and b.grad is not None
-    return torch.cat([a.grad[:, cfg.hidden:].T, b.grad[cfg.hidden:, :]], 1)
+    return a.grad, b.grad
+
+
+def new_part(cfg: Config, g1: torch.Tensor, g2: torch.Tensor) -> torch.Tensor:
+    """The new units' rows of the gradients (W1's new columns and W2's new rows), one row per new unit."""
+    return torch.cat([g1[:, cfg.hidden:].T, g2[cfg.hidden:, :]], 1)
+
+
+def new_gradients(cfg: Config, w1: torch.Tensor, w2: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
+                  dropout: float = 0.0, gen: torch.Generator | None = None) -> torch.Tensor:
+    """The gradients of the new units' weights (:func:`new_part` of :func:`mlp_gradients`)."""
+    return new_part(cfg, *mlp_gradients(w1, w2, x, y, dropout, gen))
 
 
 def spread(grads: torch.Tensor) -> float:
@@ -264,14 +275,11 @@ def padding_checks(cfg: Config, gen: torch.Generator) -> dict[str, Any]:
         w1, w2 = padded_mlp(cfg, gen, scheme)
         reference = F.relu(x @ w1[:, :cfg.hidden]) @ w2[:cfg.hidden]
         gap = float((F.relu(x @ w1) @ w2 - reference).abs().max() / reference.abs().max())
-        g = new_gradients(cfg, w1, w2, x, y)
-        # one SGD step, then the share of zero gradients again
-        a, b = w1.clone().requires_grad_(True), w2.clone().requires_grad_(True)
-        ((F.relu(x @ a) @ b - y) ** 2).mean().backward()
-        assert a.grad is not None and b.grad is not None
-        g2 = new_gradients(cfg, (a - 0.1 * a.grad).detach(), (b - 0.1 * b.grad).detach(), x, y)
+        g1, g2 = mlp_gradients(w1, w2, x, y)
+        g = new_part(cfg, g1, g2)
+        g_step = new_gradients(cfg, w1 - 0.1 * g1, w2 - 0.1 * g2, x, y)  # after one SGD step
         out[scheme] = {"gap": gap, "zero_share": float((g == 0).double().mean()),
-                       "zero_share_step2": float((g2 == 0).double().mean()), "spread": spread(g),
+                       "zero_share_step2": float((g_step == 0).double().mean()), "spread": spread(g),
                        "norm": float(g.norm()),
                        "dropout_spread": spread(new_gradients(cfg, w1, w2, x, y, cfg.dropout, masks))}
     return out
