@@ -53,3 +53,15 @@ def test_gau_backends_under_bf16_autocast(backend: str) -> None:
     with torch.autocast("cpu", dtype=torch.bfloat16):
         layer(x).float().pow(2).mean().backward()
     assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in layer.parameters())
+
+
+def test_a_point_that_finds_device_memory_held_refuses_to_run(monkeypatch) -> None:
+    """Memory still allocated as a point starts was leaked by an earlier one: the point raises rather than record an
+    out-of-memory that is not its own."""
+    import dataclasses
+
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda device=None: None)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 2 * fb.HELD_LIMIT_BYTES)
+    cfg = dataclasses.replace(fb.CONFIGS["smoke"], device="cuda")
+    with pytest.raises(RuntimeError, match="GiB of device memory still allocated .* an earlier point leaked it"):
+        fb.measure_point(cfg, "Transformer++", 32)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
+import weakref
 
 import pytest
 import torch
@@ -94,3 +96,19 @@ def test_every_claim_of_a_smoke_run_names_its_rival():
     assert all(claims[f"flash-linear-state-c{c}"].alternative == b * n * s * e for c in cfg.chunks)
     assert claims["chunk-saving"].alternative == pytest.approx(1 / max(cfg.chunks))
     assert claims["gau-lean-no-matrix"].alternative > 0  # the dense path saves its n x n matrix
+
+
+def test_counting_saved_tensors_keeps_none_of_them_alive():
+    """exp saves its own output: a pack hook that returned it would tie the output to its graph in a cycle that no
+    collector frees, and a benchmark would leak a point's memory into the next."""
+    x = torch.randn(4, 8, requires_grad=True)
+    outputs = []
+
+    def forward():
+        y = torch.exp(x)
+        outputs.append(weakref.ref(y))
+        return y.sum()
+
+    assert fm.saved_tensors(forward) == [((4, 8), 4 * 8 * 4)]
+    gc.collect()
+    assert outputs[0]() is None

@@ -227,6 +227,28 @@ def test_a_failing_compiler_falls_back_to_eager_training(monkeypatch):
     assert dataclasses.replace(fallen[1], compiled=None) == eager[1]
 
 
+@pytest.mark.parametrize("error", [RuntimeError("CUDA error: out of memory"),
+                                   torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")])
+def test_a_compile_out_of_device_memory_fails_a_campaign_trial(monkeypatch, error):
+    """Under the runner's guard, a compile that ran the device out of memory raises instead of training eagerly;
+    any other compiler error still falls back."""
+    from analysis.core.runner import compile_out_of_memory_fails
+
+    class Broken:
+        def __init__(self, model, exc):
+            self.model, self.exc = model, exc
+
+        def __call__(self, x):
+            raise self.exc
+
+    monkeypatch.setattr(torch, "compile", lambda model, mode=None, dynamic=None: Broken(model, error))
+    with compile_out_of_memory_fails(), pytest.raises(UserWarning, match="out of memory"):
+        _run(1, compile_mode="reduce-overhead")
+    monkeypatch.setattr(torch, "compile", lambda model, mode=None, dynamic=None: Broken(model, RuntimeError("bad")))
+    with compile_out_of_memory_fails(), pytest.warns(UserWarning, match="torch.compile failed"):
+        assert _run(1, compile_mode="reduce-overhead")[1].compiled is False
+
+
 def test_auto_compiles_long_runs_on_cuda_only():
     """compile_mode "auto": CUDA graphs on CUDA for runs of COMPILE_MIN_STEPS or more, eager otherwise."""
     from analysis.training.train import COMPILE_MIN_STEPS, resolve_compile_mode

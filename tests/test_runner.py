@@ -134,7 +134,7 @@ class _FailingExecutor:
 
 
 @pytest.mark.parametrize("keep_going", [False, True])
-def test_a_failed_trial_stops_the_queue_or_only_its_experiment(tmp_path, keep_going):
+def test_a_failed_trial_stops_the_queue_or_only_its_experiment(tmp_path, keep_going, capfd):
     """Without keep_going a failure stops the queue; with it, the failed experiment's other trials are skipped in
     this run and the next experiment's trials run (a broken experiment must not idle the rest of a GPU budget)."""
     items = []
@@ -145,6 +145,8 @@ def test_a_failed_trial_stops_the_queue_or_only_its_experiment(tmp_path, keep_go
     bad = items[0].trial.key
     report = run_queue(items, _FailingExecutor(bad), 1, tmp_path, keep_going=keep_going)
     assert [(i.exp.name, i.trial.key) for i, _ in report.failed] == [("gau-length", bad)]
+    logged = capfd.readouterr().err  # at once, not in a report that a killed command never prints
+    assert f"trial failed: gau-length {bad}: RuntimeError: CUDA error: an illegal memory access" in logged
     if keep_going:
         assert [i.trial.key for i in report.skipped] == [items[1].trial.key] and report.left == []
         assert [(i.exp.name, i.trial.key) for i, _ in report.finished] == [("deep-gau", i.trial.key)

@@ -19,6 +19,7 @@ to finish in time, and SIGINT or SIGTERM make it stop between trials.
 
 from __future__ import annotations
 
+import gc
 import math
 import multiprocessing
 import os
@@ -27,6 +28,7 @@ import signal
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
@@ -133,6 +135,33 @@ def compile_census() -> Iterator[CompileCensus]:
         census.fell_back = counters["frames"]["total"] - total - census.compiled
 
 
+def failure_line(item: QueueItem, err: BaseException) -> str:
+    """One line on a failed trial for the log: experiment, key, the error's type and the start of its message."""
+    message = " ".join(str(err).split())[:300]
+    return f"trial failed: {item.exp.name} {item.trial.key}: {type(err).__name__}: {message}"
+
+
+@contextmanager
+def device_memory_released(device: torch.device) -> Iterator[None]:
+    """Hand a trial's device memory back when it ends, failed or not: what a cycle holds is collected, then the
+    allocator's cache emptied, so that one trial's memory cannot starve the next in the same process."""
+    try:
+        yield
+    finally:
+        if device.type == "cuda":
+            gc.collect()
+            torch.cuda.empty_cache()
+
+
+@contextmanager
+def compile_out_of_memory_fails() -> Iterator[None]:
+    """Turn training's "torch.compile failed (... out of memory ...); training eagerly" warning into an error: eager
+    training would run out of memory too, or crawl through the rest of a lent command."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=r"torch\.compile failed .*out of memory")
+        yield
+
+
 def execute(task: TrialTask) -> TrialFile:
     """Run one trial as every executor does: threads, device, seed, then the experiment's ``run_trial``; its
     provenance counts the frames compiled and those left eager."""
@@ -140,8 +169,9 @@ def execute(task: TrialTask) -> TrialFile:
     exp = Experiment(get_experiment(task.experiment))
     prepare_corpus(task.config)  # the pinned-sources corpus is built on first use, its hash checked
     allow_recompiles()
-    with _threads(task.threads), compile_census() as census:
-        device = pick_device()
+    device = pick_device()
+    with _threads(task.threads), compile_census() as census, device_memory_released(device), \
+            compile_out_of_memory_fails():
         seed_everything(task.trial.seed)
         start = time.perf_counter()
         result = to_jsonable(exp.run_trial(task.config, task.trial, device))
@@ -450,6 +480,7 @@ def run_queue(items: Sequence[QueueItem], executor: Executor, threads: int,
                     tf = future.result()
                 except Exception as err:  # noqa: BLE001 - reported; the queue stops, or skips the experiment
                     report.failed.append((item, err))
+                    print(failure_line(item, err), file=sys.stderr, flush=True)  # a killed run still logs why
                     if keep_going:
                         same = [i for i in pending if i.exp.name == item.exp.name]
                         report.skipped.extend(same)

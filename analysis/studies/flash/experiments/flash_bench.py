@@ -20,6 +20,7 @@ as such, and its peak device memory is recorded beside the process's.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import math
 import re
@@ -261,12 +262,19 @@ def model_flops_per_token(name: str, cfg: Config, n: int) -> float:
     return layers * (counts.linear_flops + counts.length_flops / (2 if half else 1))
 
 
+HELD_LIMIT_BYTES = 1 << 30  # device memory a point may find allocated at its start: none of its own is yet
+
+
 def measure_point(cfg: Config, name: str, n: int) -> dict[str, Any]:
     """One implementation at one length, in this process: saved activations, then timed training steps."""
     torch.set_num_threads(cfg.threads)
     device = torch.device(cfg.device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
+        held = torch.cuda.memory_allocated(device)
+        if held > HELD_LIMIT_BYTES:  # its out-of-memory would be an earlier point's, recorded as this one's
+            raise RuntimeError(f"{held / 2**30:.1f} GiB of device memory still allocated as the point {name!r}, n={n} "
+                               "starts: an earlier point leaked it")
     batch = max(1, cfg.tokens // n)
     torch.manual_seed(cfg.seed)
     module = build(name, cfg).to(device)
@@ -300,6 +308,7 @@ def _in_process(cfg: Config, name: str, n: int) -> dict[str, Any]:
         return {"status": "out of memory (CUDA)"}
     finally:
         if torch.device(cfg.device).type == "cuda":
+            gc.collect()  # an out-of-memory's traceback holds the point's tensors in a cycle
             torch.cuda.empty_cache()
 
 

@@ -65,7 +65,7 @@ def saved_tensors(fn: Any) -> list[tuple[tuple[int, ...], int]]:
 
     def pack(t: torch.Tensor) -> torch.Tensor:
         saved.append((tuple(t.shape), t.numel() * t.element_size()))
-        return t
+        return t.detach()  # returning t itself makes a cycle through autograd that no collector frees
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         fn()
