@@ -326,3 +326,25 @@ def test_a_trials_provenance_counts_its_compiled_frames(tmp_path):
     (trial,) = exp.trials(cfg)
     tf = execute(TrialTask(exp.name, "smoke", cfg, trial, exp.trial_id(cfg, trial), 1))
     assert tf.provenance["compiled_frames"] == 0 and tf.provenance["eager_fallback_frames"] == 0
+
+
+def test_a_cuda_trial_records_the_memory_it_found_held_and_hands_its_own_back(monkeypatch):
+    """On CUDA a trial's provenance gives the device memory an earlier trial left allocated and its own peak, and
+    the allocator's cache is emptied after it, so that a leak shows in the record and one trial cannot starve the next."""
+    import torch
+
+    from analysis.core import runner
+
+    calls = []
+    monkeypatch.setattr(runner, "pick_device", lambda: torch.device("cuda"))
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda device=None: calls.append("reset"))
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 3 << 30)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: 7 << 30)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: calls.append("empty"))
+    exp = Experiment(EXPERIMENTS["entropy-bound"])  # a trial of closed forms, which ignores the device
+    cfg = config_for(exp.module, "smoke")
+    trial = exp.trials(cfg)[0]
+    tf = execute(TrialTask(exp.name, "smoke", cfg, trial, exp.trial_id(cfg, trial), 1))
+    assert tf.provenance["device_bytes_held_at_start"] == 3 << 30 and tf.provenance["peak_device_bytes"] == 7 << 30
+    assert calls == ["reset", "empty"]

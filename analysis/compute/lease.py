@@ -256,12 +256,13 @@ def plan_lease(scale: str = "gpu", only: Sequence[str] | None = None, directory:
             steps.append(Step("targets", ("steptimes", "--targets", "--scale", scale, "--out", str(bench), "--quiet"),
                               TARGETS_CAP_S, f"efficiency targets not yet timed on this device ({tag}): "
                                              f"{', '.join(left)}"))
+    # not quiet: the log's line per finished trial, its seconds against the estimate, is what sizes the next lease
     if queue is not None and Path(queue).is_file() and not only:
-        steps.append(Step("campaign", ("campaign", "--scale", scale, "--queue", str(queue), "--quiet"), None,
+        steps.append(Step("campaign", ("campaign", "--scale", scale, "--queue", str(queue)), None,
                           "the prepared queue's trials still to run, in its order, for the time that is left"))
     else:
         sel = ("--only", *only) if only else ()
-        steps.append(Step("campaign", ("campaign", "--scale", scale, *sel, "--quiet"), None,
+        steps.append(Step("campaign", ("campaign", "--scale", scale, *sel), None,
                           "the campaign's missing trials in priority order, for the time that is left"))
     return steps
 

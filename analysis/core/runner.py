@@ -164,7 +164,8 @@ def compile_out_of_memory_fails() -> Iterator[None]:
 
 def execute(task: TrialTask) -> TrialFile:
     """Run one trial as every executor does: threads, device, seed, then the experiment's ``run_trial``; its
-    provenance counts the frames compiled and those left eager."""
+    provenance counts the frames compiled and those left eager and, on CUDA, the device memory it found held and its
+    peak."""
 
     exp = Experiment(get_experiment(task.experiment))
     prepare_corpus(task.config)  # the pinned-sources corpus is built on first use, its hash checked
@@ -172,17 +173,22 @@ def execute(task: TrialTask) -> TrialFile:
     device = pick_device()
     with _threads(task.threads), compile_census() as census, device_memory_released(device), \
             compile_out_of_memory_fails():
+        memory: dict[str, int] = {}
+        if device.type == "cuda":  # what an earlier trial left allocated shows as held here
+            torch.cuda.reset_peak_memory_stats(device)
+            memory["device_bytes_held_at_start"] = torch.cuda.memory_allocated(device)
         seed_everything(task.trial.seed)
         start = time.perf_counter()
         result = to_jsonable(exp.run_trial(task.config, task.trial, device))
         if device.type == "cuda":
             torch.cuda.synchronize()
+            memory["peak_device_bytes"] = torch.cuda.max_memory_allocated(device)
         wall = time.perf_counter() - start
     if census.fell_back:
         print(f"{task.experiment} {task.trial.key}: {census.fell_back} frame(s) that dynamo tried to compile ran "
               "eagerly", file=sys.stderr, flush=True)
     prov = {**provenance(wall), "threads": task.threads, "executor": task.executor, "device_type": device.type,
-            "compiled_frames": census.compiled, "eager_fallback_frames": census.fell_back}
+            "compiled_frames": census.compiled, "eager_fallback_frames": census.fell_back, **memory}
     return TrialFile(task.experiment, task.scale, task.trial.key, task.trial_id, task.trial.seed,
                      to_jsonable(dict(task.trial.params)), result, prov, fingerprint(exp.module, task.config))
 
