@@ -486,8 +486,8 @@ def run_queue(items: Sequence[QueueItem], executor: Executor, threads: int,
                     tf = future.result()
                 except Exception as err:  # noqa: BLE001 - reported; the queue stops, or skips the experiment
                     report.failed.append((item, err))
-                    print(failure_line(item, err), file=sys.stderr, flush=True)  # a killed run still logs why
-                    if keep_going:
+                    if keep_going:  # the queue goes on: logged now, so that a run killed later still says why
+                        print(failure_line(item, err), file=sys.stderr, flush=True)
                         same = [i for i in pending if i.exp.name == item.exp.name]
                         report.skipped.extend(same)
                         pending = [i for i in pending if i.exp.name != item.exp.name]
