@@ -3,9 +3,12 @@ and no reason is kept for a claim that does not need one."""
 
 from pathlib import Path
 
-from analysis.core.ledger_notes import NO_CORRECTED_NUMBER, covers, reason
+import pytest
+
+from analysis.studies.notes import covers, reason, table
 from analysis.site.verdict_table import recorded_verdicts
 
+NO_CORRECTED_NUMBER = table("NO_CORRECTED_NUMBER")
 RESULTS = Path(__file__).resolve().parents[1] / "results"  # the checked-in records (the fixture isolates the default)
 
 
@@ -58,7 +61,9 @@ def _each_note_names_recorded_claims(table, name):
 
 
 def test_every_replacement_note_belongs_to_a_recorded_claim():
-    from analysis.core.ledger_notes import REPLACES, replaces
+    from analysis.studies.notes import replaces
+
+    REPLACES = table("REPLACES")
 
     for note, matched in _each_note_names_recorded_claims(REPLACES, "REPLACES").items():
         assert all(replaces(k) == REPLACES[note] for k in matched)
@@ -80,10 +85,45 @@ def test_the_typical_row_ratio_the_note_states_is_the_recorded_one():
 
 
 def test_every_formal_claim_is_recorded_and_the_rest_are_substantive():
-    from analysis.core.ledger_notes import FORMAL, SEVERITY_RULE, formal_reason, severity
+    from analysis.studies.notes import SEVERITY_RULE, formal_reason, severity
+
+    FORMAL = table("FORMAL")
 
     for note, matched in _each_note_names_recorded_claims(FORMAL, "FORMAL").items():
         assert all(severity(k) == "formal" and formal_reason(k) == FORMAL[note] for k in matched)
     assert severity("qk-normal") == "substantive" and formal_reason("qk-normal") is None
     assert severity("no-such-claim") == "substantive"
     assert "formal" in SEVERITY_RULE and "substantive" in SEVERITY_RULE
+
+
+def test_each_chapter_notes_its_own_claims_only():
+    """A chapter's notes (analysis/studies/<chapter>/notes.py) cover recorded claims of that chapter's experiments."""
+    from analysis.core.registry import EXPERIMENTS
+    from analysis.studies.notes import chapter_notes
+
+    records = recorded_verdicts(RESULTS)["records"]
+    own: dict[str, set[str]] = {}
+    for record, claims in records.items():
+        chapter = EXPERIMENTS[record.rsplit(".", 1)[0]].__name__.split(".")[2]
+        own.setdefault(chapter, set()).update(claims)
+    notes = chapter_notes()
+    assert len(notes) >= 10
+    for chapter, tables in notes.items():
+        for name, entries in tables.items():
+            for note in entries:
+                assert any(covers(note, k) for k in own.get(chapter, ())), f"{chapter} {name}[{note!r}]"
+
+
+def test_a_note_two_chapters_define_is_refused(monkeypatch):
+    from analysis.studies import notes
+
+    both = {"NO_CORRECTED_NUMBER": {"k": "one"}, "REPLACES": {}, "FORMAL": {}}
+    monkeypatch.setattr(notes, "chapter_notes", lambda: {"a": both, "b": both})
+    notes.table.cache_clear()
+    try:
+        with pytest.raises(ValueError, match=r"NO_CORRECTED_NUMBER\['k'\] is defined by both a and b"):
+            notes.table("NO_CORRECTED_NUMBER")
+        with pytest.raises(ValueError, match="name must be one of"):
+            notes.table("NOTES")
+    finally:
+        notes.table.cache_clear()

@@ -1,8 +1,8 @@
 import pytest
 
-from analysis.core.ledger_notes import NO_CORRECTED_NUMBER, REPLACES
 from analysis.core.mathtext import ascii_math, math_html, math_markdown, math_plain
 from analysis.site.verdict_table import recorded_claims
+from analysis.studies.notes import table
 
 TEXT_FIELDS = ("statement", "source", "tolerance_basis", "unit", "corrected_note", "alternative_note")
 
@@ -43,7 +43,7 @@ def test_recorded_claims_write_maths_as_latex():
     """Every text of every recorded claim, and every ledger note, writes its maths between $ signs."""
     problems = [f"{name} {c.key} {field}: {ascii_math(getattr(c, field))}"
                 for name, claims in recorded_claims() for c in claims for field in TEXT_FIELDS if ascii_math(getattr(c, field))]
-    notes = {**NO_CORRECTED_NUMBER, **REPLACES}
+    notes = {**table("NO_CORRECTED_NUMBER"), **table("REPLACES")}
     problems += [f"ledger note {key}: {ascii_math(text)}" for key, text in notes.items() if ascii_math(text)]
     assert problems == []
 

@@ -4,6 +4,7 @@ import math
 import pytest
 
 from analysis.core.verify import ChapterClaims, Claim, claims_html, judge, load_chapter_claims
+from analysis.studies.notes import severity
 
 
 def make(**kw):
@@ -268,7 +269,7 @@ def test_the_verdict_box_lists_each_claim_once_with_severity_and_anchors():
     a = _runs("a", "claim A (details 1)", measured=1.5)
     eps = _runs("ln-scale", "LayerNorm (eps details)", measured=1.5)
     c64, c128 = (make(key=f"c{c}", statement=f"same words (c = {c})").identified("e", "cpu", True) for c in (64, 128))
-    html = verdict_box_html([*a, *eps, c64, c128], "chap")
+    html = verdict_box_html([*a, *eps, c64, c128], "chap", severity)
     assert html.count('<tr id="claim-') == 4 and 'id="claim-a"' in html and 'href="ledger.html#chap-a"' in html
     assert "claim A<" in html and "details 1" not in html  # short form
     assert "same words (c = 64)" in html and "same words (c = 128)" in html  # told apart by their details
@@ -276,7 +277,7 @@ def test_the_verdict_box_lists_each_claim_once_with_severity_and_anchors():
     assert "4 claims, each at its strongest evidence" in html and "2 fail<" in html and "2 hold<" in html
     assert "gpu record<br>" in html and "smoke" not in html and '<details class="verdict-box" open>' in html
     many = [make(key=f"k{i}").identified("e", "cpu", True) for i in range(16)]
-    assert '<details class="verdict-box" open>' in verdict_box_html(many, "chap")  # the verdicts stay on the first screen
+    assert '<details class="verdict-box" open>' in verdict_box_html(many, "chap", severity)  # the verdicts stay on the first screen
 
 
 def test_verdict_counts_read_as_verbs():
@@ -381,7 +382,7 @@ def test_two_tallies_keep_the_sources_apart_from_every_other_claim():
     assert tallies_html(claims[:2]).startswith("2 claims from the five sources") and "other" not in tallies_html(
         claims[:2])
     assert tallies_html(claims[2:3]).startswith("no claim from the five sources; 1 other claim")
-    box = verdict_box_html([c.identified("e", "cpu", True) for c in claims], "chap")
+    box = verdict_box_html([c.identified("e", "cpu", True) for c in claims], "chap", severity)
     assert "5 claims, each at its strongest evidence. 2 claims from the five sources" in box
     assert "(checks of other software)</small>" in box and box.count("(the book&#x27;s own)</small>") == 2
 
@@ -411,7 +412,7 @@ def test_a_claim_about_gpu_arithmetic_is_decided_only_by_a_current_gpu_run():
     assert strongest_claims([cpu, gpu]) == [gpu]
     assert beside_text(stale, [cpu, stale]) == "cpu record: 0.0021, holds as a check"
     assert beside_text(cpu, [cpu, stale]) == "gpu record (stale): 0.0037, fails"
-    box = verdict_box_html([cpu, stale], "chap")
+    box = verdict_box_html([cpu, stale], "chap", severity)
     assert "gpu record (stale)<br>" in box and "beside it: cpu record: 0.0021, holds as a check" in box
     assert "<small>gpu record (stale): 0.0037, fails</small>" in box  # both numbers, each with its comparison
     assert "1 is inconclusive" in box and "holds<" not in box
@@ -478,5 +479,5 @@ def test_the_box_opens_with_the_evidence_and_the_largest_miss_with_its_side():
     assert "Evidence</strong>, claim by claim: cpu record: 3." in summary
     assert 'href="#claim-far">demo.1</a>' in summary and "below by 1.65 x" in summary
     assert "what holds instead: 0.35x against a fused attention" in summary
-    box = verdict_box_html([far, near, ok], "demo")
+    box = verdict_box_html([far, near, ok], "demo", severity)
     assert '<details class="verdict-box" open>' in box and "below by 1.65 x" in box

@@ -58,7 +58,6 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any, Literal
 
-from analysis.core.ledger_notes import severity
 from analysis.core.stats import CONFIDENCE, Estimate, Sided
 
 Kind = Literal["equal", "upper_bound", "lower_bound", "below", "above"]
@@ -651,9 +650,10 @@ def _number_cell(claim: Claim, number: int | None, doc: str | None) -> str:
     return f"<td>{label}<br><small>{html.escape(claim.evidence_words)}</small></td>"
 
 
-def claims_html(claims: list[Claim], doc: str | None = None) -> str:
+def claims_html(claims: list[Claim], doc: str | None = None, severity: Callable[[str], str] | None = None) -> str:
     """An HTML table of claims, each at its strongest evidence (:func:`strongest_claims`; smoke runs are checks, not
-    rows), numbered, with predictions, measurements, verdicts and severity side by side."""
+    rows), numbered, with predictions, measurements and verdicts side by side; a formal claim is marked where
+    ``severity`` (claim key -> 'formal' or 'substantive', the ledger's notes) is given."""
 
     head = ["#", "claim", "predicted", "measured ± error", "tolerance (basis)", "verdict", "corrected"]
     numbers = claim_numbers(claims)
@@ -665,7 +665,7 @@ def claims_html(claims: list[Claim], doc: str | None = None) -> str:
         )
         alternative = "" if c.alternative is None else (
             f"<br><small>alternative {fmt(c.alternative)}: {html.escape(c.alternative_note)}</small>")
-        formal = "<br><small>formal</small>" if severity(c.key) == "formal" else ""
+        formal = "<br><small>formal</small>" if severity is not None and severity(c.key) == "formal" else ""
         rows.append(
             "<tr>" + _number_cell(c, numbers.get(claim_ref(c)), doc)
             + f"<td>{html.escape(c.statement)}<br><small>{address_breaks(html.escape(c.source))}</small></td>"
@@ -803,10 +803,11 @@ def origin_note(c: Claim) -> str:
     return "" if c.origin == "source" else f"<br>({html.escape(PROVENANCE_WORDS[c.origin])})"
 
 
-def verdict_box_html(claims: list[Claim], doc: str) -> str:
+def verdict_box_html(claims: list[Claim], doc: str, severity: Callable[[str], str]) -> str:
     """The chapter's verdicts at a glance: per claim at its strongest evidence, its number (a link to the ledger), the
-    claim in short (:func:`short_statement`), its source, verdict, scale of evidence and severity; rows carry the ids
-    ``claim-<key>`` that the ledger links back to."""
+    claim in short (:func:`short_statement`), its source, verdict, scale of evidence and severity (``severity``: claim
+    key -> 'formal' or 'substantive', the ledger's notes); rows carry the ids ``claim-<key>`` that the ledger links
+    back to."""
 
     shown = strongest_claims(claims)
     numbers = claim_numbers(claims)

@@ -35,7 +35,6 @@ from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
 from analysis.compute.plan import plan_experiment
-from analysis.core.ledger_notes import SEVERITY_RULE, formal_reason, reason, replaces, severity
 from analysis.core.mathtext import math_html, math_plain
 from analysis.core.registry import EXPERIMENTS, config_for, current_record
 from analysis.core.results import results_dir
@@ -67,6 +66,7 @@ from analysis.core.verify import (
     unmeasured_sentence,
     verdict_count,
 )
+from analysis.studies.notes import SEVERITY_RULE, formal_reason, reason, replaces, severity
 
 from analysis.site.changelog import changelog_html, git_output, history
 

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from analysis.compute.plan import plan_experiment
-from analysis.core.ledger_notes import severity
 from analysis.core.mathtext import math_markdown, math_spans
 from analysis.core.registry import EXPERIMENTS, config_for, current_record, get_experiment
 from analysis.core.results import provenance
@@ -40,6 +39,7 @@ from analysis.core.verify import (
     bounded,
     claim_numbers,
     claim_ref,
+    claims_html,
     fmt,
     ledger_link,
     plural,
@@ -49,6 +49,7 @@ from analysis.core.verify import (
     verdict_box_html,
     verdict_phrase,
 )
+from analysis.studies.notes import severity
 
 RECORDED_ORDER: tuple[Scale, ...] = ("cpu", "gpu")  # ascending: of two current records, the gpu one is the stronger
 
@@ -339,7 +340,8 @@ class RenderedClaims(ChapterClaims):
     MathJax."""
 
     def _repr_html_(self) -> str:
-        return f'{CHAPTER_TABLE_CSS}<div class="chapter-claims">{math_spans(super()._repr_html_())}</div>'
+        table = claims_html(self.claims, self.chapter, severity)
+        return f'{CHAPTER_TABLE_CSS}<div class="chapter-claims">{math_spans(table)}</div>'
 
 
 @dataclass(frozen=True)
@@ -358,7 +360,7 @@ class VerdictBox:
 
     def _repr_html_(self) -> str:
         return (f'{CHAPTER_TABLE_CSS}<div class="verdict-box">'
-                f"{math_spans(verdict_box_html(list(self.claims), self.doc))}</div>")
+                f"{math_spans(verdict_box_html(list(self.claims), self.doc, severity))}</div>")
 
 
 def verdict_line(claim: Claim, doc: str | None = None, number: int | None = None, strongest: bool = True) -> str:
