@@ -5,6 +5,7 @@ import dataclasses
 from analysis.studies.chapter import open_chapter, runs_for
 from analysis.core.registry import EXPERIMENTS, config_for, fingerprint
 from analysis.core.runner import run_experiment
+from analysis.core.trials import Experiment
 from analysis.core.results import Record, provenance, save_record
 
 
@@ -34,7 +35,7 @@ def test_open_chapter_shows_live_then_records_and_marks_stale(tmp_path, capsys):
     gpu = config_for(module, "gpu")
     stale = _record("ffn-basics", "gpu", gpu, {**fingerprint(module, gpu), "code": "0" * 16})
     save_record(stale, tmp_path)
-    runs = runs_for("ffn-basics", "smoke", {}, 0.0, str(tmp_path))
+    runs = runs_for(Experiment(module), "smoke", {}, 0.0, str(tmp_path))
     assert runs[-1].key == "recorded-gpu" and runs[-1].label == "recorded, gpu scale (stale)"
     assert "STALE: the experiment's code has changed since" in runs[-1].note
 
@@ -74,7 +75,7 @@ def test_a_partial_gpu_campaign_decides_the_claims_whose_trials_are_stored(tmp_p
         if t.key in wanted:
             tf = _cached(TrialTask(exp.name, "smoke", smoke, t, exp.trial_id(smoke, t), 1), exp.code, cache)
             save_trial(dataclasses.replace(tf, scale="gpu"), tmp_path)
-    claims, note = partial_claims("gau-length", "gpu", str(tmp_path))
+    claims, note = partial_claims(exp, "gpu", str(tmp_path))
     total = len(exp.trials(smoke))
     assert {c.key for c in claims} <= {"relu2-length-recall", "relu2-length-text"} and claims
     assert all(c.id.scale == "gpu" and c.id.recorded and c.id.partial == f"{len(wanted)} of {total} trials"
@@ -87,7 +88,7 @@ def test_a_partial_gpu_campaign_decides_the_claims_whose_trials_are_stored(tmp_p
         ch.claims.record(c)
     status = ch.gpu_status("gau-length").data
     assert "decided from them at gpu scale (relu2-length-text: " in status
-    assert partial_claims("gau-length", "cpu", str(tmp_path)) == ([], "")  # no cpu trials here
+    assert partial_claims(exp, "cpu", str(tmp_path)) == ([], "")  # no cpu trials here
 
 
 def test_verdict_lines_link_to_the_claims_stable_ledger_anchor():

@@ -112,18 +112,17 @@ def _live_run(scale: str, live: dict[str, Any], seconds: float, seed: int | None
     return RunSet(f"this build ({scale} scale)", live, _live_provenance(scale, live, seconds, seed), scale)
 
 
-def _seed(name: str, scale: str) -> int | None:
-    """The seed of experiment ``name``'s config at ``scale``."""
+def _seed(exp: Experiment, scale: str) -> int | None:
+    """The seed of ``exp``'s config at ``scale``."""
 
-    return getattr(config_for(get_experiment(name), scale), "seed", None)
+    return getattr(config_for(exp.module, scale), "seed", None)
 
 
-def _run_live(name: str, scale: str) -> tuple[dict[str, Any], float]:
-    """Run experiment ``name`` at ``scale``: its data and the seconds its trials ran. With ``ANALYSIS_LIVE_CACHE``
+def _run_live(exp: Experiment, scale: str) -> tuple[dict[str, Any], float]:
+    """Run ``exp`` at ``scale``: its data and the seconds its trials ran. With ``ANALYSIS_LIVE_CACHE``
     set to a folder, a trial that today's code already ran there under the same config is read back, not run again
     (the test and book commands set it, so that the tests, the chapters and the book share one smoke run)."""
 
-    exp = Experiment(get_experiment(name))
     return run_in_process(exp, scale, config_for(exp.module, scale), cache=os.environ.get("ANALYSIS_LIVE_CACHE") or None)
 
 
@@ -145,11 +144,11 @@ def strongest_run(runs: Sequence[RunSet]) -> RunSet:
     return max(reversed(runs), key=lambda r: EVIDENCE_RANK[r.evidence])
 
 
-def runs_for(name: str, scale: str, live: dict[str, Any], seconds: float = 0.0,
+def runs_for(exp: Experiment, scale: str, live: dict[str, Any], seconds: float = 0.0,
              directory: str | None = None) -> list[RunSet]:
-    """The live run of experiment ``name`` at ``scale``, then its records at the other scales (cpu, then gpu)."""
-    records = (_recorded_run(name, other, directory) for other in RECORDED_ORDER if other != scale)
-    return [_live_run(scale, live, seconds, _seed(name, scale))] + [r for r in records if r is not None]
+    """The live run of ``exp`` at ``scale``, then its records at the other scales (cpu, then gpu)."""
+    records = (_recorded_run(exp.name, other, directory) for other in RECORDED_ORDER if other != scale)
+    return [_live_run(scale, live, seconds, _seed(exp, scale))] + [r for r in records if r is not None]
 
 
 @dataclass
@@ -162,6 +161,13 @@ class Chapter:
     claims: ChapterClaims
     runs: dict[str, list[RunSet]] = field(default_factory=dict)
     directory: str | None = None  # the results folder (None: the repository's results/)
+    experiments: dict[str, Experiment] = field(default_factory=dict)  # looked up once, by name
+
+    def experiment(self, name: str) -> Experiment:
+        """Experiment ``name``, looked up in the registry once per chapter."""
+        if name not in self.experiments:
+            self.experiments[name] = Experiment(get_experiment(name))
+        return self.experiments[name]
 
     def best(self, name: str) -> RunSet:
         """The strongest evidence for experiment ``name`` (:func:`strongest_run` of its runs)."""
@@ -281,7 +287,7 @@ class Chapter:
         else:
             head = f"**No GPU-scale run of `{name}` has been recorded yet.**"
 
-        exp = Experiment(get_experiment(name))
+        exp = self.experiment(name)
         cfg = config_for(exp.module, "gpu")
         status = trial_status(exp, "gpu", cfg, self.directory)
         trials = f"{status.total} trial{'' if status.total == 1 else 's'}"
@@ -431,7 +437,8 @@ def recorded(name: str, directory: str | None = None) -> RunSet:
     runs = [r for r in (_recorded_run(name, scale, directory) for scale in RECORDED_ORDER) if r is not None]
     if runs:
         return strongest_run(runs)
-    return _live_run("smoke", *_run_live(name, "smoke"), _seed(name, "smoke"))
+    exp = Experiment(get_experiment(name))
+    return _live_run("smoke", *_run_live(exp, "smoke"), _seed(exp, "smoke"))
 
 
 def open_chapter(doc: str, title: str, *experiments: str, directory: str | None = None) -> Chapter:
@@ -444,17 +451,17 @@ def open_chapter(doc: str, title: str, *experiments: str, directory: str | None 
     timings: dict[str, float] = {}
     notes: list[str] = []
     for name in experiments:
-        module = get_experiment(name)
-        data, seconds = _run_live(name, scale)
+        exp = chapter.experiment(name)
+        data, seconds = _run_live(exp, scale)
         timings[name] = seconds
-        runs = runs_for(name, scale, data, seconds, directory)
+        runs = runs_for(exp, scale, data, seconds, directory)
         chapter.runs[name] = runs
         for run in runs:
             notes.append(f"{name}: {run.note}")
-            for claim in module.claims(run.data, run.key):
+            for claim in exp.module.claims(run.data, run.key):
                 chapter.claims.record(claim.identified(name, run.scale, run.recorded, bool(run.stale)))
         if not any(r.scale == "gpu" and r.recorded and not r.stale for r in runs):
-            decided, note = partial_claims(name, "gpu", directory)
+            decided, note = partial_claims(exp, "gpu", directory)
             for claim in decided:
                 chapter.claims.record(claim)
             if note:
@@ -466,17 +473,16 @@ def open_chapter(doc: str, title: str, *experiments: str, directory: str | None 
     return chapter
 
 
-def partial_claims(name: str, scale: str, directory: str | None = None) -> tuple[list[Claim], str]:
-    """The claims of experiment ``name`` that its partial campaign at ``scale`` decides from the stored trials each
+def partial_claims(exp: Experiment, scale: str, directory: str | None = None) -> tuple[list[Claim], str]:
+    """The claims of ``exp`` that its partial campaign at ``scale`` decides from the stored trials each
     reads (:func:`analysis.core.trials.decided_claims`), identified as that scale's record's with the trials stored,
     and a provenance line for them; ([], '') when it decides none."""
 
-    exp = Experiment(get_experiment(name))
     decided = decided_claims(exp, scale, config_for(exp.module, scale), directory)
     if decided is None:
         return [], ""
     label = run_name(scale, True)
-    claims = [c.identified(name, scale, True, partial=decided.trials_words)
+    claims = [c.identified(exp.name, scale, True, partial=decided.trials_words)
               for c in exp.module.claims(decided.data, label) if c.key in decided.keys]
     keys = ", ".join(c.key for c in claims)
     return claims, (f"{scale} campaign partial, {decided.trials_words} stored by today's code: no record yet, but "
@@ -578,10 +584,10 @@ def try_it(ch: Chapter, name: str, **settings: Any) -> TryIt:
     At smoke scale a run takes seconds: its numbers check what the setting does, they are no measurement."""
     if name not in ch.runs:
         raise ValueError(f"name must be an experiment of chapter {ch.doc!r} ({', '.join(ch.runs)}); got {name!r}")
-    module = get_experiment(name)
-    cfg = config_for(module, "smoke", **settings)
-    data, seconds = run_in_process(Experiment(module), "smoke", cfg)
-    yours = {c.key: c for c in module.claims(data, "your run")}
+    exp = ch.experiment(name)
+    cfg = config_for(exp.module, "smoke", **settings)
+    data, seconds = run_in_process(exp, "smoke", cfg)
+    yours = {c.key: c for c in exp.module.claims(data, "your run")}
     mine = {c.key: c for c in ch.claims_of(name, computed=False)}
     keys = list(dict.fromkeys([*mine, *yours]))
     return TryIt(name, dict(settings), seconds, tuple((k, mine.get(k), yours.get(k)) for k in keys))
