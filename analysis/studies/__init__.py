@@ -6,6 +6,8 @@ A study ``analysis/studies/<chapter>/`` (found by discovery; the chapter is ``bo
   ``facts(ch) -> dict`` (every number and decision the chapter's prose states, computed from its runs, as the text
   or Markdown it glues) and ``figures(ch) -> dict`` (its figures, by the names its prose cites);
 * ``figures.py``: the functions that draw its figures;
+* optionally ``published.py`` (what published work reports, :mod:`analysis.studies.published`) and ``notes.py``
+  (the ledger's notes on its claims, :mod:`analysis.studies.notes`), both found by :mod:`analysis.studies.parts`;
 * ``experiments/<name>.py``: the experiments it owns, each following :mod:`analysis.core.experiment` and found
   by the experiments' discovery (:mod:`analysis.core.registry`).
 

@@ -16,9 +16,8 @@ every note belongs to recorded claims of its own chapter.
 from __future__ import annotations
 
 import functools
-import importlib
-import pkgutil
-from pathlib import Path
+
+from analysis.studies.parts import study_parts
 
 TABLES = ("NO_CORRECTED_NUMBER", "REPLACES", "FORMAL")
 
@@ -31,16 +30,8 @@ SEVERITY_RULE = ("A claim is formal when the source's conclusion survives its fa
 @functools.cache
 def chapter_notes() -> dict[str, dict[str, dict[str, str]]]:
     """Chapter -> table name -> {note key: sentence}, from every study package that has a ``notes`` module."""
-    found: dict[str, dict[str, dict[str, str]]] = {}
-    for chapter in sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if m.ispkg):
-        try:
-            module = importlib.import_module(f"analysis.studies.{chapter}.notes")
-        except ModuleNotFoundError as err:
-            if err.name != f"analysis.studies.{chapter}.notes":
-                raise
-            continue
-        found[chapter] = {name: dict(getattr(module, name, {})) for name in TABLES}
-    return found
+    return {chapter: {name: dict(getattr(module, name, {})) for name in TABLES}
+            for chapter, module in study_parts("notes")}
 
 
 @functools.cache

@@ -11,13 +11,11 @@ differ.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from analysis.core.verify import SIGNS, bounded, claim_numbers, claim_ref, ledger_link
+from analysis.studies.parts import study_parts
 
 # The config fields that say at what scale an experiment's run was made, shown beside its claims
 SCALE_FIELDS: dict[str, tuple[str, ...]] = {
@@ -54,16 +52,7 @@ class Published:
 
 def published_rows() -> tuple[Published, ...]:
     """Every study's rows (``analysis/studies/<chapter>/published.py``, its ``ROWS``), in the order of the studies."""
-    found = []
-    for chapter in sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if m.ispkg):
-        try:
-            module = importlib.import_module(f"analysis.studies.{chapter}.published")
-        except ModuleNotFoundError as err:
-            if err.name != f"analysis.studies.{chapter}.published":
-                raise
-            continue
-        found.extend(module.ROWS)
-    return tuple(found)
+    return tuple(row for _, module in study_parts("published") for row in module.ROWS)
 
 
 def rows_for(chapter: str) -> list[Published]:

@@ -1,9 +1,5 @@
-"""The ledger's editorial notes on this chapter's claims, keyed by claim key (a key ending in '-' covers every
-claim that starts with it); :mod:`analysis.studies.notes` collects them from every chapter."""
+"""The ledger's notes on this chapter's claims; :mod:`analysis.studies.notes` says what each table is for."""
 
-from __future__ import annotations
-
-# failed claims without a corrected number: what holds instead, and where
 NO_CORRECTED_NUMBER: dict[str, str] = {
     "heads-symmetry-stable": ("qualitative: the identical-heads state is unstable; a 1e-6 asymmetry grows to the "
                               "measured spread within 300 steps"),
@@ -16,7 +12,6 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
                          "value' of this chapter)"),
 }
 
-# formal claims: why the source's conclusion survives their failure
 FORMAL: dict[str, str] = {
     "no-torch-rmsnorm": ("a dated fact: PyTorch added torch.nn.RMSNorm in version 2.4, after the notes were "
                          "written"),

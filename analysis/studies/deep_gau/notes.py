@@ -1,9 +1,5 @@
-"""The ledger's editorial notes on this chapter's claims, keyed by claim key (a key ending in '-' covers every
-claim that starts with it); :mod:`analysis.studies.notes` collects them from every chapter."""
+"""The ledger's notes on this chapter's claims; :mod:`analysis.studies.notes` says what each table is for."""
 
-from __future__ import annotations
-
-# failed claims without a corrected number: what holds instead, and where
 NO_CORRECTED_NUMBER: dict[str, str] = {
     "gau-lr-depth": ("no derived number: post-norm GAU's boundary falls by two grid steps (a ratio of 0.1) from "
                      "depth 2 to 24, and the runs above it stall at the context-free loss rather than diverge; the "
@@ -15,7 +11,6 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
                                      "post-norm Transformer"),
 }
 
-# claims that replace weaker ones: what the earlier claim was, and why it could not decide
 REPLACES: dict[str, str] = {
     "gau-lr-depth": ("the validation loss at a single learning rate at which no architecture diverged ('trains as "
                      "well without warmup', 'diverges in no seed': inconclusive), so warmup was never put at risk"),

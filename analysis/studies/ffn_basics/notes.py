@@ -1,9 +1,5 @@
-"""The ledger's editorial notes on this chapter's claims, keyed by claim key (a key ending in '-' covers every
-claim that starts with it); :mod:`analysis.studies.notes` collects them from every chapter."""
+"""The ledger's notes on this chapter's claims; :mod:`analysis.studies.notes` says what each table is for."""
 
-from __future__ import annotations
-
-# failed claims without a corrected number: what holds instead, and where
 NO_CORRECTED_NUMBER: dict[str, str] = {
     "gelu-notes": ("GELU with erf integrated from 0, $x\\,\\Phi(x)$: see the claim 'GELU with erf from 0 ... is "
                    "what torch computes' of this chapter"),
@@ -11,7 +7,6 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
                               "equals; no formula for the gap is claimed"),
 }
 
-# formal claims: why the source's conclusion survives their failure
 FORMAL: dict[str, str] = {
     "ffn-8h2": "the $8H^2$ counts the weights and leaves out the biases, 0.12% of the FFN's parameters",
 }

@@ -1,9 +1,5 @@
-"""The ledger's editorial notes on this chapter's claims, keyed by claim key (a key ending in '-' covers every
-claim that starts with it); :mod:`analysis.studies.notes` collects them from every chapter."""
+"""The ledger's notes on this chapter's claims; :mod:`analysis.studies.notes` says what each table is for."""
 
-from __future__ import annotations
-
-# failed claims without a corrected number: what holds instead, and where
 NO_CORRECTED_NUMBER: dict[str, str] = {
     "leak-source-as-printed-flash-1-g-1-n-c": ("the linear term must be divided by the keys it sums, $(g - 1)\\,c$ "
                                                "for chunk $g$: the claim on this book's FLASH (linear / keys "

@@ -1,14 +1,10 @@
-"""The ledger's editorial notes on this chapter's claims, keyed by claim key (a key ending in '-' covers every
-claim that starts with it); :mod:`analysis.studies.notes` collects them from every chapter."""
-
-from __future__ import annotations
+"""The ledger's notes on this chapter's claims; :mod:`analysis.studies.notes` says what each table is for."""
 
 # the recall sweep's best scale by loss, at every number of pairs
 RECALL_LOSS_NOTE = ("by held-out loss the best cosine scale no longer moves with the budget and lies below the "
                     "mean-field $\\alpha^*$, by the ratio the chapter states, at every number of pairs; no formula "
                     "for that ratio is derived here")
 
-# failed claims without a corrected number: what holds instead, and where
 NO_CORRECTED_NUMBER: dict[str, str] = {
     "fit-normal-own-range": ("the exact mean-field maximiser $\\alpha^*(n) = \\sqrt{W_0(\\sqrt{e}\\, n/2) - 1/2}$, "
                              "derived in the chapter, replaces the fit for every $n$"),
@@ -30,7 +26,6 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
     "recall-best-scale-64": RECALL_LOSS_NOTE,
 }
 
-# claims that replace weaker ones: what the earlier claim was, and why it could not decide
 REPLACES: dict[str, str] = {
     "recall-best-scale-": ("asks what the corpus sweep ('trains best at $\\alpha^*(L/2)$') could not: there a "
                            "dot-product scale is undone by $W_q, W_k$ and scales differ within seed noise"),

@@ -1,9 +1,5 @@
-"""The ledger's editorial notes on this chapter's claims, keyed by claim key (a key ending in '-' covers every
-claim that starts with it); :mod:`analysis.studies.notes` collects them from every chapter."""
+"""The ledger's notes on this chapter's claims; :mod:`analysis.studies.notes` says what each table is for."""
 
-from __future__ import annotations
-
-# failed claims without a corrected number: what holds instead, and where
 NO_CORRECTED_NUMBER: dict[str, str] = {
     "entropy-invariance-": ("no law is derived for the ratio: the measured share of a fixed scale's entropy growth "
                             "that $\\alpha^*(n)$ leaves is the number, and the chapter plots both curves"),
@@ -13,7 +9,6 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
                              "beside)"),
 }
 
-# formal claims: why the source's conclusion survives their failure
 FORMAL: dict[str, str] = {
     "notes-onehot-entropy": ("an epsilon: the code's clip at $10^{-10}$ adds $2.3 \\times 10^{-4}$ nats to an "
                              "entropy that is 0; the notes' curves of entropy against accuracy are not changed "

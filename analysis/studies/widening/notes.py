@@ -1,9 +1,5 @@
-"""The ledger's editorial notes on this chapter's claims, keyed by claim key (a key ending in '-' covers every
-claim that starts with it); :mod:`analysis.studies.notes` collects them from every chapter."""
+"""The ledger's notes on this chapter's claims; :mod:`analysis.studies.notes` says what each table is for."""
 
-from __future__ import annotations
-
-# failed claims without a corrected number: what holds instead, and where
 NO_CORRECTED_NUMBER: dict[str, str] = {
     "rope-recovers": ("continued training recovers most of what pairwise RoPE repetition loses but not all: the "
                       "pairwise arm still trails the placed arm by the paired gap the chapter states, a fraction "
@@ -11,7 +7,6 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
                       "longer run"),
 }
 
-# formal claims: why the source's conclusion survives their failure
 FORMAL: dict[str, str] = {
     "layernorm-eps": ("an epsilon: keeping $\\epsilon$ unchanged moves the logits by $5 \\times 10^{-5}$ relative, "
                       "and halving it makes the widening exact"),
