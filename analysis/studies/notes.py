@@ -27,7 +27,6 @@ SEVERITY_RULE = ("A claim is formal when the source's conclusion survives its fa
                  "substantive one.")
 
 
-@functools.cache
 def chapter_notes() -> dict[str, dict[str, dict[str, str]]]:
     """Chapter -> table name -> {note key: sentence}, from every study package that has a ``notes`` module."""
     return {chapter: {name: dict(getattr(module, name, {})) for name in TABLES}
