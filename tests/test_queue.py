@@ -14,7 +14,7 @@ def _trial(experiment, key, seconds, compiles=None, claims=()):
 
 
 def test_claims_come_first_and_in_the_order_of_their_stakes():
-    """flash-bench's claim-bearing trials, then gau-length's, then the headline comparison seed by seed; the trials no
+    """flash-bench's claim-bearing trials, then the headline comparison seed by seed, then gau-length's; the trials no
     claim reads (figures only) after the first tier."""
     queue = q.build_queue("gpu", "h100", ["flash-bench", "gau-length", "gau-quality"])
     order = [(t.experiment, t.key) for t in queue]
@@ -25,11 +25,12 @@ def test_claims_come_first_and_in_the_order_of_their_stakes():
     head = reads["gau-quality"]["flashquad-beats-transformer"]
     first = [k for e, k in order[:len(bench)]]
     assert set(first) == bench and all(e == "flash-bench" for e, _ in order[:len(bench)])
-    nxt = order[len(bench):len(bench) + len(length)]
-    assert {k for _, k in nxt} == length and all(e == "gau-length" for e, _ in nxt)
-    after = [k for e, k in order[len(bench) + len(length):] if e == "gau-quality"][:len(head)]
-    assert after == head and head[:4] == ["text.transformer.lr0.001.seed0", "text.transformer.lr0.003.seed0",
-                                          "text.flash-quad-post.lr0.001.seed0", "text.flash-quad-post.lr0.003.seed0"]
+    nxt = order[len(bench):len(bench) + len(head)]
+    assert [k for _, k in nxt] == head and all(e == "gau-quality" for e, _ in nxt)
+    assert head[:4] == ["text.transformer.lr0.001.seed0", "text.transformer.lr0.003.seed0",
+                        "text.flash-quad-post.lr0.001.seed0", "text.flash-quad-post.lr0.003.seed0"]
+    after = order[len(bench) + len(head):len(bench) + len(head) + len(length)]
+    assert {k for _, k in after} == length and all(e == "gau-length" for e, _ in after)
     figures = [k for e, k in order if e == "flash-bench"][len(bench):]
     assert set(figures) == {t.key for t in Experiment(EXPERIMENTS["flash-bench"]).trials(
         config_for(EXPERIMENTS["flash-bench"], "gpu"))} - bench
@@ -101,16 +102,30 @@ def test_the_queue_is_sized_from_the_compiled_h100_steps():
     assert overhead == pytest.approx(gpu_basis("h100").compile_overhead_s(model.layers))
 
 
-def test_the_first_lent_command_decides_at_least_fifteen_claims():
+def test_the_first_lent_command_decides_at_least_fifteen_claims_and_the_second_the_headline():
     """The decisive tier as planned on an H100 today: the first command decides flash-bench's claims and more, at
-    least 15, within its 9 minutes."""
+    least 15, within its window, and runs the headline's first seed at both learning rates; the second decides the
+    headline."""
     leases = q.split_leases(q.build_queue("gpu", "h100"))
     first = leases[0]
     assert len(first.decides) >= 15 and first.seconds * q.margin_for("h100") <= q.trial_window()
     assert {c for e, c in first.decides if e == "flash-bench"} == set(
         EXPERIMENTS["flash-bench"].claim_trials(config_for(EXPERIMENTS["flash-bench"], "gpu")))
+    seed0 = {f"text.{a}.lr{lr:.4g}.seed0" for a in ("transformer", "flash-quad-post") for lr in (1e-3, 3e-3)}
+    assert seed0 <= {t.key for t in first.trials if t.experiment == "gau-quality"}
     headline = [lease.number for lease in leases if ("gau-quality", "flashquad-beats-transformer") in lease.decides]
-    assert headline and headline[0] <= 8
+    assert headline == [2]
+    assert q.claim_seeds("gau-quality", "flashquad-beats-transformer") == 3
+
+
+def test_a_lease_says_what_its_seeded_claims_can_detect():
+    """The seeds line names each seeded claim a lease decides and the paired-t resolution of its seeds; claims
+    without seeds (closed forms, benchmarks) get none."""
+    line = q.seeds_line([("gau-quality", "flashquad-beats-transformer"), ("flash-bench", "quad-batch")])
+    assert line is not None and "gau-quality flashquad-beats-transformer over 3 seeds" in line
+    assert "flash-bench" not in line and "2.3 (one-sided) or 3.3 (two-sided) per-seed SDs" in line
+    assert q.seeds_line([("flash-bench", "quad-batch")]) is None
+    assert q.claim_seeds("flash-bench", "quad-batch") == 0
 
 
 def test_a_trial_without_counted_work_is_sized_as_unknown():

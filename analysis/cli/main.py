@@ -415,8 +415,8 @@ def _lease_plan(args: argparse.Namespace) -> None:
     if args.scale == "cpu":
         return
     leases = split_leases(build_queue(args.scale, args.device, args.only), tag=args.device)
-    print(f"The queue in lent commands of {COMMAND_S / 60:.0f} minutes on one {args.device.upper()} (estimates):")
-    print("\n".join(lease_table(leases, args.device, shown=args.leases)))
+    print(f"The queue in lent commands of {COMMAND_S:.0f} s on one {args.device.upper()} (estimates):")
+    print("\n".join(lease_table(leases, args.device, shown=args.leases, scale=args.scale)))
 
 
 def _lease_unpack(archives: list[str]) -> None:

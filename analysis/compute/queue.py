@@ -35,10 +35,12 @@ from analysis.core.registry import EXPERIMENTS, config_for, get_experiment
 from analysis.core.results import device_tag, find_record, write_json_atomic
 from analysis.core.runner import QueueItem, QueueReport, run_trials
 from analysis.core.scale import validate_scale
+from analysis.core.stats import CONFIDENCE, POWER, planned_detectable_multiple
 from analysis.core.trials import Experiment, MixedDevicesError, TrialFile, assemble_record, claim_reads, trial_status
 
 QUEUE_SCHEMA = "analysis.lease-queue/1"
-COMMAND_S = 540.0  # one lent command: 9 minutes of the 15 a lent session has, its machine's start included
+COMMAND_S = 590.0  # one lent command as scripts/lease.sh runs it: 10 s under the 600 s a command may run; the
+# machine's start (about 30 s) comes before it, so a session's 900 s leave room for a second, short command
 START_S = 40.0  # before the first trial: Python, imports, the corpus restored and its hash checked, the wheels
 END_S = 20.0  # after the last: the final packing, and the grace between SIGTERM and SIGKILL
 TRIAL_MARGIN = 1.25  # a trial starts only if its estimate times this still fits: an estimate is not a measurement
@@ -309,9 +311,33 @@ def load_queue(path: str | os.PathLike[str]) -> QueueFile:
         raise ValueError(f"{path} is not a lease queue ({err})") from None
 
 
-def lease_table(leases: Sequence[Lease], tag: str, shown: int = 3) -> list[str]:
+def claim_seeds(experiment: str, claim: str, scale: str = "gpu") -> int:
+    """How many seeds the trials a claim reads span at ``scale`` (0 for a claim that declares no trials or whose
+    trials are not seeded)."""
+    exp = Experiment(get_experiment(experiment))
+    cfg = config_for(exp.module, validate_scale(scale))
+    params = {t.key: t.params for t in exp.trials(cfg)}
+    return len({params[k]["seed"] for k in claim_reads(exp, cfg).get(claim, []) if "seed" in params[k]})
+
+
+def seeds_line(decides: Sequence[tuple[str, str]], scale: str = "gpu") -> str | None:
+    """Why the seeds of a lease's seeded claims suffice: the smallest true difference a paired t test over their
+    seeds detects, lambda(n - 1) / sqrt(n) per-seed SDs (:func:`analysis.core.stats.planned_detectable_multiple`), one-
+    and two-sided at the book's confidence and power; None when no claim it decides reads two seeds or more."""
+    seeded = [(e, c, n) for e, c in decides if (n := claim_seeds(e, c, scale)) >= 2]
+    if not seeded:
+        return None
+    clauses = [f"{', '.join(f'{e} {c}' for e, c, k in seeded if k == n)} over {n} seeds: a paired t test detects "
+               f"a true difference of {planned_detectable_multiple(n, sided='one'):.2g} (one-sided) or "
+               f"{planned_detectable_multiple(n):.2g} (two-sided) per-seed SDs"
+               for n in sorted({n for _, _, n in seeded})]
+    return f"  seeds: {'; '.join(clauses)}, at {CONFIDENCE:.0%} confidence and {POWER:.0%} power"
+
+
+def lease_table(leases: Sequence[Lease], tag: str, shown: int = 3, scale: str = "gpu") -> list[str]:
     """Lines for a reader: per lent command (the first ``shown``, then the rest summed), its trials by experiment,
-    its expected minutes with the compiling in them, and the claims it decides."""
+    its expected minutes with the compiling in them, the claims it decides, and what their seeds can detect
+    (:func:`seeds_line`)."""
     lines = []
     for lease in leases[:shown]:
         by_exp: dict[str, int] = {}
@@ -324,6 +350,9 @@ def lease_table(leases: Sequence[Lease], tag: str, shown: int = 3) -> list[str]:
                      + f"; about {lease.seconds / 60:.1f} minutes, {lease.compile_s / 60:.1f} of them compiling; "
                      f"decides {len(lease.decides)} claim{'' if len(lease.decides) == 1 else 's'}"
                      + (": " + ", ".join(f"{e} {c}" for e, c in lease.decides) if lease.decides else ""))
+        seeds = seeds_line(lease.decides, scale)
+        if seeds:
+            lines.append(seeds)
     rest = leases[shown:]
     if rest:
         lines.append(f"leases {rest[0].number} to {rest[-1].number}: {sum(len(x.trials) for x in rest)} trials, "

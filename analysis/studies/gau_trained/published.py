@@ -14,7 +14,8 @@ ROWS: tuple[Published, ...] = (
         "Language models of about 110 M parameters and more on Wiki-40B, PG-19 and C4, at 512 to 8K tokens.",
         ("gau_trained",), (("gau-quality", "flashquad-beats-transformer"), ("gau-quality", "flash-matches-flashquad")),
         "This book's models are more than two orders of magnitude smaller and train for hundreds of steps; the "
-        "ordering can change with scale. The gpu campaign trains 33 M-parameter models at 1,024 tokens.",
+        "ordering can change with scale. The gpu campaign trains 33 M-parameter models at 1,024 tokens for 800 steps: "
+        "26 M tokens, under one token a parameter.",
     ),
     Published(
         "Su, Pan, Wen and Liu 2022, *GAU-α* (ZhuiyiAI; the CLUE table of its README, dev-set scores)",
