@@ -203,6 +203,7 @@ def test_the_planned_design_reads_the_finished_runs_sd_and_the_planned_seeds():
     d = gq.planned_design(data, cfg)
     assert f"trains {len(cfg.seeds)} seeds" in sentence and f"{d.detects:.3g} nats/byte" in sentence
     assert f"at most {d.max_sd:.3g}" in sentence
+    assert f"each for {cfg.steps:,} steps, {cfg.steps * cfg.batch * cfg.ctx / 1e6:.0f} M tokens" in sentence
     assert "own degrees of freedom" in gt.design_sentence(RunSet("recorded gpu run", data, "note", "gpu", True))
 
 

@@ -402,8 +402,10 @@ def design_sentence(best: RunSet) -> str:
     d = gau_quality.planned_design(best.data, planned)
     if d is None:
         return f"The {best.label} run has no error estimate of its gap, so it sizes nothing."
+    tokens = planned.steps * planned.batch * planned.ctx
     return (f"**What the gpu run can detect, stated before it runs.** The gpu config trains {d.seeds} seeds per "
-            f"architecture and learning rate, so each paired gap has {d.seeds - 1} df, and a one-sided t test (95%, "
+            f"architecture and learning rate, each for {planned.steps:,} steps, {tokens / 1e6:.0f} M tokens, so each "
+            f"paired gap has {d.seeds - 1} df, and a one-sided t test (95%, "
             f"80% power) detects a gap of {d.multiple:.2g} standard deviations of the per-seed gap. At the SD "
             f"measured here ({d.sd:.3g} nats/byte) that is {d.detects:.3g} nats/byte, against the "
             f"{abs(d.gap):.3g} by which FLASH-Quad and Transformer++ differ here. The gpu run decides a gap of that "
