@@ -64,4 +64,4 @@ def test_a_point_that_finds_device_memory_held_refuses_to_run(monkeypatch) -> No
     monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 2 * fb.HELD_LIMIT_BYTES)
     cfg = dataclasses.replace(fb.CONFIGS["smoke"], device="cuda")
     with pytest.raises(RuntimeError, match="GiB of device memory still allocated .* an earlier point leaked it"):
-        fb.measure_point(cfg, "Transformer++", 32)
+        fb.measure_point(cfg, "transformer", 32)

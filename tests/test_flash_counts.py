@@ -93,15 +93,15 @@ def test_bench_point_out_of_memory_is_recorded_and_the_sweep_goes_on():
     # interpreter maps once started is too little, and both points are out of memory, not failed at their start
     cfg = dataclasses.replace(fb.CONFIGS["smoke"], process_cap_gb=0.1, tokens=1 << 16, lengths=(64,), threads=1,
                               isolate=True)
-    data = fb.run(cfg, names=("FLASH-Quad (ours)", "Transformer++"))
+    data = fb.run(cfg, names=("flash-quad", "transformer"))
     assert [r["status"] for r in data["rows"]] == ["out of memory (process capped at 0.1 GiB over its start)"] * 2
     # a child that cannot even start its point (here: no room for its threads) is an error, not a measurement
-    with pytest.raises(RuntimeError, match="benchmark point FLASH-Quad"):
-        fb.run(dataclasses.replace(cfg, process_cap_gb=0.002, threads=2, tokens=256), names=("FLASH-Quad (ours)",))
+    with pytest.raises(RuntimeError, match="benchmark point flash-quad "):
+        fb.run(dataclasses.replace(cfg, process_cap_gb=0.002, threads=2, tokens=256), names=("flash-quad",))
     ok = fb.run(dataclasses.replace(fb.CONFIGS["smoke"], lengths=(32,), isolate=True),  # each point starts torch
-                names=("FLASH (ours)", "Transformer++"))
+                names=("flash", "transformer"))
     assert all(r["status"] == "ok" and r["peak_rss_bytes"] > 0 for r in ok["rows"])
-    assert set(fb.summary(ok)["ratios_vs_transformer"]["Transformer++"].values()) == {1.0}
+    assert set(fb.summary(ok)["ratios_vs_transformer"]["transformer"].values()) == {1.0}
 
 
 @pytest.mark.slow
@@ -124,9 +124,9 @@ def test_bench_smoke_runs_every_implementation_and_states_every_claim():
     s = fb.summary(data)
     # the lean stack saves less per sequence than the dense one; the byte counts are deterministic
     saved = s["saved_bytes_per_sequence_at"]
-    assert saved["FLASH-Quad lean (ours)"] < saved["FLASH-Quad (ours)"]
+    assert saved["flash-quad-lean"] < saved["flash-quad"]
     # the Transformer++ with explicit attention stores its softmax: more than the fused kernel saves
-    assert s["unfused_transformer_saved_bytes_per_sequence"] > saved["Transformer++"]
+    assert s["unfused_transformer_saved_bytes_per_sequence"] > saved["transformer"]
     assert s["lean_layer_memory_exponent"] == pytest.approx(1.0, abs=0.02)
     assert "FLASH-Quad" in fb.table(data) and "matched" in fb.table(data)
 
@@ -137,9 +137,9 @@ def test_bench_counts_the_lean_and_fused_attention_as_the_causal_half():
 
     cfg = fb.CONFIGS["cpu"]
     g = fcounts.gau_counts(256, 512, 128, 2048)
-    assert fb.model_flops_per_token("GAU layer (ours)", cfg, 2048) == g.flops
-    assert fb.model_flops_per_token("GAU layer, lean (ours)", cfg, 2048) == g.linear_flops + g.length_flops / 2
-    assert fb.model_flops_per_token("FLASH-Quad lean (ours)", cfg, 2048) == 4 * (g.linear_flops + g.length_flops / 2)
+    assert fb.model_flops_per_token("gau-layer", cfg, 2048) == g.flops
+    assert fb.model_flops_per_token("gau-layer-lean", cfg, 2048) == g.linear_flops + g.length_flops / 2
+    assert fb.model_flops_per_token("flash-quad-lean", cfg, 2048) == 4 * (g.linear_flops + g.length_flops / 2)
     with pytest.raises(ValueError, match="implementation must be one of"):
         fb.kind("GAU")
 
@@ -158,8 +158,8 @@ def _speed_rows(device_type: str, quad_over_transformer: dict[int, float]) -> di
     """A benchmark's data with only what the crossover claims read: tokens/s of FLASH-Quad and the Transformer++."""
     rows = []
     for n, ratio in quad_over_transformer.items():
-        rows.append({"implementation": "Transformer++", "n": n, "status": "ok", "tokens_per_s": 1000.0})
-        rows.append({"implementation": "FLASH-Quad (ours)", "n": n, "status": "ok", "tokens_per_s": 1000.0 * ratio})
+        rows.append({"implementation": "transformer", "n": n, "status": "ok", "tokens_per_s": 1000.0})
+        rows.append({"implementation": "flash-quad", "n": n, "status": "ok", "tokens_per_s": 1000.0 * ratio})
     return {"device_type": device_type, "threads": 2, "rows": rows}
 
 
@@ -180,7 +180,7 @@ def _speed_rows(device_type: str, quad_over_transformer: dict[int, float]) -> di
 def test_crossover_claims_say_what_a_sweep_can_place(device, ratios, measured, bound, verdict):
     from analysis.studies.flash.experiments import flash_bench as fb
 
-    claim = fb.crossover_claim(_speed_rows(device, ratios), "FLASH-Quad (ours)", "quad-overtakes-transformer",
+    claim = fb.crossover_claim(_speed_rows(device, ratios), "flash-quad", "quad-overtakes-transformer",
                                "FLASH-Quad's", "test")
     assert claim is not None
     if measured is not None:
@@ -202,7 +202,7 @@ def test_flash_saved_bytes_of_a_sequence_are_linear_and_the_superlinear_rest_is_
 
     cfg = fb.CONFIGS["smoke"]
     torch.manual_seed(0)
-    stack = fb.build("FLASH (ours)", cfg)
+    stack = fb.build("flash", cfg)
     saved = {(b, n): fb.saved_bytes(stack, torch.randn(b, n, cfg.d)) for b in (1, 2, 3) for n in (64, 128)}
     for n in (64, 128):
         assert saved[(3, n)] - saved[(2, n)] == saved[(2, n)] - saved[(1, n)]  # a sequence's own bytes
@@ -213,9 +213,9 @@ def test_flash_saved_bytes_of_a_sequence_are_linear_and_the_superlinear_rest_is_
     # what the benchmark records: the same split, from the first sequence of any batch, for a compiled stack too
     for n in (64, 128):
         assert fb.sequence_bytes(stack, torch.randn(4, n, cfg.d)) == (per_sequence[n], shared[n])
-    layer = fb.build("GAU layer, lean, compiled (ours)", cfg)
+    layer = fb.build("gau-layer-lean-compiled", cfg)
     own, common = fb.sequence_bytes(layer, torch.randn(3, 64, cfg.d))
-    assert own > 0 and common > 0 and own == fb.sequence_bytes(fb.build("GAU layer, lean (ours)", cfg),
+    assert own > 0 and common > 0 and own == fb.sequence_bytes(fb.build("gau-layer-lean", cfg),
                                                                torch.randn(1, 64, cfg.d))[0]
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from analysis.studies.flash.experiments import flash_bench as fb
-from analysis.studies.flash.experiments.flash_bench import IMPLEMENTATIONS, LAYERS
+from analysis.studies.flash.experiments.flash_bench import IMPLEMENTATIONS, LABELS, LAYERS, PEER_PREFIX
 from analysis.studies.flash.experiments.flash_counts import shown
 from analysis.studies.plotting import STYLE, log_ticks, readable
 from analysis.theory import flash_counts as fc
@@ -89,9 +89,10 @@ def _throughput_and_memory(data: dict[str, Any], names: tuple[str, ...], title: 
             if not rows:
                 continue
             n = [r["n"] for r in rows]
-            style = "--s" if name.startswith("FLASH-pytorch") else ":^" if "compiled" in name else "-o"
-            axes[0].plot(n, [r["tokens_per_s"] for r in rows], style, color=f"C{i}", label=name)
-            axes[1].plot(n, [r["saved_bytes_per_sequence"] / 2**20 for r in rows], style, color=f"C{i}", label=name)
+            style = "--s" if name.startswith(PEER_PREFIX) else ":^" if "compiled" in name else "-o"
+            axes[0].plot(n, [r["tokens_per_s"] for r in rows], style, color=f"C{i}", label=LABELS[name])
+            axes[1].plot(n, [r["saved_bytes_per_sequence"] / 2**20 for r in rows], style, color=f"C{i}",
+                         label=LABELS[name])
         for ax in axes:
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
@@ -127,16 +128,16 @@ def prose(data: dict[str, Any]) -> dict[str, str]:
     s = fb.summary(data)
     out = {"matmul_peak": f"{data['matmul_flops_per_s'] / 1e9:.0f}", "quad_cross": s["quad_vs_transformer_text"],
            "quad_lean_cross": s["quad_lean_vs_transformer_text"],
-           "ours_vs_peer": _per_length(s["ours_over_peer"]["FLASH-Quad (ours)"], 1024),
-           "ours_vs_peer_flash": _per_length(s["ours_over_peer"]["FLASH (ours)"], 1024),
+           "ours_vs_peer": _per_length(s["ours_over_peer"]["flash-quad"], 1024),
+           "ours_vs_peer_flash": _per_length(s["ours_over_peer"]["flash"], 1024),
            "flash_cross": (f"at n ≈ {s['flash_overtakes_quad']:.0f}" if np.isfinite(s["flash_overtakes_quad"])
                            else "at none of the lengths measured"), "flash_time_exp": f"{s['flash_time_exponent']:.2f}",
            "flash_mem_exp": f"{s['flash_memory_exponent']:.2f}", "quad_mem_exp": f"{s['quad_memory_exponent']:.2f}",
            "memory_length": str(s["memory_length"]), "query_block": str(data.get("query_block", ""))}
     saved = s["saved_bytes_per_sequence_at"]
-    out["saved_mib"] = "; ".join(f"{name} {v / 2**20:.1f} MiB" for name, v in saved.items() if v is not None)
+    out["saved_mib"] = "; ".join(f"{LABELS[name]} {v / 2**20:.1f} MiB" for name, v in saved.items() if v is not None)
     batch, unfused = s["batch_ratio_vs_transformer"], s["batch_ratio_vs_unfused_transformer"]
-    quads = ("FLASH-Quad (ours)", "FLASH-Quad lean (ours)")
+    quads = ("flash-quad", "flash-quad-lean")
     out["batch_ratio"] = (f"{batch[quads[0]]:.2f}x the Transformer++'s batch for the dense FLASH-Quad and "
                           f"{batch[quads[1]]:.2f}x for the lean one" if set(quads) <= set(batch) else "not measured")
     out["unfused_mib"] = (f"{s['unfused_transformer_saved_bytes_per_sequence'] / 2**20:.1f} MiB"
@@ -187,12 +188,13 @@ def layer_table(data: dict[str, Any]) -> str:
 def ratio_table(data: dict[str, Any]) -> str:
     """tokens/s over the Transformer++'s per length for the stacks (a dash where a stack did not run)."""
     s = fb.summary(data)
-    short = {"FLASH-Quad (ours)": "Quad", "FLASH-Quad lean (ours)": "Quad lean", "FLASH (ours)": "FLASH",
-             "Transformer++": "T++", "FLASH-pytorch GAU": "peer GAU", "FLASH-pytorch FLASH": "peer FLASH"}
+    short = {"flash-quad": "Quad", "flash-quad-lean": "Quad lean", "flash": "FLASH", "transformer": "T++",
+             "flash-pytorch-gau": "peer GAU", "flash-pytorch-flash": "peer FLASH"}
     lines = ["tokens/s over the Transformer++'s ('-': not run, see below)",
              f"{'n':>6s}" + "".join(f"{v:>11s}" for v in short.values())]
     for n in sorted({r["n"] for r in data["rows"] if r["implementation"] in IMPLEMENTATIONS}):
         cells = [s["ratios_vs_transformer"][name].get(str(n)) for name in short]
         lines.append(f"{n:6d}" + "".join(f"{c:11.2f}" if c is not None else f"{'-':>11s}" for c in cells))
-    lines += [f"{r['implementation']} at n = {r['n']}: {r['status']}" for r in data["rows"] if r["status"] != "ok"]
+    lines += [f"{LABELS[r['implementation']]} at n = {r['n']}: {r['status']}" for r in data["rows"]
+              if r["status"] != "ok"]
     return "\n".join(lines)

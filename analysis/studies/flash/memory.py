@@ -50,11 +50,11 @@ def batch_sentence(data: dict[str, Any]) -> str:
         return "This record predates the batch census at base size (data version 2)."
     z, b = data["sizes"], data["batch"]
     mib = {k: v / 2**20 for k, v in b.items()}
-    quad, lean = b["FLASH-Quad (ours)"], b["FLASH-Quad lean (ours)"]
-    fused, unfused = b["Transformer++"], b["Transformer++ unfused"]
+    quad, lean = b["flash-quad"], b["flash-quad-lean"]
+    fused, unfused = b["transformer"], b["transformer-unfused"]
     return (f"At the source's own size (d = {z['d']}, n = {b['n']:.0f}, float32 on the CPU), a sequence of its own "
-            f"saves {mib['FLASH-Quad (ours)']:.1f} MiB in two GAU layers. One Transformer++ layer saves "
-            f"{mib['Transformer++']:.1f} MiB with fused attention and {mib['Transformer++ unfused']:.1f} MiB with its "
+            f"saves {mib['flash-quad']:.1f} MiB in two GAU layers. One Transformer++ layer saves "
+            f"{mib['transformer']:.1f} MiB with fused attention and {mib['transformer-unfused']:.1f} MiB with its "
             f"attention written out. So FLASH-Quad fits {unfused / quad:.2f}x the batch of a Transformer that stores "
             f"its softmax, as the source's did, and {fused / quad:.2f}x that of the fused one. The lean GAU fits "
             f"{unfused / lean:.2f}x and {fused / lean:.2f}x.")

@@ -20,10 +20,8 @@ as such, and its peak device memory is recorded beside the process's.
 from __future__ import annotations
 
 import dataclasses
-import gc
 import json
 import math
-import re
 import resource
 import statistics
 import subprocess
@@ -37,6 +35,7 @@ import torch
 from torch import nn
 
 from analysis.core.experiment import Workload
+from analysis.core.runner import device_memory_released
 from analysis.core.trial import Trial
 from analysis.core.verify import Claim
 from analysis.models.gau import GAU, GAUConfig
@@ -46,17 +45,27 @@ from analysis.theory import flash_counts as fc
 
 NAME = "flash-bench"
 PRIORITY = 10  # the gpu campaign's order (lower first; 50 by default): the order of the claims' stakes at gpu scale
-DATA_VERSION = 5  # raised when the layout or meaning of run()'s data changes (2: the lean stack and the single-layer
+DATA_VERSION = 6  # raised when the layout or meaning of run()'s data changes (2: the lean stack and the single-layer
 # sweep; 3: peak memory is the point's own high-water mark, not one inherited from the parent; 4: one trial per
 # implementation, and at gpu scale every point on the GPU under bf16 autocast; 5: saved bytes per sequence are a
-# sequence's own, counted at batches 1 and 2, not a step's over its batch; the shared and per-step bytes beside them)
+# sequence's own, counted at batches 1 and 2, not a step's over its batch; the shared and per-step bytes beside them;
+# 6: rows name their implementation by id, not by its label)
 SOURCE = "Su 2022, kexue.fm/archives/8934; Hua et al. 2022"
 TARGET = "this book's target for its GAU layer"
-IMPLEMENTATIONS = ("FLASH-Quad (ours)", "FLASH-Quad lean (ours)", "FLASH (ours)", "Transformer++", "FLASH-pytorch GAU",
-                   "FLASH-pytorch FLASH")
-LAYERS = ("GAU layer (ours)", "GAU layer, compiled (ours)", "GAU layer, lean (ours)", "GAU layer, lean, compiled (ours)",
-          "FLASH-pytorch GAU layer, matched", "FLASH-pytorch GAU layer, defaults")
+# each implementation by its id, which is also its trial's key; records and findings are keyed by these ids, and
+# LABELS names each for a reader
+IMPLEMENTATIONS = ("flash-quad", "flash-quad-lean", "flash", "transformer", "flash-pytorch-gau", "flash-pytorch-flash")
+LAYERS = ("gau-layer", "gau-layer-compiled", "gau-layer-lean", "gau-layer-lean-compiled",
+          "flash-pytorch-gau-layer-matched", "flash-pytorch-gau-layer-defaults")
 MATCHED_PEER, DEFAULT_PEER = LAYERS[4], LAYERS[5]
+LABELS = {"flash-quad": "FLASH-Quad (ours)", "flash-quad-lean": "FLASH-Quad lean (ours)", "flash": "FLASH (ours)",
+          "transformer": "Transformer++", "flash-pytorch-gau": "FLASH-pytorch GAU",
+          "flash-pytorch-flash": "FLASH-pytorch FLASH", "gau-layer": "GAU layer (ours)",
+          "gau-layer-compiled": "GAU layer, compiled (ours)", "gau-layer-lean": "GAU layer, lean (ours)",
+          "gau-layer-lean-compiled": "GAU layer, lean, compiled (ours)",
+          "flash-pytorch-gau-layer-matched": "FLASH-pytorch GAU layer, matched",
+          "flash-pytorch-gau-layer-defaults": "FLASH-pytorch GAU layer, defaults"}
+PEER_PREFIX = "flash-pytorch"  # the ids of FLASH-pytorch's modules
 
 
 @dataclass(frozen=True)
@@ -99,10 +108,10 @@ CONFIGS: dict[str, Config] = {
 
 
 def kind(name: str) -> str:
-    """'flash', 'gau' or 'transformer': the layer an implementation computes (the peer's counted as ours)."""
+    """'flash', 'gau' or 'transformer': the layer an implementation (by id) computes (the peer's counted as ours)."""
     if name not in IMPLEMENTATIONS + LAYERS:
         raise ValueError(f"implementation must be one of {', '.join(IMPLEMENTATIONS + LAYERS)}; got {name!r}")
-    return "transformer" if name == "Transformer++" else "flash" if name.endswith(("FLASH", "FLASH (ours)")) else "gau"
+    return "transformer" if name == "transformer" else "flash" if name.endswith("flash") else "gau"
 
 
 def lean(name: str) -> bool:
@@ -153,7 +162,7 @@ def build(name: str, cfg: Config) -> nn.Module:
     d, s, c = cfg.d, cfg.s, cfg.chunk
     module: nn.Module
     if name in LAYERS:
-        if name.startswith("FLASH-pytorch"):
+        if name.startswith(PEER_PREFIX):
             module = _peer_gau(cfg.d, cfg.s, matched=name == MATCHED_PEER)
         else:
             module = GAU(GAUConfig(d=d, e=2 * d, s=s, causal=True, backend=gau_backend(name),
@@ -163,7 +172,7 @@ def build(name: str, cfg: Config) -> nn.Module:
             return compiled
         return module
     k = kind(name)
-    if name.startswith("FLASH-pytorch"):
+    if name.startswith(PEER_PREFIX):
         from flash_pytorch import FLASH
         from flash_pytorch import GAU as PeerGAU
 
@@ -300,16 +309,15 @@ def measure_point(cfg: Config, name: str, n: int) -> dict[str, Any]:
 
 
 def _in_process(cfg: Config, name: str, n: int) -> dict[str, Any]:
-    """measure_point here; on CUDA, a point that runs out of device memory is recorded as such and its memory freed
-    for the next (the address-space cap of :func:`_child` bounds CPU memory only)."""
-    try:
-        return measure_point(cfg, name, n)
-    except torch.cuda.OutOfMemoryError:
-        return {"status": "out of memory (CUDA)"}
-    finally:
-        if torch.device(cfg.device).type == "cuda":
-            gc.collect()  # an out-of-memory's traceback holds the point's tensors in a cycle
-            torch.cuda.empty_cache()
+    """measure_point here; on CUDA, a point that runs out of device memory is recorded as such, and every point's
+    memory is handed back for the next, as after a trial (:func:`analysis.core.runner.device_memory_released`: an
+    out-of-memory's traceback holds the point's tensors in a cycle; the address-space cap of :func:`_child` bounds
+    CPU memory only)."""
+    with device_memory_released(torch.device(cfg.device)):
+        try:
+            return measure_point(cfg, name, n)
+        except torch.cuda.OutOfMemoryError:
+            return {"status": "out of memory (CUDA)"}
 
 
 def _proc_status_bytes(field: str) -> int | None:
@@ -380,16 +388,10 @@ class Sweep:
     unfused_saved_bytes_per_sequence: float | None  # the Transformer++'s trial only (unfused_transformer_saved_bytes)
 
 
-def trial_key(name: str) -> str:
-    """A file-name key of an implementation: 'GAU layer, lean, compiled (ours)' -> 'gau-layer-lean-compiled'."""
-    kind(name)  # validates
-    return re.sub(r"[^a-z0-9]+", "-", name.replace("(ours)", "").replace("++", "").lower()).strip("-")
-
-
 def trials(cfg: Config) -> list[Trial]:
     """One trial per implementation, its lengths swept in it (a sweep stops where its extrapolated memory or time
     passes a budget, so it needs its own shorter lengths): stacks, then single layers."""
-    return [Trial(trial_key(name), cfg.seed, {"implementation": name}) for name in IMPLEMENTATIONS + LAYERS]
+    return [Trial(name, cfg.seed, {"implementation": name}) for name in IMPLEMENTATIONS + LAYERS]
 
 
 def claim_trials(cfg: Config) -> dict[str, list[str]]:
@@ -397,7 +399,7 @@ def claim_trials(cfg: Config) -> dict[str, list[str]]:
     and the table): the crossovers and batch ratios the Transformer++ and a FLASH-Quad, FLASH's exponents FLASH, the
     lean layer's speed the lean layer and a FLASH-pytorch layer, its memory law the lean and the dense layer."""
     def keys(*names: str) -> list[str]:
-        return [trial_key(n) for n in names]
+        return list(names)
 
     quad, lean_quad, flash, transformer = IMPLEMENTATIONS[:4]
     dense_layer, lean_layer = LAYERS[0], LAYERS[2]
@@ -443,10 +445,10 @@ def sweep(cfg: Config, name: str, progress: bool = False) -> Sweep:
         if point["seconds"] > cfg.time_budget_s:
             skipped = "over the time budget"
         if progress:
-            print(f"{name:32s} n = {n:6d}: {point['seconds']:.3f} s/step, {point['tokens_per_s']:,.0f} tokens/s, "
+            print(f"{LABELS[name]:32s} n = {n:6d}: {point['seconds']:.3f} s/step, {point['tokens_per_s']:,.0f} tokens/s, "
                   f"peak {point['peak_rss_bytes'] / 2**30:.2f} GiB", flush=True)
     peak = max(peak, matmul_throughput(cfg.threads, device=cfg.device))
-    unfused = unfused_transformer_saved_bytes(cfg, memory_length(cfg)) if name == "Transformer++" else None
+    unfused = unfused_transformer_saved_bytes(cfg, memory_length(cfg)) if name == "transformer" else None
     return Sweep(name, peak, rows, unfused)
 
 
@@ -569,19 +571,19 @@ def _saved(data: dict[str, Any], name: str, n: int) -> float | None:
 def summary(data: dict[str, Any]) -> dict[str, Any]:
     """Throughput ratios against the Transformer++ per length, crossovers, FLASH's exponents, activation memory per
     sequence at n = 1024 (or the nearest length below), and the single GAU layers against FLASH-pytorch's."""
-    ratios = {name: _ratios(data, name, "Transformer++") for name in IMPLEMENTATIONS}
+    ratios = {name: _ratios(data, name, "transformer") for name in IMPLEMENTATIONS}
     ours_over_peer = {ours: _ratios(data, ours, peer) for ours, peer in
-                      (("FLASH-Quad (ours)", "FLASH-pytorch GAU"), ("FLASH (ours)", "FLASH-pytorch FLASH"))}
+                      (("flash-quad", "flash-pytorch-gau"), ("flash", "flash-pytorch-flash"))}
     crossings = {}
-    for quad in ("FLASH-Quad (ours)", "FLASH-Quad lean (ours)"):
-        cross = crossover(data, quad, "Transformer++")
-        both = _common_lengths(data, quad, "Transformer++")
+    for quad in ("flash-quad", "flash-quad-lean"):
+        cross = crossover(data, quad, "transformer")
+        both = _common_lengths(data, quad, "transformer")
         crossings[quad] = (cross, (f"overtakes the Transformer++ at n = {cross:.0f}" if math.isfinite(cross) else
                                    "does not overtake the Transformer++ at any length measured (up to n = "
                                    f"{both[-1] if both else 0})"))
     at = data["memory_length"]
     saved_at = {name: _saved(data, name, at) for name in IMPLEMENTATIONS}
-    tfm, unfused = saved_at["Transformer++"], data["unfused_transformer_saved_bytes_per_sequence"]
+    tfm, unfused = saved_at["transformer"], data["unfused_transformer_saved_bytes_per_sequence"]
     batch_ratio = {name: tfm / v for name, v in saved_at.items() if tfm and v}
     unfused_ratio = {name: unfused / v for name, v in saved_at.items() if unfused and v}
     layer = {name: {"over_matched_peer": _ratios(data, name, MATCHED_PEER),
@@ -589,15 +591,15 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
     compile_gain = {"dense": _ratios(data, LAYERS[1], LAYERS[0]), "lean": _ratios(data, LAYERS[3], LAYERS[2])}
     return {
         "ours_over_peer": ours_over_peer,
-        "quad_vs_transformer_text": crossings["FLASH-Quad (ours)"][1],
-        "quad_lean_vs_transformer_text": crossings["FLASH-Quad lean (ours)"][1],
+        "quad_vs_transformer_text": crossings["flash-quad"][1],
+        "quad_lean_vs_transformer_text": crossings["flash-quad-lean"][1],
         "ratios_vs_transformer": ratios,
-        "quad_overtakes_transformer": crossings["FLASH-Quad (ours)"][0],
-        "quad_lean_overtakes_transformer": crossings["FLASH-Quad lean (ours)"][0],
-        "flash_overtakes_quad": crossover(data, "FLASH (ours)", "FLASH-Quad (ours)"),
-        "flash_time_exponent": exponent(data, "FLASH (ours)", "seconds"),
-        "flash_memory_exponent": exponent(data, "FLASH (ours)", "saved_bytes_per_sequence"),
-        "quad_memory_exponent": exponent(data, "FLASH-Quad (ours)", "saved_bytes_per_sequence"),
+        "quad_overtakes_transformer": crossings["flash-quad"][0],
+        "quad_lean_overtakes_transformer": crossings["flash-quad-lean"][0],
+        "flash_overtakes_quad": crossover(data, "flash", "flash-quad"),
+        "flash_time_exponent": exponent(data, "flash", "seconds"),
+        "flash_memory_exponent": exponent(data, "flash", "saved_bytes_per_sequence"),
+        "quad_memory_exponent": exponent(data, "flash-quad", "saved_bytes_per_sequence"),
         "memory_length": at,
         "saved_bytes_per_sequence_at": saved_at,
         "batch_ratio_vs_transformer": batch_ratio,
@@ -638,10 +640,10 @@ def crossover_claim(data: dict[str, Any], quad: str, key: str, what: str, label:
     """The source's crossover, n_x ~ 256 (the n above which ``quad`` trains more tokens/s than the Transformer++),
     log-interpolated between the two lengths around it; a bound (and inconclusive where it is no verdict) when the
     sweep never crosses or leads from its shortest length; None when the two share no length."""
-    both = _common_lengths(data, quad, "Transformer++")
+    both = _common_lengths(data, quad, "transformer")
     if not both:
         return None
-    cross = crossover(data, quad, "Transformer++")
+    cross = crossover(data, quad, "transformer")
     never = not math.isfinite(cross)
     first = not never and cross == both[0]  # faster already at the shortest length: the crossover is at or below
     tolerance = 256.0 * (math.sqrt(2) - 1)
@@ -665,8 +667,8 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
     s = summary(data)
     out = []
     stack_lengths = sorted({r["n"] for r in data["rows"] if r["implementation"] in IMPLEMENTATIONS})
-    for quad, key, what in (("FLASH-Quad (ours)", "quad-overtakes-transformer", "FLASH-Quad's"),
-                            ("FLASH-Quad lean (ours)", "quad-lean-overtakes-transformer", "The lean FLASH-Quad's")):
+    for quad, key, what in (("flash-quad", "quad-overtakes-transformer", "FLASH-Quad's"),
+                            ("flash-quad-lean", "quad-lean-overtakes-transformer", "The lean FLASH-Quad's")):
         claim = crossover_claim(data, quad, key, what, label)
         if claim is not None:
             out.append(claim)
@@ -675,7 +677,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                 ("batch_ratio_vs_unfused_transformer",
                  "the same Transformer++ with its attention computed explicitly, its n x n softmax saved for backward"))
     for key, versus in versions:
-        ratio = s[key].get("FLASH-Quad (ours)")
+        ratio = s[key].get("flash-quad")
         if ratio is None:
             continue
         out.append(Claim(
@@ -729,7 +731,7 @@ def table(data: dict[str, Any]) -> str:
     """The benchmark as text: per point its step time, tokens/s, ratio to its baseline (the Transformer++ for the
     stacks, FLASH-pytorch's matched GAU for the single layers), saved activations and FLOP utilisation."""
     s = summary(data)
-    width = max(len(name) for name in IMPLEMENTATIONS + LAYERS)
+    width = max(len(LABELS[name]) for name in IMPLEMENTATIONS + LAYERS)
     matmul = "float32" if data["device_type"] == "cpu" else "bf16"
     lines = [f"{matmul} matmul: {data['matmul_flops_per_s'] / 1e9:.0f} GFLOP/s ({where(data)})",
              f"{'implementation':{width}s} {'n':>6s} {'batch':>5s} {'s/step':>8s} {'tokens/s':>10s} {'x base':>6s} "
@@ -737,10 +739,10 @@ def table(data: dict[str, Any]) -> str:
     for r in data["rows"]:
         name = r["implementation"]
         if r["status"] != "ok":
-            lines.append(f"{name:{width}s} {r['n']:6d} {r['status']}")
+            lines.append(f"{LABELS[name]:{width}s} {r['n']:6d} {r['status']}")
             continue
         ratios = s["layers"][name]["over_matched_peer"] if name in LAYERS else s["ratios_vs_transformer"][name]
-        lines.append(f"{name:{width}s} {r['n']:6d} {r['batch']:5d} {r['seconds']:8.3f} {r['tokens_per_s']:10,.0f} "
+        lines.append(f"{LABELS[name]:{width}s} {r['n']:6d} {r['batch']:5d} {r['seconds']:8.3f} {r['tokens_per_s']:10,.0f} "
                      f"{ratios.get(str(r['n']), float('nan')):6.2f} {r['saved_bytes_per_sequence'] / 2**20:9.1f} "
                      f"{100 * r['utilisation']:4.0f}%")
     for key in ("quad_vs_transformer_text", "quad_lean_vs_transformer_text"):
