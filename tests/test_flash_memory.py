@@ -10,6 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from analysis.models.saved import saved_shapes, saved_tensors
 from analysis.studies.flash.experiments import flash_memory as fm
 
 
@@ -31,7 +32,7 @@ def test_prefix_linear_attention_is_the_running_sum_over_keys():
 
 def test_census_counts_the_saved_tensors_by_shape():
     a = torch.randn(3, 4, requires_grad=True)
-    shapes = fm.saved_shapes(lambda: (a @ a.T).exp())
+    shapes = saved_shapes(lambda: (a @ a.T).exp())
     assert (3, 4) in shapes and (3, 3) in shapes
     assert fm._largest([(2, 5, 5), (5, 5), (1, 5)], (5, 5)) == {"count": 2, "largest": [2, 5, 5], "elements": 50}
     assert fm._largest([(1, 5)], (5, 5))["count"] == 0
@@ -109,6 +110,6 @@ def test_counting_saved_tensors_keeps_none_of_them_alive():
         outputs.append(weakref.ref(y))
         return y.sum()
 
-    assert fm.saved_tensors(forward) == [((4, 8), 4 * 8 * 4)]
+    assert saved_tensors(forward) == [((4, 8), 4 * 8 * 4)]
     gc.collect()
     assert outputs[0]() is None

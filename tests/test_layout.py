@@ -17,8 +17,6 @@ FLOORS = {"theory": 0, "models": 0, "tasks": 0, "training": 1, "core": 2, "compu
           "cli": 6}
 # imports inside a function, by (importing module, imported module): the reason each is not at the top
 LOCAL_IMPORTS = {
-    ("analysis.studies.flash.experiments.flash_memory", "analysis.studies.flash.experiments.flash_bench"):
-        "flash-bench counts saved bytes with flash-memory's census; flash-memory's batch census builds its stacks",
     ("analysis.studies.flash.experiments.gau_kernel", "analysis.studies.flash.experiments.flash_bench"):
         "the kernel's timing builds flash-bench's stacks, and importing a study's experiment imports the study",
     ("analysis.studies.softmax_scale", "analysis.studies.softmax_scale.experiments.softmax_scale_recall"):

@@ -40,7 +40,7 @@ from analysis.core.trial import Trial
 from analysis.core.verify import Claim
 from analysis.models.gau import GAU, GAUConfig
 from analysis.models.lm import LanguageModel, ModelConfig
-from analysis.studies.flash.experiments.flash_memory import saved_tensors
+from analysis.models.saved import saved_tensors
 from analysis.theory import flash_counts as fc
 
 NAME = "flash-bench"

@@ -28,6 +28,8 @@ import torch
 from analysis.core.experiment import Workload
 from analysis.core.verify import Claim
 from analysis.models.gau import GAU, GAUConfig
+from analysis.models.saved import saved_shapes
+from analysis.studies.flash.experiments import flash_bench as fb
 
 NAME = "flash-memory"
 DATA_VERSION = 3  # 2: the batch census at base size (the bytes a sequence of its own saves, per stack); 3: the census
@@ -58,24 +60,6 @@ CONFIGS: dict[str, Config] = {
     "cpu": Config(batch=2, d=768, e=1536, s=128, n=1024, chunks=(64, 128, 256), heads=12),
     "gpu": Config(batch=2, d=768, e=1536, s=128, n=4096, chunks=(64, 128, 256, 512), heads=12),
 }
-
-
-def saved_tensors(fn: Any) -> list[tuple[tuple[int, ...], int]]:
-    """(shape, bytes) of every tensor autograd saves for backward while ``fn()`` runs (one entry per saved tensor)."""
-    saved: list[tuple[tuple[int, ...], int]] = []
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        saved.append((tuple(t.shape), t.numel() * t.element_size()))
-        return t.detach()  # returning t itself makes a cycle through autograd that no collector frees
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        fn()
-    return saved
-
-
-def saved_shapes(fn: Any) -> list[tuple[int, ...]]:
-    """The shape of every tensor autograd saves for backward while ``fn()`` runs (one entry per saved tensor)."""
-    return [shape for shape, _ in saved_tensors(fn)]
 
 
 def prefix_linear_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -138,8 +122,6 @@ def batch_census(cfg: Config) -> dict[str, float]:
     on the CPU) in two of flash-bench's GAU layers (e = 2d, whatever the config's e; dense and lean) and in one of its
     Transformer++ layers (heads of 64), fused and with its attention written out (the n x n softmax saved): equal
     parameters up to 2ds."""
-    from analysis.studies.flash.experiments import flash_bench as fb
-
     n = min(cfg.n, BATCH_LENGTH)
     bench = fb.Config(d=cfg.d, layers=1, s=cfg.s, chunk=min(cfg.chunks), tokens=n, lengths=(n,),
                       layer_lengths=(n,), repeats=1, warmup=0, threads=torch.get_num_threads(),
