@@ -11,14 +11,14 @@ from pathlib import Path
 
 import yaml
 
-from analysis.core.scale import SCALES
+from analysis.core.size import SIZES
 
 CELL_TIMEOUT_S = {"smoke": 120, "cpu": 1800, "gpu": 1800}
 ROOT = Path(__file__).resolve().parent.parent
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--scale", choices=SCALES, required=True)
+    parser.add_argument("--scale", choices=SIZES, required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--execute", choices=("cache", "off"), default="cache",
                         help="off: render the outputs the notebooks hold (executed by nbmake before)")

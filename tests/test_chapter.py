@@ -9,8 +9,8 @@ from analysis.core.trials import Experiment
 from analysis.core.results import Record, provenance, save_record
 
 
-def _record(name, scale, cfg, fp):
-    return Record(name, scale, 0, dataclasses.asdict(cfg), run_experiment(name, EXPERIMENTS[name].CONFIGS["smoke"]),
+def _record(name, size, cfg, fp):
+    return Record(name, size, 0, dataclasses.asdict(cfg), run_experiment(name, EXPERIMENTS[name].CONFIGS["smoke"]),
                   provenance(1.0), fp)
 
 
@@ -221,10 +221,10 @@ def test_the_stale_gpu_verdicts_are_listed_beside_the_current_ones_and_their_dis
     ch = Chapter("doc", "t", "smoke", RenderedClaims("doc", "t"))
     ch.runs = {"gau-length": [live, cpu, stale]}
 
-    def cost(measured, scale, is_stale=False, key="text-cost"):
+    def cost(measured, size, is_stale=False, key="text-cost"):
         claim = Claim(key, f"{key} is above 0", "src", 0.0, measured, 0.01, 0.05, "t SE", kind="above",
                       unit="nats/byte")
-        return claim.identified("gau-length", scale, recorded=True, stale=is_stale)
+        return claim.identified("gau-length", size, recorded=True, stale=is_stale)
 
     for c in (cost(0.334, "cpu"), cost(-0.035, "gpu", True), cost(0.5, "cpu", key="agree"),
               cost(0.6, "gpu", True, key="agree"), cost(0.2, "gpu", True, key="gpu-only")):

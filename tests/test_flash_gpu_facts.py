@@ -60,10 +60,10 @@ def test_the_kernels_claims_are_decided_by_the_gpu_record_alone():
     from analysis.core.verify import beside_text, strongest_claims
 
     made = {}
-    for scale in ("cpu", "gpu"):
-        record = find_record("gau-kernel", scale, RECORDS)
-        for c in EXPERIMENTS["gau-kernel"].claims(record.data, f"recorded-{scale}"):
-            made[(scale, c.key)] = c
+    for size in ("cpu", "gpu"):
+        record = find_record("gau-kernel", size, RECORDS)
+        for c in EXPERIMENTS["gau-kernel"].claims(record.data, f"recorded-{size}"):
+            made[(size, c.key)] = c
     assert all(c.gpu_only for c in made.values())
     cpu = made[("cpu", "kernel-exact-float16")].identified("gau-kernel", "cpu", True)
     gpu = made[("gpu", "kernel-exact-float16")].identified("gau-kernel", "gpu", True, stale=True)

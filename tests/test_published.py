@@ -58,13 +58,13 @@ def test_scale_fields_name_fields_of_every_scale_config():
     from analysis.studies.published import config_field
 
     for experiment, names in SCALE_FIELDS.items():
-        for scale in ("smoke", "cpu", "gpu"):
-            cfg = config_for(EXPERIMENTS[experiment], scale)
+        for size in ("smoke", "cpu", "gpu"):
+            cfg = config_for(EXPERIMENTS[experiment], size)
             for name in names:
                 try:
                     config_field(cfg, name)
                 except (AttributeError, KeyError):
-                    pytest.fail(f"{experiment} at {scale} has no field {name}")
+                    pytest.fail(f"{experiment} at {size} has no field {name}")
     assert config_field({"model": {"d": 96}}, "model.d") == 96  # a record's stored config reads the same way
 
 

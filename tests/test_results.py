@@ -89,7 +89,7 @@ def test_record_under_the_wrong_name_is_foreign(tmp_path):
 
 
 def test_names_and_values_are_validated(tmp_path):
-    with pytest.raises(ValueError, match="scale must be one of"):
+    with pytest.raises(ValueError, match="size must be one of"):
         record_path("demo", "huge", tmp_path)
     with pytest.raises(ValueError, match="experiment must be a plain name"):
         record_path("../x", "smoke", tmp_path)

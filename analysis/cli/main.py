@@ -248,18 +248,18 @@ def cmd_widen(args: argparse.Namespace) -> None:
 def cmd_list(args: argparse.Namespace) -> None:
     """List the experiments and, per scale, whether a record exists and whether it is current or stale."""
     from analysis.core.registry import EXPERIMENTS, current_record
-    from analysis.core.scale import SCALES
+    from analysis.core.size import SIZES
 
     for name, module in sorted(EXPERIMENTS.items()):
         print(f"{name}: {(module.__doc__ or '').strip().splitlines()[0]}")
-        for scale in SCALES:
-            record, stale = current_record(name, scale)
+        for size in SIZES:
+            record, stale = current_record(name, size)
             if record is None:
                 state = "none"
             else:
                 state = f"recorded {str(record.provenance.get('date', ''))[:10]}, " + (
                     "STALE: " + "; ".join(stale) if stale else "current")
-            print(f"  {scale:5s} {state}")
+            print(f"  {size:5s} {state}")
 
 
 def cmd_steptimes(args: argparse.Namespace) -> None:
@@ -366,11 +366,11 @@ def cmd_lease(args: argparse.Namespace) -> None:
         raise RuntimeError("a lease step failed (its output is above); the files it left are packed")
 
 
-def _targets(scale: str) -> tuple[Any, ...]:
-    """The efficiency targets a lease at ``scale`` times (at gpu scale only: below it their code path is a test's)."""
+def _targets(size: str) -> tuple[Any, ...]:
+    """The efficiency targets a lease at ``size`` times (at gpu scale only: below it their code path is a test's)."""
     from analysis.studies.flash.targets import efficiency_targets
 
-    return efficiency_targets(scale) if scale == "gpu" else ()
+    return efficiency_targets(size) if size == "gpu" else ()
 
 
 def _lease_prepare(device: str) -> None:
@@ -416,7 +416,7 @@ def _lease_plan(args: argparse.Namespace) -> None:
         return
     leases = split_leases(build_queue(args.scale, args.device, args.only), tag=args.device)
     print(f"The queue in lent commands of {COMMAND_S:.0f} s on one {args.device.upper()} (estimates):")
-    print("\n".join(lease_table(leases, args.device, shown=args.leases, scale=args.scale)))
+    print("\n".join(lease_table(leases, args.device, shown=args.leases, size=args.scale)))
 
 
 def _lease_unpack(archives: list[str]) -> None:
@@ -640,7 +640,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser with every subcommand."""
-    from analysis.core.scale import SCALES
+    from analysis.core.size import SIZES
 
     parser = _Parser(prog="python -m analysis", description="Compute and measure the numbers of the book.")
     sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser)
@@ -681,7 +681,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run an experiment (or --all) and record it under results/")
     p.add_argument("experiment", nargs="?", help="experiment name (see 'list')")
     p.add_argument("--all", action="store_true", help="every experiment without a current record at this scale; resumable")
-    p.add_argument("--scale", choices=SCALES, required=True)
+    p.add_argument("--scale", choices=SIZES, required=True)
     p.add_argument("--corpus", metavar="FILE", help="train on this UTF-8 text file instead of the standard-library corpus")
     p.add_argument("--seed", type=_bounded_int("--seed", 0, 2**31 - 1))
     p.add_argument("--out", metavar="DIR", help="results folder (default: the repository's results/)")
@@ -690,7 +690,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="run a speed and memory benchmark, record it under results/, print its table")
     p.add_argument("benchmark", choices=sorted(BENCHMARKS))
-    p.add_argument("--scale", choices=SCALES, default="cpu")
+    p.add_argument("--scale", choices=SIZES, default="cpu")
     p.add_argument("--out", metavar="DIR", help="results folder (default: the repository's results/)")
     p.add_argument("--json", action="store_true", help="print the summary and rows as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -706,7 +706,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_widen)
 
     p = sub.add_parser("campaign", help="run the missing trials of a scale in priority order within a time budget")
-    p.add_argument("--scale", choices=SCALES, required=True)
+    p.add_argument("--scale", choices=SIZES, required=True)
     p.add_argument("--budget", metavar="TIME", help="start no trial expected to end after this (90s, 9m, 1.5h)")
     p.add_argument("--only", nargs="+", metavar="EXP", help="these experiments only")
     p.add_argument("--executor", choices=("inline", "local", "ray"), default="inline",
@@ -773,7 +773,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("steptimes", help="time a few training steps of every model a scale trains (recorded on a GPU)")
-    p.add_argument("--scale", choices=SCALES, default="gpu")
+    p.add_argument("--scale", choices=SIZES, default="gpu")
     p.add_argument("--only", nargs="+", metavar="EXP", help="these experiments only")
     p.add_argument("--budget", metavar="TIME", help="start no model after this much time (90s, 9m)")
     p.add_argument("--repeats", type=_bounded_int("--repeats", 1, 1000), default=5, help="timed steps per model")
@@ -806,17 +806,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with plan: how many lent commands to list one by one (default 3)")
     p.add_argument("--kill-after", type=float, metavar="SECONDS",
                    help="with rehearse: kill the run this long after it starts (default: a random moment)")
-    p.add_argument("--scale", choices=SCALES, default="gpu")
+    p.add_argument("--scale", choices=SIZES, default="gpu")
     p.add_argument("--only", nargs="+", metavar="EXP", help="with plan or run: these experiments only")
     p.set_defaults(func=cmd_lease)
 
     p = sub.add_parser("corpus", help="build the pinned-sources corpus of the gpu runs; its hash and passes per run")
-    p.add_argument("--scale", choices=SCALES, default="gpu")
+    p.add_argument("--scale", choices=SIZES, default="gpu")
     p.set_defaults(func=cmd_corpus)
 
     p = sub.add_parser("plan", help="estimate FLOPs, H100 minutes and memory of a scale; build and step every model")
     p.add_argument("experiment", nargs="?", help="one experiment (default: all)")
-    p.add_argument("--scale", choices=SCALES, required=True)
+    p.add_argument("--scale", choices=SIZES, required=True)
     p.add_argument("--no-step", action="store_true", help="estimate only; do not build and step the models")
     p.add_argument("--json", action="store_true", help="print a JSON list")
     p.set_defaults(func=cmd_plan)

@@ -30,7 +30,7 @@ from analysis.compute.plan import COMPILE_PRIOR, cached_step_cost, gpu_basis, gp
 from analysis.core.registry import EXPERIMENTS, config_for, get_experiment
 from analysis.core.results import device_name, device_tag, record_path
 from analysis.core.runner import QueueItem, QueueReport, pick_device, run_trials
-from analysis.core.scale import validate_scale
+from analysis.core.size import validate_size
 from analysis.core.trials import Experiment, TrialFile, TrialStatus, assemble_record, trial_status
 from analysis.training.train import COMPILE_MIN_STEPS
 
@@ -205,14 +205,14 @@ class ExperimentPlan:
         return sum(self.estimates[t.key] for t in self.status.missing)
 
 
-def campaign_plans(scale: str, only: Sequence[str] | None = None, directory: str | os.PathLike[str] | None = None,
+def campaign_plans(size: str, only: Sequence[str] | None = None, directory: str | os.PathLike[str] | None = None,
                    refresh_stale: bool = False, estimate_on: str | None = None) -> list[ExperimentPlan]:
-    """Every (or each named) experiment at ``scale`` with its trial status and estimates, in campaign order.
+    """Every (or each named) experiment at ``size`` with its trial status and estimates, in campaign order.
 
     Estimates are for this machine's device, or, with ``estimate_on`` ("cpu" or "cuda"), for a device of that type
     before any trial was timed on it (the assumed throughput, and the launch floor on a GPU)."""
 
-    scale = validate_scale(scale)
+    size = validate_size(size)
     if estimate_on not in (None, "cpu", "cuda"):
         raise ValueError(f"estimate_on must be cpu or cuda; got {estimate_on!r}")
     names = list(only) if only else sorted(EXPERIMENTS)
@@ -222,11 +222,11 @@ def campaign_plans(scale: str, only: Sequence[str] | None = None, directory: str
     plans = []
     for name in names:
         exp = Experiment(get_experiment(name))
-        cfg = config_for(exp.module, scale)
-        status = trial_status(exp, scale, cfg, directory)
+        cfg = config_for(exp.module, size)
+        status = trial_status(exp, size, cfg, directory)
         if refresh_stale:
             stale = {exp.trial_id(cfg, t) for t in status.stale}
-            status = TrialStatus(status.experiment, scale, status.trials, status.ids,
+            status = TrialStatus(status.experiment, size, status.trials, status.ids,
                                  {i: f for i, f in status.stored.items() if i not in stale}, status.code)
         est = Estimator.from_status(exp, cfg, status, here, device_type, tag)
         compiled: set[Any] = set()  # within one experiment here; across them below, in the order they run
@@ -245,12 +245,12 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
-def status_lines(plans: Sequence[ExperimentPlan], scale: str, estimate_on: str | None = None,
+def status_lines(plans: Sequence[ExperimentPlan], size: str, estimate_on: str | None = None,
                  trials: bool = False) -> list[str]:
     """One line per experiment: trials done of all, and the expected time of what is left; with ``trials``, a line
     per missing trial with its expected time."""
     where = device_name() if estimate_on is None else f"an unmeasured {estimate_on} device (estimates only)"
-    lines = [f"campaign at {scale} scale on {where}, in the order it runs:"]
+    lines = [f"campaign at {size} scale on {where}, in the order it runs:"]
     unmeasured = "from plan"
     uncompiled_note = ""
     if (estimate_on or pick_device().type) == "cuda":
@@ -277,7 +277,7 @@ def status_lines(plans: Sequence[ExperimentPlan], scale: str, estimate_on: str |
     total = sum(p.missing_s for p in plans)
     left = sum(len(p.status.missing) for p in plans)
     lines.append(f"left: {left} trials, about {_minutes(total)}")
-    if scale == "gpu" and any(p.first_tier for p in plans):
+    if size == "gpu" and any(p.first_tier for p in plans):
         # lent GPU sessions count the trials that need a GPU; a CPU benchmark runs on any machine with the time
         on_cpu = [p for p in plans if runs_on(p.cfg, "cuda") == "cpu" and p.status.missing]
         gpu = [p for p in plans if p not in on_cpu]
@@ -295,16 +295,16 @@ def status_lines(plans: Sequence[ExperimentPlan], scale: str, estimate_on: str |
     return lines
 
 
-def run_campaign(scale: str, budget_s: float | None = None, only: Sequence[str] | None = None,
+def run_campaign(size: str, budget_s: float | None = None, only: Sequence[str] | None = None,
                  executor: str = "inline", workers: int | None = None, threads: int | None = None,
                  address: str | None = None, directory: str | os.PathLike[str] | None = None,
                  refresh_stale: bool = False, progress: bool = True, per_gpu: int = 1, keep_going: bool = False,
                  after_trial: Any = None) -> tuple[QueueReport, list[ExperimentPlan]]:
-    """Run the missing trials of ``scale`` within ``budget_s``; assemble every record that became complete. With
+    """Run the missing trials of ``size`` within ``budget_s``; assemble every record that became complete. With
     ``keep_going``, a failed trial skips the rest of its experiment in this run, not the other experiments;
     ``after_trial()`` runs after each trial's file is stored (a lease repacks its results then)."""
-    plans = campaign_plans(scale, only, directory, refresh_stale)
-    items = [QueueItem(p.exp, scale, p.cfg, t, p.exp.trial_id(p.cfg, t), p.estimates[t.key])
+    plans = campaign_plans(size, only, directory, refresh_stale)
+    items = [QueueItem(p.exp, size, p.cfg, t, p.exp.trial_id(p.cfg, t), p.estimates[t.key])
              for p in plans for t in p.status.missing]
 
     def on_finish(item: QueueItem, tf: TrialFile, k: int, n: int) -> None:
@@ -319,7 +319,7 @@ def run_campaign(scale: str, budget_s: float | None = None, only: Sequence[str] 
     ran = {item.exp.name for item, _ in report.finished}
     for p in plans:
         if p.exp.name in ran or (p.status.complete and not _record_exists(p, directory)):
-            record, _ = assemble_record(p.exp, scale, p.cfg, directory)
+            record, _ = assemble_record(p.exp, size, p.cfg, directory)
             if record is not None and progress:
                 print(f"{p.exp.name}: all {p.status.total} trials stored; record assembled", flush=True)
     return report, plans
@@ -330,7 +330,7 @@ def _record_exists(plan: ExperimentPlan, directory: str | os.PathLike[str] | Non
     return record_path(plan.exp.name, plan.status.scale, directory).exists()
 
 
-def report_lines(report: QueueReport, scale: str, only: Sequence[str] | None,
+def report_lines(report: QueueReport, size: str, only: Sequence[str] | None,
                  directory: str | os.PathLike[str] | None = None, statuses: bool = True) -> list[str]:
     """What a campaign run did, why it stopped, and (with ``statuses``) what is left, with expected times."""
     lines = [f"ran {len(report.finished)} trials in {_minutes(report.wall_time_s)}"]
@@ -343,7 +343,7 @@ def report_lines(report: QueueReport, scale: str, only: Sequence[str] | None,
         lines.append(f"stopped: the next trials are expected to outrun the budget ({len(report.left)} left)")
     elif report.stopped == "signal":
         lines.append(f"stopped on a signal between trials ({len(report.left)} left)")
-    return lines + (status_lines(campaign_plans(scale, only, directory), scale) if statuses else [])
+    return lines + (status_lines(campaign_plans(size, only, directory), size) if statuses else [])
 
 
 def never_fits(plans: Sequence[ExperimentPlan], budget_s: float) -> list[str]:

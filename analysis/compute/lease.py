@@ -54,7 +54,7 @@ from analysis.core.results import (
     write_source_stamp,
 )
 
-from analysis.core.scale import validate_scale
+from analysis.core.size import validate_size
 from analysis.core.trials import Experiment, MixedDevicesError, assemble_record
 from analysis.tasks.data import PINNED_CORPUS_PATH, PINNED_CORPUS_SHA256, ensure_pinned_corpus
 
@@ -228,7 +228,7 @@ def install_wheels(lease_dir: str | os.PathLike[str] = LEASE_DIR, site: str | os
 # --- the steps ----------------------------------------------------------------------------------------------------
 
 
-def plan_lease(scale: str = "gpu", only: Sequence[str] | None = None, directory: str | os.PathLike[str] | None = None,
+def plan_lease(size: str = "gpu", only: Sequence[str] | None = None, directory: str | os.PathLike[str] | None = None,
                tag: str | None = None, queue: str | os.PathLike[str] | None = None,
                targets: Sequence[Target] = ()) -> list[Step]:
     """The steps a lease runs, from what ``directory`` (default: results/) holds for the device tagged ``tag``
@@ -237,7 +237,7 @@ def plan_lease(scale: str = "gpu", only: Sequence[str] | None = None, directory:
     the campaign: the prepared ``queue`` file when there is one (and no ``only``), else every experiment (or
     ``only``) in priority order."""
 
-    scale = validate_scale(scale)
+    size = validate_size(size)
     root = Path(directory) if directory is not None else results_dir()
     tag = tag or device_tag(device_name())
     names = list(only) if only else sorted(EXPERIMENTS)
@@ -248,21 +248,21 @@ def plan_lease(scale: str = "gpu", only: Sequence[str] | None = None, directory:
     steps = []
     # the targets are set for an H100: another kind times them only while no H100 has (a lent H200's minutes go to
     # the campaign, which its own trials then size, rather than to targets it is not held to)
-    h100_timed = bool(recorded_targets(scale, targets, bench, "h100")) if scale == "gpu" else False
-    if scale == "gpu" and targets and not only and (tag == "h100" or not h100_timed):
-        have = recorded_targets(scale, targets, bench, tag)
+    h100_timed = bool(recorded_targets(size, targets, bench, "h100")) if size == "gpu" else False
+    if size == "gpu" and targets and not only and (tag == "h100" or not h100_timed):
+        have = recorded_targets(size, targets, bench, tag)
         left = [t.name for t in targets if t.name not in have]
         if left:
-            steps.append(Step("targets", ("steptimes", "--targets", "--scale", scale, "--out", str(bench), "--quiet"),
+            steps.append(Step("targets", ("steptimes", "--targets", "--scale", size, "--out", str(bench), "--quiet"),
                               TARGETS_CAP_S, f"efficiency targets not yet timed on this device ({tag}): "
                                              f"{', '.join(left)}"))
     # not quiet: the log's line per finished trial, its seconds against the estimate, is what sizes the next lease
     if queue is not None and Path(queue).is_file() and not only:
-        steps.append(Step("campaign", ("campaign", "--scale", scale, "--queue", str(queue)), None,
+        steps.append(Step("campaign", ("campaign", "--scale", size, "--queue", str(queue)), None,
                           "the prepared queue's trials still to run, in its order, for the time that is left"))
     else:
         sel = ("--only", *only) if only else ()
-        steps.append(Step("campaign", ("campaign", "--scale", scale, *sel), None,
+        steps.append(Step("campaign", ("campaign", "--scale", size, *sel), None,
                           "the campaign's missing trials in priority order, for the time that is left"))
     return steps
 
@@ -309,7 +309,7 @@ def lease_deadline(limit_s: float, started_at: float | None = None, now: float |
     return left
 
 
-def run_lease(limit_s: float, out: str | os.PathLike[str], scale: str = "gpu", only: Sequence[str] | None = None,
+def run_lease(limit_s: float, out: str | os.PathLike[str], size: str = "gpu", only: Sequence[str] | None = None,
               directory: str | os.PathLike[str] | None = None, lease_dir: str | os.PathLike[str] = LEASE_DIR,
               started_at: float | None = None, targets: Sequence[Target] = ()) -> LeaseSummary:
     """One lease command under a limit of ``limit_s`` seconds counted from ``started_at`` (the command's own start;
@@ -322,7 +322,7 @@ def run_lease(limit_s: float, out: str | os.PathLike[str], scale: str = "gpu", o
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
 
-    summary = LeaseSummary(device_name(), validate_scale(scale), limit_s, None)
+    summary = LeaseSummary(device_name(), validate_size(size), limit_s, None)
     before = snapshot(root)
     baseline = Path(tempfile.mkdtemp(prefix="lease-")) / "baseline.json"
     baseline.write_text(json.dumps(before))
@@ -340,7 +340,7 @@ def run_lease(limit_s: float, out: str | os.PathLike[str], scale: str = "gpu", o
     env = {**os.environ, "PYTHONUNBUFFERED": "1", PACK_ENV: f"{out.resolve()}{os.pathsep}{baseline}"}
     if directory is not None:
         env["ANALYSIS_RESULTS_DIR"] = str(root)
-    for step in plan_lease(scale, only, root, queue=Path(lease_dir) / QUEUE, targets=targets):
+    for step in plan_lease(size, only, root, queue=Path(lease_dir) / QUEUE, targets=targets):
         remaining = end - time.monotonic()
         if remaining < STARTUP_S:
             print(f"lease: {step.name}: skipped, {remaining:.0f} s left", flush=True)
@@ -501,16 +501,16 @@ def assemble_taken_in(report: UnpackReport, directory: str | os.PathLike[str] | 
     touched = dict.fromkeys(tuple(Path(name).parts[1].rsplit(".", 1)) for name in report.added + report.replaced
                             if name.startswith("trials/") and len(Path(name).parts) == 3)
     lines = []
-    for name, scale in touched:
+    for name, size in touched:
         if name not in EXPERIMENTS:
             lines.append(f"{name}: no such experiment here; its trial files are kept")
             continue
         exp = Experiment(EXPERIMENTS[name])
         try:
-            record, status = assemble_record(exp, scale, config_for(exp.module, scale), directory)
+            record, status = assemble_record(exp, size, config_for(exp.module, size), directory)
         except MixedDevicesError as err:
             lines.append(f"{name}: no record: {err}")
             continue
-        lines.append(f"{name} ({scale}): " + ("every trial stored; record assembled" if record is not None
+        lines.append(f"{name} ({size}): " + ("every trial stored; record assembled" if record is not None
                                                else f"{status.describe()} stored; no record yet"))
     return lines

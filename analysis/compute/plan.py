@@ -443,12 +443,12 @@ def _step_group(model: Any, params: int) -> tuple[Any, bool]:
     return dataclasses.replace(model, layers=1), params <= CPU_STEP_MAX_PARAMS
 
 
-def plan_experiment(name: str, scale: str, execute: bool = True) -> Estimate:
-    """The cost estimate of experiment ``name`` at ``scale``; with ``execute``, each model is built and stepped once."""
+def plan_experiment(name: str, size: str, execute: bool = True) -> Estimate:
+    """The cost estimate of experiment ``name`` at ``size``; with ``execute``, each model is built and stepped once."""
 
     exp = Experiment(get_experiment(name))
-    cfg = config_for(exp.module, scale)
-    est = Estimate(name, scale)
+    cfg = config_for(exp.module, size)
+    est = Estimate(name, size)
     peak = 0.0
     stepped: dict[Any, str] = {}
     workloads = exp.plan(cfg)
@@ -493,7 +493,7 @@ def plan_table(estimates: list[Estimate]) -> str:
     return "\n".join([head, *rows])
 
 
-def text_passes(name: str, scale: str, train_tokens: int) -> float:
+def text_passes(name: str, size: str, train_tokens: int) -> float:
     """Passes over ``train_tokens`` of training text by the longest-trained model of one trial: the largest
     steps x batch x ctx over the trials' training workloads, divided by ``train_tokens`` (an upper bound where a
     workload trains on a synthetic task instead)."""
@@ -501,7 +501,7 @@ def text_passes(name: str, scale: str, train_tokens: int) -> float:
     if train_tokens < 1:
         raise ValueError(f"train_tokens must be at least 1; got {train_tokens}")
     exp = Experiment(get_experiment(name))
-    cfg = config_for(exp.module, scale)
+    cfg = config_for(exp.module, size)
     seen = max((w.steps * w.batch * w.ctx for t in exp.trials(cfg) for w in exp.trial_plan(cfg, t)
                 if w.model is not None), default=0)
     return seen / train_tokens

@@ -34,7 +34,7 @@ from analysis.compute.plan import StepBasis, cost_key, gpu_basis, run_compiles
 from analysis.core.registry import EXPERIMENTS, config_for, get_experiment
 from analysis.core.results import device_tag, find_record, write_json_atomic
 from analysis.core.runner import QueueItem, QueueReport, run_trials
-from analysis.core.scale import validate_scale
+from analysis.core.size import validate_size
 from analysis.core.stats import CONFIDENCE, POWER, planned_detectable_multiple
 from analysis.core.trials import Experiment, MixedDevicesError, TrialFile, assemble_record, claim_reads, trial_status
 
@@ -112,9 +112,9 @@ def claim_keys(exp: Experiment, directory: str | os.PathLike[str] | None = None)
     if declared is not None:
 
         return list(declared(config_for(exp.module, "gpu")))
-    for scale in ("gpu", "cpu"):
-        record = find_record(exp.name, scale, directory)
-        keys = [c.key for c in exp.module.claims(record.data, f"recorded-{scale}")] if record is not None else []
+    for size in ("gpu", "cpu"):
+        record = find_record(exp.name, size, directory)
+        keys = [c.key for c in exp.module.claims(record.data, f"recorded-{size}")] if record is not None else []
         if keys:
             return keys
     return [RECORD]
@@ -155,22 +155,22 @@ def _device_of(status: Any, tag: str) -> str | None:
     return max(set(names), key=names.count) if names else None
 
 
-def build_queue(scale: str = "gpu", tag: str = "h100", only: Sequence[str] | None = None,
+def build_queue(size: str = "gpu", tag: str = "h100", only: Sequence[str] | None = None,
                 directory: str | os.PathLike[str] | None = None) -> list[QueuedTrial]:
-    """The trials a lent GPU of kind ``tag`` has left to run at ``scale``, in campaign order (module docstring):
+    """The trials a lent GPU of kind ``tag`` has left to run at ``size``, in campaign order (module docstring):
     missing ones, and stored ones made by older code; experiments whose config runs on the CPU left out."""
 
-    scale = validate_scale(scale)
+    size = validate_size(size)
     names = list(only) if only else sorted(EXPERIMENTS)
     basis = gpu_basis(tag)
     units: list[Unit] = []
     plans: dict[str, tuple[Experiment, Any, Any, Estimator | None]] = {}
     for name in names:
         exp = Experiment(get_experiment(name))
-        cfg = config_for(exp.module, scale)
+        cfg = config_for(exp.module, size)
         if runs_on(cfg, "cuda") != "cuda":
             continue
-        status = trial_status(exp, scale, cfg, directory)
+        status = trial_status(exp, size, cfg, directory)
         device = _device_of(status, tag)
         est = Estimator.from_status(exp, cfg, status, device, "cuda", tag) if device else None
         plans[name] = (exp, cfg, status, est if est is not None and est.measured else None)
@@ -278,12 +278,12 @@ def _mark_decided(queue: Sequence[QueuedTrial], leases: list[Lease]) -> None:
             leases[int(number) - 1].decides.append(ref)
 
 
-def save_queue(queue: Sequence[QueuedTrial], path: str | os.PathLike[str], scale: str, tag: str,
+def save_queue(queue: Sequence[QueuedTrial], path: str | os.PathLike[str], size: str, tag: str,
                margin: float | None = None) -> Path:
     """Write the queue (with the scale and GPU kind it was sized for, and the margin its runner applies: default
     :func:`margin_for` the kind) atomically to ``path``."""
 
-    doc = {"schema": QUEUE_SCHEMA, "scale": validate_scale(scale), "device": tag,
+    doc = {"schema": QUEUE_SCHEMA, "scale": validate_size(size), "device": tag,
            "margin": margin_for(tag) if margin is None else margin, "trials": [t.to_dict() for t in queue]}
     write_json_atomic(Path(path), doc)
     return Path(path)
@@ -305,26 +305,26 @@ def load_queue(path: str | os.PathLike[str]) -> QueueFile:
         doc = json.loads(Path(path).read_text())
         if doc.get("schema") != QUEUE_SCHEMA:
             raise ValueError(f"schema is {doc.get('schema')!r}, not {QUEUE_SCHEMA!r}")
-        return QueueFile(validate_scale(doc["scale"]), str(doc["device"]), float(doc["margin"]),
+        return QueueFile(validate_size(doc["scale"]), str(doc["device"]), float(doc["margin"]),
                          [QueuedTrial.from_dict(t) for t in doc["trials"]])
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise ValueError(f"{path} is not a lease queue ({err})") from None
 
 
-def claim_seeds(experiment: str, claim: str, scale: str = "gpu") -> int:
-    """How many seeds the trials a claim reads span at ``scale`` (0 for a claim that declares no trials or whose
+def claim_seeds(experiment: str, claim: str, size: str = "gpu") -> int:
+    """How many seeds the trials a claim reads span at ``size`` (0 for a claim that declares no trials or whose
     trials are not seeded)."""
     exp = Experiment(get_experiment(experiment))
-    cfg = config_for(exp.module, validate_scale(scale))
+    cfg = config_for(exp.module, validate_size(size))
     params = {t.key: t.params for t in exp.trials(cfg)}
     return len({params[k]["seed"] for k in claim_reads(exp, cfg).get(claim, []) if "seed" in params[k]})
 
 
-def seeds_line(decides: Sequence[tuple[str, str]], scale: str = "gpu") -> str | None:
+def seeds_line(decides: Sequence[tuple[str, str]], size: str = "gpu") -> str | None:
     """Why the seeds of a lease's seeded claims suffice: the smallest true difference a paired t test over their
     seeds detects, lambda(n - 1) / sqrt(n) per-seed SDs (:func:`analysis.core.stats.planned_detectable_multiple`), one-
     and two-sided at the book's confidence and power; None when no claim it decides reads two seeds or more."""
-    seeded = [(e, c, n) for e, c in decides if (n := claim_seeds(e, c, scale)) >= 2]
+    seeded = [(e, c, n) for e, c in decides if (n := claim_seeds(e, c, size)) >= 2]
     if not seeded:
         return None
     clauses = [f"{', '.join(f'{e} {c}' for e, c, k in seeded if k == n)} over {n} seeds: a paired t test detects "
@@ -334,7 +334,7 @@ def seeds_line(decides: Sequence[tuple[str, str]], scale: str = "gpu") -> str | 
     return f"  seeds: {'; '.join(clauses)}, at {CONFIDENCE:.0%} confidence and {POWER:.0%} power"
 
 
-def lease_table(leases: Sequence[Lease], tag: str, shown: int = 3, scale: str = "gpu") -> list[str]:
+def lease_table(leases: Sequence[Lease], tag: str, shown: int = 3, size: str = "gpu") -> list[str]:
     """Lines for a reader: per lent command (the first ``shown``, then the rest summed), its trials by experiment,
     its expected minutes with the compiling in them, the claims it decides, and what their seeds can detect
     (:func:`seeds_line`)."""
@@ -350,7 +350,7 @@ def lease_table(leases: Sequence[Lease], tag: str, shown: int = 3, scale: str = 
                      + f"; about {lease.seconds / 60:.1f} minutes, {lease.compile_s / 60:.1f} of them compiling; "
                      f"decides {len(lease.decides)} claim{'' if len(lease.decides) == 1 else 's'}"
                      + (": " + ", ".join(f"{e} {c}" for e, c in lease.decides) if lease.decides else ""))
-        seeds = seeds_line(lease.decides, scale)
+        seeds = seeds_line(lease.decides, size)
         if seeds:
             lines.append(seeds)
     rest = leases[shown:]
@@ -361,7 +361,7 @@ def lease_table(leases: Sequence[Lease], tag: str, shown: int = 3, scale: str = 
     return lines
 
 
-def queue_items(queue: Sequence[QueuedTrial], scale: str, directory: str | os.PathLike[str] | None = None
+def queue_items(queue: Sequence[QueuedTrial], size: str, directory: str | os.PathLike[str] | None = None
                 ) -> list[QueueItem]:
     """The queue's trials that are still to run here, as the runner's items: a trial whose file today's code has
     stored is left out; one stored by older code, or missing, is run (no FLOP is counted here: the estimates came
@@ -372,8 +372,8 @@ def queue_items(queue: Sequence[QueuedTrial], scale: str, directory: str | os.Pa
     for q in queue:
         if q.experiment not in statuses:
             exp = Experiment(get_experiment(q.experiment))
-            cfg = config_for(exp.module, scale)
-            statuses[q.experiment] = (exp, cfg, trial_status(exp, scale, cfg, directory))
+            cfg = config_for(exp.module, size)
+            statuses[q.experiment] = (exp, cfg, trial_status(exp, size, cfg, directory))
         exp, cfg, status = statuses[q.experiment]
         by_key = {t.key: (t, i) for t, i in zip(status.trials, status.ids)}
         if q.key not in by_key:
@@ -383,18 +383,18 @@ def queue_items(queue: Sequence[QueuedTrial], scale: str, directory: str | os.Pa
         stored = status.stored.get(tid)
         if stored is not None and stored.fingerprint.get("code") == status.code:
             continue
-        out.append(QueueItem(exp, scale, cfg, trial, tid, q.seconds, tuple(q.compiles.items())))
+        out.append(QueueItem(exp, size, cfg, trial, tid, q.seconds, tuple(q.compiles.items())))
     return out
 
 
-def run_queued(queue: Sequence[QueuedTrial], scale: str, budget_s: float | None,
+def run_queued(queue: Sequence[QueuedTrial], size: str, budget_s: float | None,
                directory: str | os.PathLike[str] | None = None, margin: float = TRIAL_MARGIN,
                after_trial: Callable[[], object] | None = None, progress: bool = True) -> QueueReport:
     """Run the queue's trials still to run here, in its order, within ``budget_s`` (each started only if its estimate
     times ``margin`` fits), in this process; ``after_trial()`` runs after each trial's file is stored (a lease packs
     what it has then). Every record whose trials are then all stored is assembled. Returns the runner's report."""
 
-    items = queue_items(queue, scale, directory)
+    items = queue_items(queue, size, directory)
 
     def on_finish(item: QueueItem, tf: TrialFile, k: int, n: int) -> None:
         if progress:
@@ -408,7 +408,7 @@ def run_queued(queue: Sequence[QueuedTrial], scale: str, budget_s: float | None,
     for name in dict.fromkeys(item.exp.name for item, _ in report.finished):
         item = next(i for i, _ in report.finished if i.exp.name == name)
         try:
-            record, _ = assemble_record(item.exp, scale, item.config, directory)
+            record, _ = assemble_record(item.exp, size, item.config, directory)
         except MixedDevicesError as err:
             print(f"{name}: no record: {err}", flush=True)
             continue

@@ -44,7 +44,7 @@ from analysis.compute.plan import (
 
 from analysis.core.registry import EXPERIMENTS, config_for, get_experiment
 from analysis.core.results import device_name, device_tag, provenance, write_json_atomic
-from analysis.core.scale import validate_scale
+from analysis.core.size import validate_size
 from analysis.core.trials import Experiment
 from analysis.models.lm import LanguageModel, ModelConfig
 from analysis.training.train import TrainConfig, resolve_compile_mode, train_lm
@@ -52,19 +52,19 @@ from analysis.training.train import TrainConfig, resolve_compile_mode, train_lm
 
 
 
-def training_models(scale: str, only: list[str] | None = None) -> list[tuple[str, Any, int, int, int]]:
+def training_models(size: str, only: list[str] | None = None) -> list[tuple[str, Any, int, int, int]]:
     """(label, model config, batch, ctx, steps of its longest run) of every distinct model the experiments of
-    ``scale`` train, those that cost the campaign most first: the expected H100 seconds of every workload that trains
+    ``size`` train, those that cost the campaign most first: the expected H100 seconds of every workload that trains
     the model (:func:`analysis.compute.plan.h100_seconds`), summed, descending, so that a budget that stops early has timed
     the models that size the campaign most."""
 
-    scale = validate_scale(scale)
+    size = validate_size(size)
     names = list(only) if only else sorted(EXPERIMENTS)
     first: dict[tuple[Any, int, int], tuple[str, int]] = {}  # key -> (label of its first workload, longest run)
     cost: dict[tuple[Any, int, int], float] = {}
     for name in names:
         exp = Experiment(get_experiment(name))
-        cfg = config_for(exp.module, scale)
+        cfg = config_for(exp.module, size)
         for w in exp.plan(cfg):
             if w.model is None or w.steps <= 0:
                 continue
@@ -140,7 +140,7 @@ def _timed_run(label: str, model_cfg: Any, batch: int, ctx: int, device: torch.d
     return durations, overhead, params, log.compiled
 
 
-def measure(scale: str, device: torch.device, budget_s: float = math.inf, only: list[str] | None = None,
+def measure(size: str, device: torch.device, budget_s: float = math.inf, only: list[str] | None = None,
             repeats: int = 5, warmup: int = 3, progress: bool = True, compile_mode: str = "auto",
             on_timing: Callable[[list[StepTiming]], None] | None = None) -> list[StepTiming]:
     """:func:`time_steps` for each model of :func:`training_models`, in order, until ``budget_s`` seconds are
@@ -148,7 +148,7 @@ def measure(scale: str, device: torch.device, budget_s: float = math.inf, only: 
     as they come, so that a command cut short keeps what it measured)."""
     start = time.perf_counter()
     out: list[StepTiming] = []
-    for label, model_cfg, batch, ctx, steps in training_models(scale, only):
+    for label, model_cfg, batch, ctx, steps in training_models(size, only):
         if time.perf_counter() - start >= budget_s:
             break
         timing = time_steps(label, model_cfg, batch, ctx, device, repeats, warmup, compile_mode, steps)
@@ -165,7 +165,7 @@ def measure(scale: str, device: torch.device, budget_s: float = math.inf, only: 
     return out
 
 
-def save(timings: list[StepTiming], scale: str, directory: str | Path | None = None) -> Path:
+def save(timings: list[StepTiming], size: str, directory: str | Path | None = None) -> Path:
     """Write the timings with their provenance to ``<directory>/steptimes.<scale>.<device tag>.json``; timings in
     another compile mode than the experiments' ("auto") go to ``...<device tag>.<mode>.json``, outside the fit."""
 
@@ -178,10 +178,10 @@ def save(timings: list[StepTiming], scale: str, directory: str | Path | None = N
         raise ValueError(f"timings must share one compile mode; got {sorted(modes)}")
     mode = modes.pop()
     suffix = "" if mode == "auto" else f".{mode}"
-    path = folder / f"steptimes.{validate_scale(scale)}.{device_tag(device_name())}{suffix}.json"
+    path = folder / f"steptimes.{validate_size(size)}.{device_tag(device_name())}{suffix}.json"
     rows = [{**asdict(t), "tokens_per_s": t.tokens_per_s, "flops_per_s": t.flops_per_s,
              "bf16_peak_fraction": t.flops_per_s / H100_BF16_DENSE_FLOPS} for t in timings]
-    payload = {"scale": scale, "provenance": provenance(sum(t.seconds * t.steps for t in timings)), "rows": rows}
+    payload = {"scale": size, "provenance": provenance(sum(t.seconds * t.steps for t in timings)), "rows": rows}
     write_json_atomic(path, payload)
     return path
 
@@ -272,14 +272,14 @@ class TargetResult:
                 f"{goal}: {outcome}; {self.eager_speedup:.2f}x the eager step timed here")
 
 
-def time_targets(targets: Sequence[Target], scale: str, device: torch.device, repeats: int = 5, warmup: int = 3,
+def time_targets(targets: Sequence[Target], size: str, device: torch.device, repeats: int = 5, warmup: int = 3,
                  progress: bool = True, on_result: Callable[[list[TargetResult]], None] | None = None,
                  skip: frozenset[str] = frozenset()) -> list[TargetResult]:
     """Each of ``targets`` (but those named in ``skip``) timed twice by :func:`time_steps`: as
     a run of :data:`TARGET_RUN_STEPS` steps trains (compiled, CUDA graphs, on a GPU) and eagerly; ``on_result`` is
     given the results so far after each target."""
     out: list[TargetResult] = []
-    measured = device.type == "cuda" and validate_scale(scale) == "gpu"
+    measured = device.type == "cuda" and validate_size(size) == "gpu"
     for t in targets:
         if t.name in skip:
             continue
@@ -295,18 +295,18 @@ def time_targets(targets: Sequence[Target], scale: str, device: torch.device, re
     return out
 
 
-def targets_path(scale: str, directory: str | Path | None = None, tag: str | None = None) -> Path:
+def targets_path(size: str, directory: str | Path | None = None, tag: str | None = None) -> Path:
     """``<directory>/efficiency.<scale>.<device tag>.json``: the efficiency record of this device (or ``tag``)."""
 
     folder = Path(directory) if directory is not None else BENCH_DIR
-    return folder / f"efficiency.{validate_scale(scale)}.{tag or device_tag(device_name())}.json"
+    return folder / f"efficiency.{validate_size(size)}.{tag or device_tag(device_name())}.json"
 
 
-def recorded_targets(scale: str, targets: Sequence[Target], directory: str | Path | None = None,
+def recorded_targets(size: str, targets: Sequence[Target], directory: str | Path | None = None,
                      tag: str | None = None) -> dict[str, dict[str, Any]]:
     """The rows of this device's (or ``tag``'s) efficiency record by target name, {} without one; rows of a target
     not in ``targets``, or of another model or size, are left out (they are timed again)."""
-    path = targets_path(scale, directory, tag)
+    path = targets_path(size, directory, tag)
     if not path.is_file():
         return {}
     rows = json.loads(path.read_text()).get("rows", [])
@@ -315,7 +315,7 @@ def recorded_targets(scale: str, targets: Sequence[Target], directory: str | Pat
             and (r.get("batch"), r.get("ctx")) == (now[r["name"]].batch, now[r["name"]].ctx)}
 
 
-def save_targets(results: list[TargetResult], scale: str, targets: Sequence[Target],
+def save_targets(results: list[TargetResult], size: str, targets: Sequence[Target],
                  directory: str | Path | None = None, earlier: dict[str, dict[str, Any]] | None = None) -> Path:
     """Write the results with their provenance to ``<directory>/efficiency.<scale>.<device tag>.json``, beside the
     ``earlier`` rows (:func:`recorded_targets`) of the targets not timed again; each new row carries its date, and the
@@ -323,29 +323,29 @@ def save_targets(results: list[TargetResult], scale: str, targets: Sequence[Targ
 
     if not results:
         raise ValueError("results must hold at least one timed target")
-    path = targets_path(scale, directory)
+    path = targets_path(size, directory)
     wall = sum(r.timing.seconds * r.timing.steps + r.eager.seconds * r.eager.steps for r in results)
     prov = provenance(wall)
     rows = {**(earlier or {}), **{r.target.name: {**r.row(), "date": prov["date"]} for r in results}}
     order = [t.name for t in targets]
-    payload = {"scale": scale, "peak_flops": H100_BF16_DENSE_FLOPS, "provenance": prov,
+    payload = {"scale": size, "peak_flops": H100_BF16_DENSE_FLOPS, "provenance": prov,
                "rows": sorted(rows.values(), key=lambda r: order.index(r["name"]) if r["name"] in order else 99)}
     write_json_atomic(path, payload)
     return path
 
 
-def efficiency_table(targets: Sequence[Target], scale: str = "gpu", directory: str | Path | None = None) -> str:
-    """Markdown: each efficiency record of ``scale`` (one per GPU kind) as a table, per target: parameters, the
+def efficiency_table(targets: Sequence[Target], size: str = "gpu", directory: str | Path | None = None) -> str:
+    """Markdown: each efficiency record of ``size`` (one per GPU kind) as a table, per target: parameters, the
     compiled step (ms), the eager step timed beside it, eager over compiled, the counted-FLOP fraction of the bf16
     peak, and the target with whether it is met; a sentence when no GPU has timed them."""
     import re
 
     folder = Path(directory) if directory is not None else BENCH_DIR
     parts = []
-    for path in sorted(folder.glob(f"efficiency.{validate_scale(scale)}.*.json")):
+    for path in sorted(folder.glob(f"efficiency.{validate_size(size)}.*.json")):
         tag = path.name.split(".")[2]
         prov = json.loads(path.read_text()).get("provenance", {})
-        rows = recorded_targets(scale, targets, folder, tag)
+        rows = recorded_targets(size, targets, folder, tag)
         if not rows:
             continue
         lines = ["| model | parameters | step, compiled | eager | speed-up | bf16 peak | target: met? |",

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.core.scale import validate_scale
+from analysis.core.size import validate_size
 from analysis.tasks.data import file_corpus, stdlib_corpus
 
 SEED_STRIDE = 10_000  # run seed = cfg.seed * SEED_STRIDE + replicate index: seed 0 keeps the replicate indices
@@ -64,9 +64,9 @@ class Workload:
             raise ValueError(f"workload {self.label!r}: overhead_s must be finite and >= 0")
 
 
-def config_for(module: ModuleType, scale: str, **overrides: Any) -> Any:
+def config_for(module: ModuleType, size: str, **overrides: Any) -> Any:
     """``module.CONFIGS[scale]`` with the given top-level fields replaced (None leaves a field as it is)."""
-    cfg = module.CONFIGS[validate_scale(scale)]
+    cfg = module.CONFIGS[validate_size(size)]
     fields = {f.name for f in dataclasses.fields(cfg)}
     unknown = sorted(k for k, v in overrides.items() if v is not None and k not in fields)
     if unknown:

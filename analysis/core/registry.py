@@ -19,7 +19,7 @@ from typing import Any
 from analysis.core.experiment import config_dict, config_for
 from analysis.core.fingerprint import code_fingerprint, config_differences, config_fingerprint
 from analysis.core.results import Record, find_record, record_path
-from analysis.core.scale import validate_scale
+from analysis.core.size import validate_size
 from analysis.core.trials import Experiment, assemble_record, protocol_problems
 
 
@@ -97,7 +97,7 @@ def staleness(record: Record) -> list[str]:
     return reasons
 
 
-def current_record(name: str, scale: str, directory: str | None = None) -> tuple[Record | None, list[str]]:
-    """The record of ``name`` at ``scale`` (None when there is none) and its staleness reasons."""
-    record = find_record(name, scale, directory)
+def current_record(name: str, size: str, directory: str | None = None) -> tuple[Record | None, list[str]]:
+    """The record of ``name`` at ``size`` (None when there is none) and its staleness reasons."""
+    record = find_record(name, size, directory)
     return record, ([] if record is None else staleness(record))

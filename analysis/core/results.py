@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.core.scale import validate_scale
+from analysis.core.size import validate_size
 from analysis.core.typed import fields_of
 
 SCHEMA = "analysis.results/1"
@@ -217,12 +217,12 @@ class Record:
         )
 
 
-def record_path(experiment: str, scale: str, directory: str | os.PathLike[str] | None = None) -> Path:
+def record_path(experiment: str, size: str, directory: str | os.PathLike[str] | None = None) -> Path:
     """results/<experiment>.<scale>.json"""
-    validate_scale(scale)
+    validate_size(size)
     if not experiment or "/" in experiment or experiment.startswith("."):
         raise ValueError(f"experiment must be a plain name; got {experiment!r}")
-    return Path(directory if directory is not None else results_dir()) / f"{experiment}.{scale}.json"
+    return Path(directory if directory is not None else results_dir()) / f"{experiment}.{size}.json"
 
 
 def from_jsonable(value: Any) -> Any:
@@ -284,7 +284,7 @@ def load_record(path: str | os.PathLike[str]) -> Record:
             problems.append(f"'{key}' missing or not a {kind.__name__}")
     if not problems:
         try:
-            validate_scale(doc["scale"])
+            validate_size(doc["scale"])
         except ValueError as err:
             problems.append(str(err))
         missing = [k for k in PROVENANCE_KEYS if k not in doc["provenance"]]
@@ -302,12 +302,12 @@ def load_record(path: str | os.PathLike[str]) -> Record:
                   trials)
 
 
-def find_record(experiment: str, scale: str, directory: str | os.PathLike[str] | None = None) -> Record | None:
-    """The stored record of ``experiment`` at ``scale``, or None when none was recorded."""
-    path = record_path(experiment, scale, directory)
+def find_record(experiment: str, size: str, directory: str | os.PathLike[str] | None = None) -> Record | None:
+    """The stored record of ``experiment`` at ``size``, or None when none was recorded."""
+    path = record_path(experiment, size, directory)
     if not path.exists():
         return None
     record = load_record(path)
-    if record.experiment != experiment or record.scale != scale:
-        raise ResultsFileError(f"{path}: holds {record.experiment!r} at {record.scale!r}, not {experiment!r} at {scale!r}")
+    if record.experiment != experiment or record.scale != size:
+        raise ResultsFileError(f"{path}: holds {record.experiment!r} at {record.scale!r}, not {experiment!r} at {size!r}")
     return record

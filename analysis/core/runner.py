@@ -41,7 +41,7 @@ import torch
 from analysis.core.experiment import config_for
 from analysis.core.registry import fingerprint, get_experiment
 from analysis.core.results import Record, ResultsFileError, from_jsonable, provenance, record_path, to_jsonable
-from analysis.core.scale import validate_scale
+from analysis.core.size import validate_size
 from analysis.core.trials import Experiment, Trial, TrialFile, assemble_record, load_trial, save_trial, trial_path
 from analysis.tasks.data import prepare_corpus
 
@@ -193,14 +193,14 @@ def execute(task: TrialTask) -> TrialFile:
                      to_jsonable(dict(task.trial.params)), result, prov, fingerprint(exp.module, task.config))
 
 
-def run_in_process(exp: Experiment, scale: str, cfg: Any, threads: int | None = None,
+def run_in_process(exp: Experiment, size: str, cfg: Any, threads: int | None = None,
                    cache: str | os.PathLike[str] | None = None) -> tuple[dict[str, Any], float]:
     """Every trial of ``cfg`` run here, one after another, and assembled (a chapter's live run), with the seconds its
     trials ran. Nothing is stored, except in ``cache``: a folder of trial files from which a trial made by today's
     code under the same config is taken instead of run again, and into which each trial run here is written."""
     results, device, seconds = [], "cpu", 0.0
     for trial in exp.trials(cfg):
-        task = TrialTask(exp.name, scale, cfg, trial, exp.trial_id(cfg, trial), threads or default_threads(1))
+        task = TrialTask(exp.name, size, cfg, trial, exp.trial_id(cfg, trial), threads or default_threads(1))
         tf = _cached(task, exp.code, cache) if cache is not None else None
         if tf is None:
             tf = execute(task)
@@ -502,18 +502,18 @@ def run_queue(items: Sequence[QueueItem], executor: Executor, threads: int,
     return report
 
 
-def run_experiment(name: str, cfg: Any, scale: str = "smoke") -> dict[str, Any]:
+def run_experiment(name: str, cfg: Any, size: str = "smoke") -> dict[str, Any]:
     """The data of experiment ``name`` under ``cfg``: every trial run in this process, assembled, nothing stored."""
-    return run_in_process(Experiment(get_experiment(name)), validate_scale(scale), cfg)[0]
+    return run_in_process(Experiment(get_experiment(name)), validate_size(size), cfg)[0]
 
 
-def run_and_record(name: str, scale: str, directory: str | None = None, progress: bool = True,
+def run_and_record(name: str, size: str, directory: str | None = None, progress: bool = True,
                    executor: str = "inline", workers: int | None = None, **overrides: Any) -> tuple[Record, str]:
-    """Run every trial of experiment ``name`` at ``scale`` (all of them, stored or not), store each, and save the
+    """Run every trial of experiment ``name`` at ``size`` (all of them, stored or not), store each, and save the
     record assembled from them; returns (record, path)."""
     exp = Experiment(get_experiment(name))
-    cfg = config_for(exp.module, validate_scale(scale), **overrides)
-    items = [QueueItem(exp, scale, cfg, t, exp.trial_id(cfg, t)) for t in exp.trials(cfg)]
+    cfg = config_for(exp.module, validate_size(size), **overrides)
+    items = [QueueItem(exp, size, cfg, t, exp.trial_id(cfg, t)) for t in exp.trials(cfg)]
 
     def on_finish(item: QueueItem, tf: Any, k: int, n: int) -> None:
         if progress:
@@ -524,7 +524,7 @@ def run_and_record(name: str, scale: str, directory: str | None = None, progress
         raise report.failed[0][1]  # the trial's own error (a bad corpus file is the user's, and says so)
     if report.left:
         raise RuntimeError(f"{name}: stopped with {len(report.left)} trials left; run again to continue")
-    record, _ = assemble_record(exp, scale, cfg, directory)
+    record, _ = assemble_record(exp, size, cfg, directory)
     assert record is not None
 
-    return record, str(record_path(name, scale, directory))
+    return record, str(record_path(name, size, directory))

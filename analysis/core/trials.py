@@ -52,7 +52,7 @@ from analysis.core.results import (
     write_json_atomic,
 )
 
-from analysis.core.scale import SCALES, validate_scale
+from analysis.core.size import SIZES, validate_size
 from analysis.core.trial import Trial
 from analysis.core.typed import from_data, result_type
 from analysis.tasks.data import prepare_corpus
@@ -154,8 +154,8 @@ def protocol_problems(module: ModuleType) -> list[str]:
         problems.append("Config is not a dataclass")
     elif "seed" not in {f.name for f in dataclasses.fields(module.Config)}:
         problems.append("Config has no seed field")
-    if set(module.CONFIGS) != set(SCALES):
-        problems.append(f"CONFIGS has scales {sorted(module.CONFIGS)}, not {sorted(SCALES)}")
+    if set(module.CONFIGS) != set(SIZES):
+        problems.append(f"CONFIGS has scales {sorted(module.CONFIGS)}, not {sorted(SIZES)}")
     elif not all(isinstance(c, module.Config) for c in module.CONFIGS.values()):
         problems.append("a CONFIGS entry is not a Config")
     if not isinstance(module.DATA_VERSION, int) or module.DATA_VERSION < 1:
@@ -187,12 +187,12 @@ class TrialFile:
         return float(self.provenance.get("wall_time_s", 0.0))
 
 
-def trials_dir(experiment: str, scale: str, directory: str | os.PathLike[str] | None = None) -> Path:
+def trials_dir(experiment: str, size: str, directory: str | os.PathLike[str] | None = None) -> Path:
     """results/trials/<experiment>.<scale>/"""
-    validate_scale(scale)
+    validate_size(size)
     if not experiment or "/" in experiment or experiment.startswith("."):
         raise ValueError(f"experiment must be a plain name; got {experiment!r}")
-    return Path(directory if directory is not None else results_dir()) / "trials" / f"{experiment}.{scale}"
+    return Path(directory if directory is not None else results_dir()) / "trials" / f"{experiment}.{size}"
 
 
 def trial_path(t: TrialFile, directory: str | os.PathLike[str] | None = None) -> Path:
@@ -224,10 +224,10 @@ def load_trial(path: str | os.PathLike[str]) -> TrialFile:
     return TrialFile(**{k: doc[k] for k in kinds})
 
 
-def stored_trials(experiment: str, scale: str, directory: str | os.PathLike[str] | None = None
+def stored_trials(experiment: str, size: str, directory: str | os.PathLike[str] | None = None
                   ) -> dict[str, TrialFile]:
     """The trial files of an experiment at a scale, by trial id."""
-    folder = trials_dir(experiment, scale, directory)
+    folder = trials_dir(experiment, size, directory)
     out: dict[str, TrialFile] = {}
     if folder.is_dir():
         for path in sorted(folder.glob("*.json")):
@@ -286,12 +286,12 @@ class TrialStatus:
                 + (f"; {orphans} stored trial files match no trial of today's config" if orphans else ""))
 
 
-def trial_status(exp: Experiment, scale: str, cfg: Any, directory: str | os.PathLike[str] | None = None
+def trial_status(exp: Experiment, size: str, cfg: Any, directory: str | os.PathLike[str] | None = None
                  ) -> TrialStatus:
     """The status of every trial of ``cfg``."""
     trials = exp.trials(cfg)
-    return TrialStatus(exp.name, scale, trials, [exp.trial_id(cfg, t) for t in trials],
-                       stored_trials(exp.name, scale, directory), exp.code)
+    return TrialStatus(exp.name, size, trials, [exp.trial_id(cfg, t) for t in trials],
+                       stored_trials(exp.name, size, directory), exp.code)
 
 
 def _joined(values: Sequence[Any]) -> Any:
@@ -338,22 +338,22 @@ def check_one_kind(files: Sequence[TrialFile], what: str) -> None:
                                 f"of GPU (move the other kind's trial files aside and run them again on one kind)")
 
 
-def assemble_record(exp: Experiment, scale: str, cfg: Any, directory: str | os.PathLike[str] | None = None,
+def assemble_record(exp: Experiment, size: str, cfg: Any, directory: str | os.PathLike[str] | None = None,
                     write: bool = True) -> tuple[Record | None, TrialStatus]:
     """The record of ``cfg`` assembled from its trial files (None while any is missing), written to
     results/<experiment>.<scale>.json when ``write``; MixedDevicesError when they ran on two kinds of GPU."""
-    status = trial_status(exp, scale, cfg, directory)
+    status = trial_status(exp, size, cfg, directory)
     if not status.complete:
         return None, status
     files = [status.stored[i] for i in status.ids]
-    check_one_kind(files, f"{exp.name} at {scale} scale")
+    check_one_kind(files, f"{exp.name} at {size} scale")
     prepare_corpus(cfg)
     data = exp.assemble(cfg, [from_jsonable(f.result) for f in files], device_type(files))
     codes = {f.fingerprint.get("code") for f in files}
     fingerprint = {"config": config_fingerprint(config_dict(cfg)),
                    "code": codes.pop() if len(codes) == 1 else "mixed",
                    "data_version": int(exp.module.DATA_VERSION)}
-    record = Record(exp.name, scale, int(cfg.seed), config_dict(cfg), data, combined_provenance(files),
+    record = Record(exp.name, size, int(cfg.seed), config_dict(cfg), data, combined_provenance(files),
                     fingerprint, trials={"total": status.total, "done": len(files)})
     if write:
         save_record(record, directory)
@@ -391,7 +391,7 @@ class Decided:
         return f"{self.done} of {self.total} trials"
 
 
-def decided_claims(exp: Experiment, scale: str, cfg: Any, directory: str | os.PathLike[str] | None = None
+def decided_claims(exp: Experiment, size: str, cfg: Any, directory: str | os.PathLike[str] | None = None
                    ) -> Decided | None:
     """The declared claims (:func:`claim_reads`) whose trials are all stored by today's code while the record is not
     complete; None when none is, or when every trial is stored (the record decides them all). MixedDevicesError when
@@ -399,7 +399,7 @@ def decided_claims(exp: Experiment, scale: str, cfg: Any, directory: str | os.Pa
     reads = claim_reads(exp, cfg)
     if not reads:
         return None
-    status = trial_status(exp, scale, cfg, directory)
+    status = trial_status(exp, size, cfg, directory)
     if status.complete:
         return None
     current = {t.key: status.stored[i] for t, i in zip(status.trials, status.ids)
@@ -409,7 +409,7 @@ def decided_claims(exp: Experiment, scale: str, cfg: Any, directory: str | os.Pa
         return None
     wanted = {t for k in keys for t in reads[k]}
     files = [current[t.key] for t in status.trials if t.key in wanted]
-    check_one_kind(files, f"{exp.name}'s decided claims at {scale} scale")
+    check_one_kind(files, f"{exp.name}'s decided claims at {size} scale")
     prepare_corpus(cfg)
     data = exp.assemble(cfg, [from_jsonable(f.result) for f in files], device_type(files))
     return Decided(data, keys, len(current), status.total)

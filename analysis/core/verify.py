@@ -155,10 +155,10 @@ def underpowered(verdict: Verdict, kind: Kind, detectable: float | None, effect:
     return effect is not None and detectable > abs(effect)
 
 
-def run_name(scale: str, recorded: bool) -> str:
+def run_name(size: str, recorded: bool) -> str:
     """A run's short name, as chapters and claims' statements write it: 'recorded-cpu' for a record, 'smoke' for a
     live run."""
-    return f"recorded-{scale}" if recorded else scale
+    return f"recorded-{size}" if recorded else size
 
 
 @dataclass(frozen=True)
@@ -263,12 +263,12 @@ class Claim:
             raise ValueError(f"provenance must be '' or one of {', '.join(PROVENANCES)}; got {self.provenance!r}")
         provenance_of(self.source)  # a claim names its source
 
-    def identified(self, experiment: str, scale: str, recorded: bool, stale: bool = False, partial: str = ""
+    def identified(self, experiment: str, size: str, recorded: bool, stale: bool = False, partial: str = ""
                    ) -> Claim:
-        """This claim as made by ``experiment`` on a run at ``scale`` (live or recorded, a record stale or not; with
+        """This claim as made by ``experiment`` on a run at ``size`` (live or recorded, a record stale or not; with
         ``partial``, '12 of 48 trials', decided from the stored trials it reads before the record is complete)."""
         kept = recorded and not self.computed
-        return replace(self, id=ClaimId(experiment, self.key, None if self.computed else scale, kept,
+        return replace(self, id=ClaimId(experiment, self.key, None if self.computed else size, kept,
                                         stale and kept, partial if kept else ""))
 
     @property

@@ -580,8 +580,8 @@ def reproduce_html(timings: dict[str, tuple[str, str, float]], chapter_uri: dict
             "regenerate"]
     rows = []
     for name in EXPERIMENTS:
-        chapter, scale, seconds = timings.get(name, ("-", "-", float("nan")))
-        live = f"{human_duration(seconds)} at {scale} scale" if chapter != "-" else "not run by this build"
+        chapter, size, seconds = timings.get(name, ("-", "-", float("nan")))
+        live = f"{human_duration(seconds)} at {size} scale" if chapter != "-" else "not run by this build"
         records = []
         for rec_scale in ("cpu", "gpu"):
             record, stale = current_record(name, rec_scale)

@@ -26,7 +26,7 @@ from analysis.core.mathtext import math_markdown, math_spans
 from analysis.core.registry import EXPERIMENTS, config_for, current_record, get_experiment
 from analysis.core.results import provenance
 from analysis.core.runner import run_in_process
-from analysis.core.scale import Scale, current_scale
+from analysis.core.size import Size, current_size
 from analysis.core.stats import planned_detectable_multiple
 from analysis.core.trials import Experiment, decided_claims, trial_status
 from analysis.core.verify import (
@@ -51,7 +51,7 @@ from analysis.core.verify import (
 )
 from analysis.studies.notes import severity
 
-RECORDED_ORDER: tuple[Scale, ...] = ("cpu", "gpu")  # ascending: of two current records, the gpu one is the stronger
+RECORDED_ORDER: tuple[Size, ...] = ("cpu", "gpu")  # ascending: of two current records, the gpu one is the stronger
 
 
 @dataclass(frozen=True)
@@ -99,41 +99,41 @@ class RunSet:
         return f"{self.provenance}. STALE: {'; '.join(self.stale)}"
 
 
-def _live_provenance(scale: str, data: dict[str, Any], seconds: float, seed: int | None = None) -> str:
+def _live_provenance(size: str, data: dict[str, Any], seconds: float, seed: int | None = None) -> str:
 
     p = provenance(seconds)
-    return (f"this build: {scale} scale on {p['device']}, torch {p['torch']}, "
+    return (f"this build: {size} scale on {p['device']}, torch {p['torch']}, "
             f"Python {p['python']}, commit {(p['git_commit'] or 'unknown')[:10]}"
             f"{' (uncommitted changes)' if p.get('git_dirty') else ''}, "
             f"{'' if seed is None else f'seed {seed}, '}{str(p.get('date', ''))[:10]}, {seconds:.1f} s")
 
 
-def _live_run(scale: str, live: dict[str, Any], seconds: float, seed: int | None = None) -> RunSet:
-    return RunSet(f"this build ({scale} scale)", live, _live_provenance(scale, live, seconds, seed), scale)
+def _live_run(size: str, live: dict[str, Any], seconds: float, seed: int | None = None) -> RunSet:
+    return RunSet(f"this build ({size} scale)", live, _live_provenance(size, live, seconds, seed), size)
 
 
-def _seed(exp: Experiment, scale: str) -> int | None:
-    """The seed of ``exp``'s config at ``scale``."""
+def _seed(exp: Experiment, size: str) -> int | None:
+    """The seed of ``exp``'s config at ``size``."""
 
-    return getattr(config_for(exp.module, scale), "seed", None)
+    return getattr(config_for(exp.module, size), "seed", None)
 
 
-def _run_live(exp: Experiment, scale: str) -> tuple[dict[str, Any], float]:
-    """Run ``exp`` at ``scale``: its data and the seconds its trials ran. With ``ANALYSIS_LIVE_CACHE``
+def _run_live(exp: Experiment, size: str) -> tuple[dict[str, Any], float]:
+    """Run ``exp`` at ``size``: its data and the seconds its trials ran. With ``ANALYSIS_LIVE_CACHE``
     set to a folder, a trial that today's code already ran there under the same config is read back, not run again
     (the test and book commands set it, so that the tests, the chapters and the book share one smoke run)."""
 
-    return run_in_process(exp, scale, config_for(exp.module, scale), cache=os.environ.get("ANALYSIS_LIVE_CACHE") or None)
+    return run_in_process(exp, size, config_for(exp.module, size), cache=os.environ.get("ANALYSIS_LIVE_CACHE") or None)
 
 
-def _recorded_run(name: str, scale: str, directory: str | None) -> RunSet | None:
-    """The record of ``name`` at ``scale`` as a RunSet, marked stale with its reasons; None when there is none."""
+def _recorded_run(name: str, size: str, directory: str | None) -> RunSet | None:
+    """The record of ``name`` at ``size`` as a RunSet, marked stale with its reasons; None when there is none."""
 
-    record, stale = current_record(name, scale, directory)
+    record, stale = current_record(name, size, directory)
     if record is None:
         return None
-    return RunSet(f"recorded, {scale} scale" + (" (stale)" if stale else ""), record.data,
-                  "recorded: " + record.describe(), scale, recorded=True, stale=tuple(stale), config=record.config)
+    return RunSet(f"recorded, {size} scale" + (" (stale)" if stale else ""), record.data,
+                  "recorded: " + record.describe(), size, recorded=True, stale=tuple(stale), config=record.config)
 
 
 def strongest_run(runs: Sequence[RunSet]) -> RunSet:
@@ -144,11 +144,11 @@ def strongest_run(runs: Sequence[RunSet]) -> RunSet:
     return max(reversed(runs), key=lambda r: EVIDENCE_RANK[r.evidence])
 
 
-def runs_for(exp: Experiment, scale: str, live: dict[str, Any], seconds: float = 0.0,
+def runs_for(exp: Experiment, size: str, live: dict[str, Any], seconds: float = 0.0,
              directory: str | None = None) -> list[RunSet]:
-    """The live run of ``exp`` at ``scale``, then its records at the other scales (cpu, then gpu)."""
-    records = (_recorded_run(exp.name, other, directory) for other in RECORDED_ORDER if other != scale)
-    return [_live_run(scale, live, seconds, _seed(exp, scale))] + [r for r in records if r is not None]
+    """The live run of ``exp`` at ``size``, then its records at the other scales (cpu, then gpu)."""
+    records = (_recorded_run(exp.name, other, directory) for other in RECORDED_ORDER if other != size)
+    return [_live_run(size, live, seconds, _seed(exp, size))] + [r for r in records if r is not None]
 
 
 @dataclass
@@ -157,7 +157,7 @@ class Chapter:
 
     doc: str
     title: str
-    scale: Scale
+    scale: Size
     claims: ChapterClaims
     runs: dict[str, list[RunSet]] = field(default_factory=dict)
     directory: str | None = None  # the results folder (None: the repository's results/)
@@ -434,7 +434,7 @@ def duration_text(seconds: float) -> str:
 def recorded(name: str, directory: str | None = None) -> RunSet:
     """The strongest recorded run of ``name`` (gpu, else cpu; a current record over a stale one), cited from another
     chapter without re-running it; a live smoke run when nothing is recorded."""
-    runs = [r for r in (_recorded_run(name, scale, directory) for scale in RECORDED_ORDER) if r is not None]
+    runs = [r for r in (_recorded_run(name, size, directory) for size in RECORDED_ORDER) if r is not None]
     if runs:
         return strongest_run(runs)
     exp = Experiment(get_experiment(name))
@@ -446,15 +446,15 @@ def open_chapter(doc: str, title: str, *experiments: str, directory: str | None 
     from IPython.display import display
 
 
-    scale = current_scale()
-    chapter = Chapter(doc, title, scale, RenderedClaims(doc, title), directory=directory)
+    size = current_size()
+    chapter = Chapter(doc, title, size, RenderedClaims(doc, title), directory=directory)
     timings: dict[str, float] = {}
     notes: list[str] = []
     for name in experiments:
         exp = chapter.experiment(name)
-        data, seconds = _run_live(exp, scale)
+        data, seconds = _run_live(exp, size)
         timings[name] = seconds
-        runs = runs_for(exp, scale, data, seconds, directory)
+        runs = runs_for(exp, size, data, seconds, directory)
         chapter.runs[name] = runs
         for run in runs:
             notes.append(f"{name}: {run.note}")
@@ -466,26 +466,26 @@ def open_chapter(doc: str, title: str, *experiments: str, directory: str | None 
                 chapter.claims.record(claim)
             if note:
                 notes.append(f"{name}: {note}")
-    save_timings(doc, scale, timings)
-    check = f"The code still runs: this build's smoke run took {sum(timings.values()):.1f} s" if scale == "smoke" else ""
+    save_timings(doc, size, timings)
+    check = f"The code still runs: this build's smoke run took {sum(timings.values()):.1f} s" if size == "smoke" else ""
     display(Provenance(tuple(notes), check))
     display(VerdictBox(tuple(chapter.claims.claims), doc))
     return chapter
 
 
-def partial_claims(exp: Experiment, scale: str, directory: str | None = None) -> tuple[list[Claim], str]:
-    """The claims of ``exp`` that its partial campaign at ``scale`` decides from the stored trials each
+def partial_claims(exp: Experiment, size: str, directory: str | None = None) -> tuple[list[Claim], str]:
+    """The claims of ``exp`` that its partial campaign at ``size`` decides from the stored trials each
     reads (:func:`analysis.core.trials.decided_claims`), identified as that scale's record's with the trials stored,
     and a provenance line for them; ([], '') when it decides none."""
 
-    decided = decided_claims(exp, scale, config_for(exp.module, scale), directory)
+    decided = decided_claims(exp, size, config_for(exp.module, size), directory)
     if decided is None:
         return [], ""
-    label = run_name(scale, True)
-    claims = [c.identified(exp.name, scale, True, partial=decided.trials_words)
+    label = run_name(size, True)
+    claims = [c.identified(exp.name, size, True, partial=decided.trials_words)
               for c in exp.module.claims(decided.data, label) if c.key in decided.keys]
     keys = ", ".join(c.key for c in claims)
-    return claims, (f"{scale} campaign partial, {decided.trials_words} stored by today's code: no record yet, but "
+    return claims, (f"{size} campaign partial, {decided.trials_words} stored by today's code: no record yet, but "
                     f"{plural(len(claims), 'claim')} decided from the trials each reads ({keys})")
 
 
@@ -517,7 +517,7 @@ class Provenance:
                 f'<ul style="font-size:0.85em">{items}</ul></details>')
 
 
-def save_timings(doc: str, scale: str, seconds: dict[str, float]) -> Path | None:
+def save_timings(doc: str, size: str, seconds: dict[str, float]) -> Path | None:
     """During a book build, write the live runs' wall times to $ANALYSIS_CLAIMS_DIR/runs/<doc>.json (for the
     reproduction page); nothing outside a build."""
     folder = os.environ.get(CLAIMS_DIR_ENV)
@@ -525,7 +525,7 @@ def save_timings(doc: str, scale: str, seconds: dict[str, float]) -> Path | None
         return None
     path = Path(folder) / "runs" / f"{doc}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"chapter": doc, "scale": scale, "seconds": seconds}))
+    path.write_text(json.dumps({"chapter": doc, "scale": size, "seconds": seconds}))
     return path
 
 
