@@ -24,6 +24,8 @@ if [ "${ANALYSIS_CHAPTER_OUTPUTS:-0}" = 1 ]; then
   "${pytest[@]}" tests "$@"
   # only the chapters write claims here: the unit tests open chapters on records of their own
   rm -rf _build/claims
-  ANALYSIS_CLAIMS_DIR=$root/_build/claims exec "${pytest[@]}" book --nbmake --nbmake-timeout=120 --overwrite "$@"
+  # the kept outputs are the book's: the kernels draw with the inline backend (Agg would keep no image)
+  ANALYSIS_CLAIMS_DIR=$root/_build/claims exec env -u MPLBACKEND "${pytest[@]}" book --nbmake --nbmake-timeout=120 \
+    --overwrite "$@"
 fi
 exec "${pytest[@]}" tests book --nbmake --nbmake-timeout=120 "$@"

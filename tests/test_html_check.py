@@ -23,6 +23,9 @@ def test_chapter_defects_are_found():
     assert any("GPU-scale run" in p for p in found)
     assert any("collapsed provenance" in p for p in found)
     assert any("no verdict box" in p for p in found)
+    # a kernel without an image backend prints the figure's repr where its image belongs
+    textual = good.replace('<img src="a.png">', "<pre>&lt;Figure size 1400x620 with 2 Axes&gt;</pre>")
+    assert hc.chapter_problems("c", textual) == ["c: figure 1 shows no image"]
 
 
 def write(folder, ids):

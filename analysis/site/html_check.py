@@ -1,6 +1,6 @@
 """Checks of the built HTML book, as a reader would notice its defects: ``python -m analysis.site.html_check _build/html``.
 
-Per chapter page: every figure has a caption; no list rendered as a paragraph of literal "- " items; no
+Per chapter page: every figure has a caption and an image; no list rendered as a paragraph of literal "- " items; no
 unrendered MyST syntax (glue, roles, directives) or maths (``$...$`` text, or maths without MathJax); the page says whether a GPU-scale run exists and
 carries the live build's provenance, collapsed; it opens with a verdict box; no table shows a smoke run as a
 measurement; its prose is within :data:`analysis.site.prose.LIMITS` (words, sentences, paragraphs, bold,
@@ -42,6 +42,8 @@ def chapter_problems(name: str, page: str) -> list[str]:
     for i, fig in enumerate(FIGURE.findall(page), 1):
         if "<figcaption" not in fig:
             out.append(f"{name}: figure {i} has no caption")
+        if "<img" not in fig and "<svg" not in fig:  # a kernel without an image backend prints '<Figure size ...>'
+            out.append(f"{name}: figure {i} shows no image")
     if RUN_ON_LIST.search(page):
         out.append(f"{name}: a list is rendered as a paragraph of literal '- ' items")
     text = text_of(page)
