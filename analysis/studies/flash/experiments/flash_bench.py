@@ -742,9 +742,9 @@ def table(data: dict[str, Any]) -> str:
             lines.append(f"{LABELS[name]:{width}s} {r['n']:6d} {r['status']}")
             continue
         ratios = s["layers"][name]["over_matched_peer"] if name in LAYERS else s["ratios_vs_transformer"][name]
-        lines.append(f"{LABELS[name]:{width}s} {r['n']:6d} {r['batch']:5d} {r['seconds']:8.3f} {r['tokens_per_s']:10,.0f} "
-                     f"{ratios.get(str(r['n']), float('nan')):6.2f} {r['saved_bytes_per_sequence'] / 2**20:9.1f} "
-                     f"{100 * r['utilisation']:4.0f}%")
+        lines.append(f"{LABELS[name]:{width}s} {r['n']:6d} {r['batch']:5d} {r['seconds']:8.3f} "
+                     f"{r['tokens_per_s']:10,.0f} {ratios.get(str(r['n']), float('nan')):6.2f} "
+                     f"{r['saved_bytes_per_sequence'] / 2**20:9.1f} {100 * r['utilisation']:4.0f}%")
     for key in ("quad_vs_transformer_text", "quad_lean_vs_transformer_text"):
         lines.append(f"{'lean ' if 'lean' in key else ''}FLASH-Quad {s[key]}")
     for key in ("flash_overtakes_quad", "flash_time_exponent", "flash_memory_exponent", "lean_layer_memory_exponent"):
