@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 
 from analysis.studies.flash.experiments import flash_bench as fb
 from analysis.studies.flash.experiments.flash_bench import IMPLEMENTATIONS, LABELS, LAYERS, PEER_PREFIX
-from analysis.studies.flash.experiments.flash_counts import shown
+from analysis.studies.flash.experiments.flash_counts import OURS, shown
 from analysis.studies.plotting import STYLE, log_ticks, readable
 from analysis.theory import flash_counts as fc
 
@@ -57,12 +57,12 @@ def leak(data: dict[str, Any]) -> Figure:
     markers = ("o", "D", "s", "^", "v", "P", "X")
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, 2, figsize=(14, 7.4), layout="constrained")
-        for i, (label, changes) in enumerate(data["relative_change"].items()):
+        for i, (variant, changes) in enumerate(data["relative_change"].items()):
             raw = np.array(changes[1:], dtype=float)
-            ours = "this book" in label
+            ours = variant in OURS
             size = 13 - 1.3 * i  # the first series the largest: a later one drawn on the same point shows inside it
             style = {"color": f"C{i}", "ls": "-" if ours else "--", "marker": markers[i % len(markers)], "ms": size,
-                     "mfc": "none" if i < 4 else f"C{i}", "mew": 1.6, "label": shown(label)}
+                     "mfc": "none" if i < 4 else f"C{i}", "mew": 1.6, "label": shown(variant)}
             axes[0].plot(lengths, np.maximum(raw, ZERO), **style)
             axes[1].plot(lengths, raw, **style)
         axes[0].set_yscale("log")

@@ -1,9 +1,8 @@
 """The ledger's notes on this chapter's claims; :mod:`analysis.studies.notes` says what each table is for."""
 
 NO_CORRECTED_NUMBER: dict[str, str] = {
-    "leak-source-as-printed-flash-1-g-1-n-c": ("the linear term must be divided by the keys it sums, $(g - 1)\\,c$ "
-                                               "for chunk $g$: the claim on this book's FLASH (linear / keys "
-                                               "summed) holds"),
+    "leak-flash-printed": ("the linear term must be divided by the keys it sums, $(g - 1)\\,c$ for chunk $g$: "
+                           "the claim on this book's FLASH (linear / keys summed) holds"),
     "two-gau-params": ("two GAU layers hold $12d^2 + 2ds$ weights (and the scale-offsets) against $12d^2$: the "
                        "ratio tends to 1 only as $d \\to \\infty$, and the chapter gives it per width"),
     "quad-batch-unfused": ("against the unfused Transformer++ FLASH-Quad fits the measured batch ratio, more than "

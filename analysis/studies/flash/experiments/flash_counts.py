@@ -28,9 +28,20 @@ from analysis.models.lm import Attention, FeedForward, ModelConfig
 from analysis.theory import flash_counts as fc
 
 NAME = "flash-counts"
-DATA_VERSION = 1  # raised when the layout of run()'s data changes
+DATA_VERSION = 2  # raised when the layout of run()'s data changes
 SOURCE = "Su 2022, kexue.fm/archives/8934"
 EPS64 = float(torch.finfo(torch.float64).eps)
+# the leak variants: ids key the data and the claims; the names are the reader's, maths in LaTeX
+VARIANTS: dict[str, str] = {
+    "gau-ours": "this book's GAU (rows / keys seen)",
+    "flash-ours": "this book's FLASH (linear / keys summed)",
+    "gau-printed": "source as printed: $\\mathrm{relu}^2(qk)/(ns)$",
+    "gau-appendix": "paper appendix: $\\mathrm{relu}^2(qk/n)$",
+    "flash-printed": "source as printed: FLASH $1/((g-1)\\,n/c)$",
+    "peer-gau": "FLASH-pytorch GAU (causal)",
+    "peer-flash": "FLASH-pytorch FLASH (causal)",
+}
+OURS = ("gau-ours", "flash-ours")  # the normalisers that count the keys a row sees
 
 
 @dataclass(frozen=True)
@@ -149,25 +160,25 @@ def leak(cfg: Config) -> dict[str, Any]:
     ours = GAU(GAUConfig(d=d, e=2 * d, s=s, causal=True)).double()
     ours_flash = GAU(GAUConfig(d=d, e=2 * d, s=s, causal=True, chunk=c)).double()
     variants: dict[str, Any] = {
-        "this book's GAU (rows / keys seen)": ours,
-        "this book's FLASH (linear / keys summed)": ours_flash,
-        "source as printed: relu^2(qk) / (n s)": lambda t: gau_total_length(ours, t, "printed"),
-        "paper appendix: relu^2(qk / n)": lambda t: gau_total_length(ours, t, "appendix"),
-        "source as printed: FLASH 1 / ((g-1) n / c)": lambda t: flash_printed(ours_flash, t),
+        "gau-ours": ours,
+        "flash-ours": ours_flash,
+        "gau-printed": lambda t: gau_total_length(ours, t, "printed"),
+        "gau-appendix": lambda t: gau_total_length(ours, t, "appendix"),
+        "flash-printed": lambda t: flash_printed(ours_flash, t),
     }
     peer = _peer()
     if peer is not None:
         peer_gau, peer_flash = peer
-        variants["FLASH-pytorch GAU (causal)"] = peer_gau(dim=d, query_key_dim=s, causal=True, add_residual=False).double()
-        variants["FLASH-pytorch FLASH (causal)"] = peer_flash(dim=d, group_size=c, query_key_dim=s, causal=True).double()
+        variants["peer-gau"] = peer_gau(dim=d, query_key_dim=s, causal=True, add_residual=False).double()
+        variants["peer-flash"] = peer_flash(dim=d, group_size=c, query_key_dim=s, causal=True).double()
     x = torch.randn(1, max(cfg.lengths), d, dtype=torch.float64, generator=torch.Generator().manual_seed(cfg.seed))
     rows = {}
     with torch.no_grad():
-        for label, fn in variants.items():
+        for variant, fn in variants.items():
             ref = fn(x[:, : cfg.prefix])[:, : cfg.prefix]
             changes = [float((fn(x[:, :length])[:, : cfg.prefix] - ref).abs().max() / ref.abs().max())
                        for length in cfg.lengths]
-            rows[label] = changes
+            rows[variant] = changes
     return {"prefix": cfg.prefix, "lengths": list(cfg.lengths), "relative_change": rows, "peer_installed": peer is not None}
 
 
@@ -282,20 +293,20 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                                       "not at equal parameters"))
     lk, prefix, longest = data["leak"]["relative_change"], data["leak"]["prefix"], max(data["leak"]["lengths"])
     # a total-length normaliser rescales the prefix's rows: by prefix / n for 1/(ns), by (prefix / n)^2 for (qk/n)^2
-    corrected = {"source as printed: relu^2(qk) / (n s)": (1 - prefix / longest,
+    corrected = {"gau-printed": (1 - prefix / longest,
                                                            f"$1 - {prefix}/n$: every prefix row is rescaled by ${prefix}/n$"),
-                 "paper appendix: relu^2(qk / n)": (1 - (prefix / longest) ** 2,
+                 "gau-appendix": (1 - (prefix / longest) ** 2,
                                                     f"$1 - ({prefix}/n)^2$: the square takes the $1/n$ inside")}
-    peer_gau = "FLASH-pytorch GAU (causal)"
+    peer_gau = "peer-gau"
     if peer_gau in lk:
         corrected[peer_gau] = peer_gau_leak(lk[peer_gau], data["leak"]["lengths"], prefix)
     rivals = leak_rivals(lk, data["leak"]["lengths"], prefix, corrected)
     for variant, changes in lk.items():
         worst = max(changes)
-        leaks = "this book" not in variant
+        leaks = variant not in OURS
         fix, note = corrected.get(variant, (None, ""))
         rival, rival_note = rivals.get(variant, (None, ""))
-        out.append(Claim(f"leak-{_slug(variant)}", f"{shown(variant)}: appending tokens leaves the first "
+        out.append(Claim(f"leak-{variant}", f"{shown(variant)}: appending tokens leaves the first "
                          f"{prefix} outputs unchanged (largest relative change up to $n = {longest}$, float64; {label})",
                          SOURCE if not leaks else SOURCE + " (as printed / as published)", 0.0, worst, 0.0,
                          1e3 * EPS64, "1000 float64 ulps", kind="upper_bound", unit="relative",
@@ -347,8 +358,8 @@ def leak_rivals(lk: dict[str, list[float]], lengths: list[int], prefix: int,
     seen, the leak the total-length normaliser it replaces measures; for a total-length normaliser, its rescaling."""
     longest = max(lengths)
     out: dict[str, tuple[float | None, str]] = {}
-    printed_gau, printed_flash = "source as printed: relu^2(qk) / (n s)", "source as printed: FLASH 1 / ((g-1) n / c)"
-    peer_gau, peer_flash = "FLASH-pytorch GAU (causal)", "FLASH-pytorch FLASH (causal)"
+    printed_gau, printed_flash = "gau-printed", "flash-printed"
+    peer_gau, peer_flash = "peer-gau", "peer-flash"
     for variant, (fix, _) in corrected.items():
         if fix is not None:
             out[variant] = (fix, "the prefix rows rescaled by the total-length normaliser (the corrected prediction)")
@@ -358,8 +369,8 @@ def leak_rivals(lk: dict[str, list[float]], lengths: list[int], prefix: int,
             out[printed_flash] = (share[0] * (1 - prefix / longest),
                                   f"$D\\,(1 - {prefix}/n)$: only the linear term is rescaled, and it is the share "
                                   f"$D = {share[0]:.4g}$ of the output, read off the extension to $n = {share[1]}$")
-    for ours, theirs in (("this book's GAU (rows / keys seen)", printed_gau),
-                         ("this book's FLASH (linear / keys summed)", printed_flash), (peer_flash, peer_gau)):
+    for ours, theirs in (("gau-ours", printed_gau),
+                         ("flash-ours", printed_flash), (peer_flash, peer_gau)):
         if ours in lk and theirs in lk:
             out[ours] = (max(lk[theirs]), f"the change measured for {shown(theirs)}, which divides by the total length")
     return out
@@ -370,7 +381,7 @@ def identity_rivals(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
     r has the relative gap |1 - r| exactly; FLASH's chunked sums are told from the term they make up instead."""
     n = 4 * data["leak"]["prefix"]  # the identities' length (identities())
     lk = data["leak"]
-    share = leak_share(lk["relative_change"].get("source as printed: FLASH 1 / ((g-1) n / c)", []), lk["lengths"],
+    share = leak_share(lk["relative_change"].get("flash-printed", []), lk["lengths"],
                        lk["prefix"], 1)
     linear = {} if share is None else {"effect": share[0]}  # a wrong chunked sum changes the output by about D
     return {
@@ -402,22 +413,9 @@ def peer_gau_leak(changes: list[float], lengths: list[int], prefix: int) -> tupl
             f"dilutes the change by $D = {share:.4g}$, read off the extension to $n = {n0}$")
 
 
-# the leak variants as the reader sees them (their names in the data and the claim keys are kept as they were)
-SHOWN = {
-    "source as printed: relu^2(qk) / (n s)": "source as printed: $\\mathrm{relu}^2(qk)/(ns)$",
-    "paper appendix: relu^2(qk / n)": "paper appendix: $\\mathrm{relu}^2(qk/n)$",
-    "source as printed: FLASH 1 / ((g-1) n / c)": "source as printed: FLASH $1/((g-1)\\,n/c)$",
-}
-
-
 def shown(variant: str) -> str:
-    """The leak variant's name with its maths in LaTeX."""
-    return SHOWN.get(variant, variant)
-
-
-def _slug(text: str) -> str:
-    keep = "".join(ch if ch.isalnum() else "-" for ch in text.lower())
-    return "-".join(part for part in keep.split("-") if part)[:40]
+    """The leak variant's name as the reader sees it, its maths in LaTeX."""
+    return VARIANTS[variant]
 
 
 def plan(cfg: Config) -> list[Workload]:
