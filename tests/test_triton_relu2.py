@@ -191,7 +191,8 @@ def test_the_gpu_targets_name_the_lean_path_and_the_quadratic_slope() -> None:
     claims = {c.key: c for c in gk.claims(data, "gpu")}
     assert all(c.has_rival for c in claims.values()), [k for k, c in claims.items() if not c.has_rival]
     row = next(t for t in data["timings"] if t["n"] == 2048)
-    speed = {r["layer"]: r["tokens_per_s"] for r in row["layers"]}
-    assert claims["kernel-vs-transformer-n2048"].alternative == pytest.approx(
-        speed["GAU layer, lean (ours)"] / speed["Transformer++ layer (SDPA)"])
+    speed = {gk.layer_id(r["layer"]): r["tokens_per_s"] for r in row["layers"]}
+    assert set(speed) == set(gk.LAYERS)  # the record, of data version 1, names its layers by label
+    assert [gk.layer_id(k) for k in gk.LAYERS] == list(gk.LAYERS)  # and a newer one by id
+    assert claims["kernel-vs-transformer-n2048"].alternative == pytest.approx(speed[gk.LEAN] / speed[gk.TRANSFORMER])
     assert claims["kernel-memory-linear"].alternative == 2.0

@@ -28,7 +28,7 @@ def timing_table(data: dict[str, Any]) -> Markdown:
     lengths = gk.summary(data)["lengths"]
     if not lengths:
         return Markdown("No timing is in this run: the kernel is timed only on a GPU.")
-    head = "| n | attention, share of bf16 peak | " + " | ".join(gk.LAYERS[:-1]) + " |"
+    head = "| n | attention, share of bf16 peak | " + " | ".join(gk.LABELS[k] for k in gk.LAYERS[:-1]) + " |"
     rows = [head + "\n|--:|--:|" + "--:|" * (len(gk.LAYERS) - 1)]
     for row in lengths:
         ratios = " | ".join(f"{row['vs_transformer'][k]:.2f}x" if k in row["vs_transformer"] else "n/a"

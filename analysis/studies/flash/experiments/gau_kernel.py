@@ -35,7 +35,7 @@ from analysis.models.lm import LanguageModel, ModelConfig
 
 NAME = "gau-kernel"
 PRIORITY = 15  # the gpu campaign's order: after the speed, length and headline claims (their CLAIM_PRIORITY 10 to 14)
-DATA_VERSION = 1
+DATA_VERSION = 2  # 2: timing rows name their layer by id, not by its label
 SOURCE = "this book's fused relu^2 attention kernel (Triton)"
 TARGET = "this book's target for its kernel"
 # why only a gpu run decides the kernel's claims: what a CPU runs is an emulation of the GPU code
@@ -43,9 +43,13 @@ GPU_ARITHMETIC = ("the kernel is GPU code: Triton's interpreter on the CPU emula
                   "and sum orders than the GPU's")
 GPU_SPEED = "a target for the kernel's speed or memory on a GPU"
 DTYPES = ("float32", "bfloat16", "float16")
-LAYERS = ("GAU layer, kernel (ours)", "GAU layer, lean (ours)", "GAU layer, dense (ours)",
-          "GAU layer, dense, compiled (ours)", "FLASH-pytorch GAU layer, matched", "Transformer++ layer (SDPA)")
-KERNEL, TRANSFORMER = LAYERS[0], LAYERS[-1]
+# each timed layer by its id, which records and findings use; LABELS names each for a reader
+LAYERS = ("gau-kernel", "gau-lean", "gau-dense", "gau-dense-compiled", "flash-pytorch-gau-matched", "transformer")
+KERNEL, LEAN, MATCHED_PEER, TRANSFORMER = LAYERS[0], LAYERS[1], LAYERS[4], LAYERS[-1]
+LABELS = {"gau-kernel": "GAU layer, kernel (ours)", "gau-lean": "GAU layer, lean (ours)",
+          "gau-dense": "GAU layer, dense (ours)", "gau-dense-compiled": "GAU layer, dense, compiled (ours)",
+          "flash-pytorch-gau-matched": "FLASH-pytorch GAU layer, matched", "transformer": "Transformer++ layer (SDPA)"}
+_BY_LABEL = {label: layer for layer, label in LABELS.items()}  # records of data version 1 name layers by label
 U = {"float32": 2.0**-24, "bfloat16": 2.0**-8, "float16": 2.0**-11}  # unit roundoff of each dtype
 
 
@@ -183,13 +187,14 @@ def build(name: str, cfg: Config, n: int) -> nn.Module:
     if name == TRANSFORMER:  # one Transformer++ block (pre-norm, RoPE, SDPA attention, SwiGLU) as a layer on x
         return _Stack(LanguageModel(ModelConfig(d=cfg.d, layers=1, block="transformer", residual="pre", ffn="swiglu",
                                                 heads=max(1, cfg.d // 64), ctx=n)))
-    if name.startswith("FLASH-pytorch"):
+    if name == MATCHED_PEER:
         return _peer_gau(cfg.d, cfg.s, matched=True)
-    gcfg = GAUConfig(d=cfg.d, e=cfg.e, s=cfg.s, causal=True, backend="dense" if "dense" in name else "lean")
+    gcfg = GAUConfig(d=cfg.d, e=cfg.e, s=cfg.s, causal=True,
+                     backend="dense" if name in ("gau-dense", "gau-dense-compiled") else "lean")
     if name == KERNEL:
         return kernel_gau(gcfg)
     layer = GAU(gcfg)
-    if "compiled" in name:
+    if name == "gau-dense-compiled":
         compiled: nn.Module = torch.compile(layer, backend=cfg.compile_backend)  # type: ignore[assignment]
         return compiled
     return layer
@@ -328,6 +333,11 @@ def trial_plan(cfg: Config, trial: Trial) -> list[Workload]:
                      memory_bytes=4.0 * batch * n * (cfg.d + 4 * cfg.e), overhead_s=COMPILE_S["timing"])]
 
 
+def layer_id(name: str) -> str:
+    """The id of a timing row's layer, from a record of any data version (version 1 named it by its label)."""
+    return _BY_LABEL.get(name, name)
+
+
 def summary(data: dict[str, Any]) -> dict[str, Any]:
     """The check's worst error per dtype (over cases and tensors) against its bound; per length the layers'
     tokens/s relative to the Transformer++ layer and the kernel's attention TFLOP/s as a fraction of peak."""
@@ -337,7 +347,7 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
         w["error"] = max(w["error"], max(case["errors"].values()))
     lengths = []
     for t in data["timings"]:
-        ok = {r["layer"]: r for r in t["layers"] if r["status"] == "ok"}
+        ok = {layer_id(r["layer"]): r for r in t["layers"] if r["status"] == "ok"}
         base = ok.get(TRANSFORMER)
         lengths.append({"n": t["n"], "peak_fraction": t["attention_tflops"] / data["peak_tflops"],
                         "vs_transformer": {k: r["tokens_per_s"] / base["tokens_per_s"] for k, r in ok.items()}
@@ -349,7 +359,7 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
 def memory_exponent(data: dict[str, Any], layer: str = KERNEL, tail: int = 3) -> float:
     """Log-log slope of peak memory per sequence against n over the ``tail`` largest lengths (nan if too few)."""
     points = [(t["n"], r["peak_bytes"] / t["batch"]) for t in data["timings"] for r in t["layers"]
-              if r["layer"] == layer and r["status"] == "ok"]
+              if layer_id(r["layer"]) == layer and r["status"] == "ok"]
     points = points[-tail:]
     if len(points) < 2:
         return float("nan")
@@ -402,7 +412,7 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
                              f"of the Transformer++ layer's tokens/s (SDPA flash kernel) at n = {n} ({label})", TARGET,
                              0.9, ratio, 0.0, 0.0, "a target, not an estimate: medians of repeats",
                              kind="lower_bound", unit="x", gpu_only=GPU_SPEED,
-                             alternative=row["vs_transformer"].get(LAYERS[1], 0.0),
+                             alternative=row["vs_transformer"].get(LEAN, 0.0),
                              alternative_note="the same layer's lean path without the kernel, also linear in memory"))
     slope = memory_exponent(data)
     if math.isfinite(slope):
