@@ -24,7 +24,7 @@ if [ "${ANALYSIS_CHAPTER_OUTPUTS:-0}" = 1 ]; then
   "${pytest[@]}" tests "$@"
   # only the chapters write claims here: the unit tests open chapters on records of their own
   rm -rf _build/claims
-  # the kept outputs are the book's: the kernels draw with the inline backend (Agg would keep no image)
+  # the kept outputs are the book's: the kernels draw with the inline backend, as book.sh's do
   ANALYSIS_CLAIMS_DIR=$root/_build/claims exec env -u MPLBACKEND "${pytest[@]}" book --nbmake --nbmake-timeout=120 \
     --overwrite "$@"
 fi

@@ -20,9 +20,10 @@ BOUND = 10 * BF16_U
 
 
 def _relative_gap(module: torch.nn.Module, x: torch.Tensor) -> float:
-    ref = module(x)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        low = module(x)
+    with torch.no_grad():
+        ref = module(x)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            low = module(x)
     return float((low.float() - ref).abs().max() / ref.abs().max())
 
 

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from analysis.studies.chapter import open_chapter
 from analysis.studies.figure_check import check_figures
 from analysis.core.registry import EXPERIMENTS, MODULES
-from analysis.studies import STUDIES, gather, get_study
+from analysis.studies import STUDIES, gather, get_study, keep_figure_images
 
 ROOT = Path(__file__).resolve().parents[1]
 GLUE_ROLE = re.compile(r"\{glue(?::text|:md|:figure)?\}`([^`]+)`")
@@ -70,6 +70,29 @@ def test_every_experiment_lives_in_the_study_that_shows_it():
     assert set(homes) == set(EXPERIMENTS)
     for name, study in homes.items():
         assert name in get_study(study).EXPERIMENTS, (name, study)
+
+
+def test_a_kernel_without_figure_images_gets_a_png_formatter_and_the_inline_ones_stay():
+    from types import SimpleNamespace
+
+    import matplotlib.pyplot as plt
+    from IPython.core.formatters import DisplayFormatter
+
+    fig = plt.figure(figsize=(2, 1))
+    fig.add_subplot().plot([0, 1])  # IPython draws no image of a figure without axes
+    try:
+        agg = SimpleNamespace(display_formatter=DisplayFormatter())  # a kernel under Agg: figures only as text
+        assert agg.display_formatter.format(fig)[0].keys() == {"text/plain"}
+        assert keep_figure_images(agg)
+        png = agg.display_formatter.format(fig)[0]["image/png"]
+        assert png.startswith("iVBORw0KGgo")  # base64 of the PNG signature
+        assert not keep_figure_images(agg)  # the second call leaves the first formatter
+        inline = SimpleNamespace(display_formatter=DisplayFormatter())
+        inline.display_formatter.formatters["image/svg+xml"].for_type(Figure, lambda f: "<svg/>")
+        assert not keep_figure_images(inline)  # the inline backend chose svg: no png is added
+        assert "image/png" not in inline.display_formatter.format(fig)[0]
+    finally:
+        plt.close(fig)
 
 
 def test_unknown_study_is_refused():

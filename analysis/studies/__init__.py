@@ -48,11 +48,14 @@ def show(chapter: str, directory: str | None = None) -> Chapter:
     """Open ``chapter`` (its experiments live at the build's scale, their records beside), glue every fact and
     figure of its study for the prose, and return the chapter."""
     import matplotlib.pyplot as plt
+    from IPython import get_ipython
     from myst_nb import glue
-
 
     study = get_study(chapter)
     ch = open_chapter(chapter, study.TITLE, *study.EXPERIMENTS, directory=directory)
+    shell = get_ipython()
+    if shell is not None:
+        keep_figure_images(shell)
     for name, value in gather(study, ch).items():
         glue(name, value, display=False)
         if hasattr(value, "savefig"):
@@ -60,10 +63,33 @@ def show(chapter: str, directory: str | None = None) -> Chapter:
     return ch
 
 
+# the MIME types IPython can render a Matplotlib figure as
+FIGURE_FORMATS = ("image/png", "image/svg+xml", "image/jpeg", "application/pdf")
+
+
+def keep_figure_images(shell: Any) -> bool:
+    """Give ``shell`` a PNG formatter for Matplotlib figures when it has none, so that a kernel under a
+    non-interactive backend such as Agg glues each figure as an image, not as its text; True when one was added.
+    A formatter the inline backend set up is left as it is."""
+    from functools import partial
+
+    from IPython.core.pylabtools import print_figure
+    from matplotlib.figure import Figure
+
+    formatters = shell.display_formatter.formatters
+    for mime in FIGURE_FORMATS:
+        try:
+            formatters[mime].lookup_by_type(Figure)
+            return False
+        except KeyError:
+            continue
+    formatters["image/png"].for_type(Figure, partial(print_figure, fmt="png", base64=True, bbox_inches="tight"))
+    return True
+
+
 def gather(study: ModuleType, ch: Chapter) -> dict[str, Any]:
     """The study's facts and figures for ``ch``, one dict; ValueError when a name is both."""
     from IPython.display import Markdown
-
 
     facts, figures = dict(study.facts(ch)), dict(study.figures(ch))
     if rows_for(ch.doc):  # what published work reports on the chapter's questions, beside its claims
