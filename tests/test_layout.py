@@ -16,12 +16,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "analysis"
 FLOORS = {"theory": 0, "models": 0, "tasks": 0, "training": 1, "core": 2, "compute": 3, "studies": 4, "site": 5,
           "cli": 6}
 # imports inside a function, by (importing module, imported module): the reason each is not at the top
-LOCAL_IMPORTS = {
-    ("analysis.studies.flash.experiments.gau_kernel", "analysis.studies.flash.experiments.flash_bench"):
-        "the kernel's timing builds flash-bench's stacks, and importing a study's experiment imports the study",
-    ("analysis.studies.softmax_scale", "analysis.studies.softmax_scale.experiments.softmax_scale_recall"):
-        "the recall experiment imports the study's prose, which the study package imports",
-}
+LOCAL_IMPORTS: dict[tuple[str, str], str] = {}
 
 
 def _module(path: Path) -> str:

@@ -14,7 +14,7 @@ from analysis.core.mathtext import math_markdown
 from analysis.core.registry import config_for
 from analysis.studies.display import Markdown
 from analysis.studies.softmax_scale import figures as fg, prose as pr
-from analysis.studies.softmax_scale.experiments import softmax_scale_checks as sc_checks
+from analysis.studies.softmax_scale.experiments import softmax_scale_checks as sc_checks, softmax_scale_recall
 from analysis.studies.softmax_scale.experiments.softmax_scale_checks import large_d_limits
 from analysis.studies.softmax_scale.experiments.softmax_scale_mc import exact_against_mc
 from analysis.studies.text import text_block
@@ -126,8 +126,6 @@ def train_facts(ch: Chapter) -> dict[str, Any]:
 def recall_facts(ch: Chapter) -> dict[str, Any]:
     """The recall sweep's set-up, its best scales beside the predictions, what it can resolve, and its conclusion
     (:func:`prose.recall_conclusion`)."""
-    from analysis.studies.softmax_scale.experiments import softmax_scale_recall
-
     rec = ch.best("softmax-scale-recall")
     cfg = config_for(softmax_scale_recall, rec.scale)
     rs = softmax_scale_recall.summary(rec.data)

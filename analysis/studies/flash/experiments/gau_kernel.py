@@ -32,6 +32,7 @@ from analysis.core.verify import Claim
 from analysis.models import triton_relu2 as tr
 from analysis.models.gau import GAU, GAUConfig, kernel_gau
 from analysis.models.lm import LanguageModel, ModelConfig
+from analysis.studies.flash.experiments.flash_bench import _peer_gau, _Stack
 
 NAME = "gau-kernel"
 PRIORITY = 15  # the gpu campaign's order: after the speed, length and headline claims (their CLAIM_PRIORITY 10 to 14)
@@ -180,8 +181,6 @@ def _componentwise(got: torch.Tensor, want: torch.Tensor, magnitude: torch.Tenso
 
 def build(name: str, cfg: Config, n: int) -> nn.Module:
     """One of :data:`LAYERS` at the config's sizes, causal (the compiled one wrapped in ``torch.compile``)."""
-    from analysis.studies.flash.experiments.flash_bench import _peer_gau, _Stack
-
     if name not in LAYERS:
         raise ValueError(f"layer must be one of {', '.join(LAYERS)}; got {name!r}")
     if name == TRANSFORMER:  # one Transformer++ block (pre-norm, RoPE, SDPA attention, SwiGLU) as a layer on x
