@@ -383,15 +383,15 @@ def test_the_gradient_sentence_says_what_the_ten_thousand_layer_claim_measured()
     import dataclasses
 
     from analysis.core.verify import Claim
-    from analysis.studies.deep_gau.init_depth import gradient_sentence
+    from analysis.studies.deep_gau.init_depth import deep_gradient_sentence
 
     claim = Claim("ten-thousand-gradient", "s", "src", 0.0, 0.026, 0.005, 0.012, "t interval")
     assert claim.verdict == "fails"
-    text = gradient_sentence(claim, 1e-3, 10_000)
+    text = deep_gradient_sentence(claim, 1e-3, 10_000)
     assert text.startswith("is 1.03 times that through one layer. The log of the ratio, 0.026 with a 95% interval of "
                            "± 0.012, excludes the predicted 0")
     assert "Over the 9,999 further layers that is 2.6e-06 a layer, of the order of ε² = 1e-06" in text
     held = dataclasses.replace(claim, measured=0.004)
     assert held.verdict == "holds"
-    assert gradient_sentence(held, 1e-3, 10_000) == ("is as large as through one layer: the log of their ratio is "
+    assert deep_gradient_sentence(held, 1e-3, 10_000) == ("is as large as through one layer: the log of their ratio is "
                                                      "0.004 ± 0.012")

@@ -35,7 +35,7 @@ def half_judgement(claim: Claim) -> str:
             f"differences of {det:.3g}, less than the {gap:.3g} between them")
 
 
-def gradient_sentence(claim: Claim, eps: float, depth: int) -> str:
+def deep_gradient_sentence(claim: Claim, eps: float, depth: int) -> str:
     """What the claim ten-thousand-gradient measured, as a predicate on 'the input gradient': as large as through one
     layer when it holds; else the ratio G_L / G_1 = e^m, and m / (L - 1), the mean change a further layer makes,
     beside eps^2, the order at which a small random change of a layer's Jacobian moves a gradient's norm."""
@@ -46,8 +46,8 @@ def gradient_sentence(claim: Claim, eps: float, depth: int) -> str:
         return f"is {math.exp(m):.3g} times that through one layer, which {verdict_phrase(claim.verdict_text())}"
     return (f"is {math.exp(m):.3g} times that through one layer. The log of the ratio, {m:.2g} with a 95% interval "
             f"of ± {tol:.2g}, excludes the predicted 0. Over the {depth - 1:,} further layers that is {m / (depth - 1):.2g} a layer, "
-            f"of the order of ε² = {eps * eps:.2g}: a small random change of each layer's Jacobian "
-            f"moves a gradient's norm at second order, and {depth - 1:,} of them add up")
+            f"of the order of ε² = {eps * eps:.2g}. A small random change of each layer's Jacobian "
+            f"moves a gradient's norm at second order, and {depth - 1:,} such changes add up")
 
 
 def depth_facts(ch: Any) -> dict[str, Any]:
@@ -69,9 +69,9 @@ def depth_facts(ch: Any) -> dict[str, Any]:
                         if "1" in s and "0.5" in s else "n/a"),
         "init_half_judged": (half_judgement(ch.claim("deep-gau-init", "eps-lambda7"))
                              if "1" in s and "0.5" in s else "is not measured: the run has one weight scale"),
-        "init_grad": (gradient_sentence(ch.claim("deep-gau-init", "ten-thousand-gradient"), s["0.5"]["eps"],
-                                        max(r["depth"] for r in run.data["runs"]))
-                      if "0.5" in s else "is not measured: the run has no stack at λ = 1/2"),
+        "init_grad": Markdown(deep_gradient_sentence(ch.claim("deep-gau-init", "ten-thousand-gradient"),
+                                                     s["0.5"]["eps"], max(r["depth"] for r in run.data["runs"]))
+                              if "0.5" in s else "is not measured: the run has no stack at λ = 1/2"),
         "init_table": depth_table(run.data),
         "init_forget": f"{forget:,} layers" if forget else "no depth measured",
         "init_overflow": f"{overflow:,} layers" if overflow else "no depth measured",
