@@ -395,3 +395,19 @@ def test_the_gradient_sentence_says_what_the_ten_thousand_layer_claim_measured()
     assert held.verdict == "holds"
     assert deep_gradient_sentence(held, 1e-3, 10_000) == ("is as large as through one layer: the log of their ratio is "
                                                      "0.004 ± 0.012")
+
+
+def test_the_walk_facts_come_from_the_summary_and_the_claims():
+    from types import SimpleNamespace
+
+    from analysis.studies.deep_gau.init_depth import walk_facts
+
+    rows = [{"depth": 1, "dev": 0.001, "walk": 0.001, "grad_ratio": 0.97},
+            {"depth": 100, "dev": 0.0137, "walk": 0.01, "grad_ratio": 0.97}]
+    s = {"1": {"eps": 0.2, "rows": [dict(rows[0], grad_ratio=1.0013)]}, "0.5": {"eps": 0.001, "rows": rows}}
+    verdicts = {"random-walk": "holds", "ten-thousand-near-identity": "fails"}
+    ch = SimpleNamespace(claim=lambda exp, key: SimpleNamespace(verdict_text=lambda: verdicts[key]))
+    facts = walk_facts(ch, s, 100)
+    assert facts == {"init_walk_range": "1.00 to 1.37", "init_walk_verdict": "holds", "init_deep_dev": "0.014",
+                     "init_near_verdict": "fails", "init_grad_one": "1.001 at λ = 1 and 0.97 at λ = 1/2"}
+    assert walk_facts(ch, {"1": s["1"]}, 100)["init_walk_verdict"] == "is not measured"

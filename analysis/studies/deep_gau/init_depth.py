@@ -50,6 +50,25 @@ def deep_gradient_sentence(claim: Claim, eps: float, depth: int) -> str:
             f"moves a gradient's norm at second order, and {depth - 1:,} such changes add up")
 
 
+def walk_facts(ch: Any, s: dict[str, Any], deepest: int) -> dict[str, str]:
+    """At lambda = 1/2: the range of dev_L / (sqrt(L) eps) over the depths, the deepest stack's dev_L, the verdicts of
+    the random-walk and near-identity claims; and the one-layer gradient ratio at each lambda."""
+    half = s.get("0.5")
+    if half is None:
+        return {"init_walk_range": "n/a", "init_deep_dev": "n/a", "init_walk_verdict": "is not measured",
+                "init_near_verdict": "is not measured",
+                "init_grad_one": ", ".join(f"{b['rows'][0]['grad_ratio']:.4g} at λ = {lam}" for lam, b in s.items())}
+    ratios = [r["dev"] / r["walk"] for r in half["rows"]]
+    return {
+        "init_walk_range": f"{min(ratios):.2f} to {max(ratios):.2f}",
+        "init_walk_verdict": verdict_phrase(ch.claim("deep-gau-init", "random-walk").verdict_text()),
+        "init_deep_dev": f"{half['rows'][-1]['dev']:.2g}",
+        "init_near_verdict": verdict_phrase(ch.claim("deep-gau-init", "ten-thousand-near-identity").verdict_text()),
+        "init_grad_one": " and ".join(f"{b['rows'][0]['grad_ratio']:.4g} at λ = {'1/2' if lam == '0.5' else lam}"
+                                      for lam, b in s.items()),
+    }
+
+
 def depth_facts(ch: Any) -> dict[str, Any]:
     """Run label and sizes, the one-layer change eps at each lambda, the table, where the stack at lambda = 1 forgets
     its input (dev_L above 1) and where its gradient overflows float32."""
@@ -73,6 +92,8 @@ def depth_facts(ch: Any) -> dict[str, Any]:
                                                      s["0.5"]["eps"], max(r["depth"] for r in run.data["runs"]))
                               if "0.5" in s else "is not measured: the run has no stack at λ = 1/2"),
         "init_table": depth_table(run.data),
+        "init_deepest": f"{max(r['depth'] for r in run.data['runs']):,}",
+        **walk_facts(ch, s, max(r["depth"] for r in run.data["runs"])),
         "init_forget": f"{forget:,} layers" if forget else "no depth measured",
         "init_overflow": f"{overflow:,} layers" if overflow else "no depth measured",
     }

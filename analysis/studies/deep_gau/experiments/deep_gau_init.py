@@ -214,8 +214,8 @@ def claims(data: dict[str, Any], label: str) -> list[Claim]:
         shrink = (deepest - 1) * float(np.mean([math.log(float(r)) for r in one.values()]))
         out.append(Claim("ten-thousand-gradient", f"At λ = 1/2 the gradient reaches the bottom of {deepest:,} layers as "
                          f"it reaches the bottom of one: log of the input gradient's norm through L layers over "
-                         f"that through 1 is 0 (a post-norm layer projects out one direction per token, so one "
-                         f"layer's ratio is below 1; {label})", SOURCE, 0.0,
+                         f"that through 1 is 0 (one layer's own ratio is the reference, not 1: a post-norm layer "
+                         f"projects out one direction per token; {label})", SOURCE, 0.0,
                          **estimate_fields(grad, "log gradient ratio, paired by seed"), unit="log",
                          alternative=shrink, alternative_note=f"every layer shrinks the gradient as the first does: "
                                                               f"{deepest - 1:,} ln r_1 = {shrink:.3g}"))
