@@ -73,3 +73,23 @@ def test_the_kernels_claims_are_decided_by_the_gpu_record_alone():
     assert beside_text(gpu, [cpu, gpu]).endswith("holds as a check")
     current = made[("gpu", "kernel-exact-float16")].identified("gau-kernel", "gpu", True)
     assert strongest_claims([cpu, current]) == [current] and current.verdict == "fails"
+
+
+def test_the_exact_rows_sentence_gives_the_gaps_and_what_the_claims_decide():
+    from types import SimpleNamespace
+
+    from analysis.studies.flash.kernel import exact_rows_sentence
+
+    chk = {"interpreted": True, "prefix_gap": 0.0, "padding_gap": 3e-8}
+
+    def claim(verdict: str, reason: str = "") -> SimpleNamespace:
+        return SimpleNamespace(verdict=verdict, verdict_text=lambda: verdict, inconclusive_reason=reason)
+
+    text = exact_rows_sentence(chk, claim("inconclusive", "only a gpu run decides it"),
+                               claim("inconclusive", "only a gpu run decides it"))
+    assert text == ("A causal prefix and a padded sequence give the rows of the shorter run with largest gaps of 0 "
+                    "and 3e-08, in float32 on Triton's interpreter on the CPU. The claim that each is exact is "
+                    "inconclusive: only a gpu run decides it.")
+    split = exact_rows_sentence(dict(chk, interpreted=False), claim("holds"), claim("fails"))
+    assert split.endswith("compiled on a GPU. The claim that the prefix is exact holds, and the claim that the "
+                          "padding is exact fails.")

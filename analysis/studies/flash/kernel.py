@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from analysis.compute.steptimes import efficiency_table
+from analysis.core.verify import verdict_phrase
 from analysis.studies.display import Markdown
 from analysis.studies.flash.experiments import gau_kernel as gk
 from analysis.studies.flash.targets import efficiency_targets
@@ -55,6 +56,19 @@ def gpu_section(ch: Any) -> Markdown:
     ]))
 
 
+def exact_rows_sentence(chk: dict[str, Any], prefix: Any, padding: Any) -> str:
+    """The check's causal-prefix and padding gaps, and what the two exactness claims decide: one verdict for both when
+    they agree, with the reason when it is inconclusive."""
+    where = "Triton's interpreter on the CPU" if chk["interpreted"] else "compiled on a GPU"
+    head = (f"A causal prefix and a padded sequence give the rows of the shorter run with largest gaps of "
+            f"{chk['prefix_gap']:.2g} and {chk['padding_gap']:.2g}, in float32 on {where}.")
+    if prefix.verdict_text() != padding.verdict_text():
+        return (f"{head} The claim that the prefix is exact {verdict_phrase(prefix.verdict_text())}, and the claim "
+                f"that the padding is exact {verdict_phrase(padding.verdict_text())}.")
+    reason = f": {prefix.inconclusive_reason}" if prefix.verdict == "inconclusive" else ""
+    return f"{head} The claim that each is exact {verdict_phrase(prefix.verdict_text())}{reason}."
+
+
 def kernel_facts(ch: Any) -> dict[str, Any]:
     """The kernel's run label, exactness table, check sizes and where it ran, GPU timings or their status, and the gpu
     record beside them when a current cpu record outranks it."""
@@ -69,6 +83,8 @@ def kernel_facts(ch: Any) -> dict[str, Any]:
         "kernel_where": "Triton's interpreter on the CPU" if chk["interpreted"] else "compiled on a GPU",
         "kernel_sizes": f"n = {size['n']}, s = {size['s']}, e = {size['e']}, batch {size['batch']}",
         "kernel_errors": error_table(run.data),
+        "kernel_exact_rows": Markdown(exact_rows_sentence(chk, ch.claim("gau-kernel", "kernel-prefix-exact"),
+                                                          ch.claim("gau-kernel", "kernel-padding-exact"))),
         "kernel_timings": timing_table(run.data),
         "kernel_gpu_status": ch.gpu_status("gau-kernel"),
     }
