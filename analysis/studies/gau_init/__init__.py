@@ -135,6 +135,7 @@ def half_facts(data: dict[str, Any]) -> dict[str, str]:
     return {"half_p": f"{p:.2f}", "half_factor": f"{2 ** -p:.2g}", "half_times": f"{2 ** (p - 7):.1f}"}
 
 
+LAW_KEYS = ("rms-slope", "rms-corrected-grid", "lambda7")  # the laws' verdicts the prose names, without corrections
 ALPHA_KEYS = ("gau-alpha-lambda7-softmax", "gau-alpha-softmax-rms")  # the GAU-α verdicts the prose names
 
 
@@ -189,6 +190,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "src_factor": f"{summ['source_times_below_input']:.0f}",
         # the grid: measured over corrected RMS
         "grid_median": f"{fit['median']:.2f}",
+        "rms_slope": f"{ch.claim('gau-init', 'rms-slope').measured:.2f}",
         "grid_share20": f"{100 * fit['share_20']:.0f}%",
         "grid_worst": f"{fit['worst_ratio']:.2f} (n = {worst['n']}, s = {worst['s']}, d = {worst['d']}, "
                       f"{worst['init']})",
@@ -204,7 +206,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "coord_mean": estimate_text(cc.branch_estimate(ch.best("coord-check").data)),
         # verdicts the prose names
         **verdict_words(lambda key: ch.claim("gau-init", key)),
-        **{f"v-{key}": verdict_phrase(ch.claim("gau-init", key).verdict_text()) for key in ALPHA_KEYS},
+        **{f"v-{key}": verdict_phrase(ch.claim("gau-init", key).verdict_text()) for key in ALPHA_KEYS + LAW_KEYS},
     }
 
 
