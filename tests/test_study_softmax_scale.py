@@ -395,3 +395,31 @@ def test_verdict_tally_groups_the_matching_claims_most_common_first():
         "is inconclusive at 1 of the 1 numbers of pairs")
     with pytest.raises(ValueError):
         pr.verdict_tally(claims, r"train-best-dot-\d+", "lengths")
+
+
+def test_the_alpha_band_sentence_says_how_much_of_the_sources_range_is_in_two_to_three():
+    from analysis.studies.softmax_scale.prose import alpha_band_sentence
+
+    assert alpha_band_sentence(491.2, 153_959.4, (40, 20_000), [1.434, 2.68]) == (
+        "$\\alpha^*$ lies in $[2, 3]$ for $n$ from 491 to 153,959. Over the source's plotted range, $n$ = 40 to "
+        "20,000, $\\alpha^*$ runs from 1.43 to 2.68: it is in $[2, 3]$ only for $n$ from 491 to 20,000.")
+    assert alpha_band_sentence(30, 30_000, (40, 20_000), [2.1, 2.9]).endswith(
+        "which contains the source's whole plotted range, $n$ = 40 to 20,000, as the source says.")
+    assert alpha_band_sentence(25_000, 90_000, (40, 20_000), [1.4, 1.9]).endswith("it is in $[2, 3]$ nowhere.")
+
+
+def test_the_cosine_sentence_says_where_cosine_and_normal_scores_differ():
+    from types import SimpleNamespace
+
+    from analysis.studies.softmax_scale.prose import cosine_mc_sentence
+
+    def claim(verdict: str, corrected: str | None = None) -> SimpleNamespace:
+        return SimpleNamespace(verdict_text=lambda: verdict, corrected_verdict=corrected)
+
+    normal = {"plateau": claim("holds"), "argmax": claim("fails")}
+    assert cosine_mc_sentence(normal, {"plateau": claim("fails", "holds"), "argmax": claim("fails")}) == (
+        "Cosine scores differ. The claim on the plateau fails for cosine scores but holds for normal ones; its "
+        "corrected prediction, from the exact objective, holds. The claim that the mean-field value maximises a "
+        "typical row fails for both kinds of score.")
+    assert cosine_mc_sentence(normal, normal).startswith("Cosine scores behave the same way. The claim on the "
+                                                         "plateau holds for both kinds of score.")

@@ -15,7 +15,7 @@ from analysis.core.registry import config_for
 from analysis.studies.display import Markdown
 from analysis.studies.softmax_scale import figures as fg, prose as pr
 from analysis.studies.softmax_scale.experiments import softmax_scale_checks as sc_checks, softmax_scale_recall
-from analysis.studies.softmax_scale.experiments.softmax_scale_checks import large_d_limits
+from analysis.studies.softmax_scale.experiments.softmax_scale_checks import SOURCE_RANGE, large_d_limits
 from analysis.studies.softmax_scale.experiments.softmax_scale_mc import exact_against_mc
 from analysis.studies.text import text_block
 from analysis.theory import softmax_scale as sc
@@ -44,8 +44,9 @@ def checks_facts(ch: Chapter) -> dict[str, Any]:
         "jacobian_checks": Markdown(text_block(pr.jacobian_checks(sc.symbolic_jacobian_identity(3),
                                                                      checks["jacobian"]))),
         # normal scores: where alpha* lies in [2, 3], the source's fit 0.84 sqrt(ln n) on and off its range
-        "n_alpha_2": f"{fits['n_alpha_2']:,.0f}",
-        "n_alpha_3": f"{fits['n_alpha_3']:,.0f}",
+        "alpha_band": Markdown(pr.alpha_band_sentence(
+            fits["n_alpha_2"], fits["n_alpha_3"], SOURCE_RANGE,
+            [float(sc.alpha_star_normal(float(n))) for n in SOURCE_RANGE])),
         "fit_own": f"{100 * fits['normal_own']['rel_error']:+.1f}%",
         "fit_own_n": f"{fits['normal_own']['n']:,.0f}",
         "fit_wide": f"{100 * fits['normal_wide']['rel_error']:+.1f}%",
@@ -107,6 +108,9 @@ def mc_facts(ch: Chapter) -> dict[str, Any]:
         "mc_plateau": f"{row['plateau_predicted']:.2f}",
         "mc_plateau_meas": f"{row['plateau_measured']:.2f} ± {row['plateau_measured_se']:.2f}",
         "mc_table": Markdown(text_block(pr.mc_table([(r.label, r.data) for r in ch.shown("softmax-scale-mc")]))),
+        "mc_cosine": Markdown(pr.cosine_mc_sentence(
+            *({part: ch.claim("softmax-scale-mc", f"finite-{part}-{kind}") for part in ("plateau", "argmax")}
+              for kind in ("normal", "cosine")))),
     }
 
 

@@ -483,3 +483,36 @@ def published_scales_summary(summary: dict[str, Any], choices: Sequence[ScaleCho
             "every number of pairs, which therefore cannot rank them. The exact objective reaches 90% of its limit "
             f"at {value_range(exact_over_trained(choices), '.2g')} times the trained loss optimum: the gradient "
             "criterion, read exactly, asks for much sharper attention than training picks.")
+
+
+def alpha_band_sentence(n_low: float, n_high: float, source_range: tuple[int, int], alpha_ends: Sequence[float]) -> str:
+    """Whether the source's 'alpha* in [2, 3] over a fairly large range' covers its own plotted n range: alpha* is in
+    [2, 3] for n in [``n_low``, ``n_high``] (eq-alpha-normal); ``alpha_ends`` is alpha* at the range's two ends."""
+    lo, hi = source_range
+    head = f"$\\alpha^*$ lies in $[2, 3]$ for $n$ from {n_low:,.0f} to {n_high:,.0f}"
+    if n_low <= lo and hi <= n_high:
+        return f"{head}, which contains the source's whole plotted range, $n$ = {lo:,} to {hi:,}, as the source says."
+    start, end = max(lo, n_low), min(hi, n_high)
+    part = f"only for $n$ from {start:,.0f} to {end:,.0f}" if start <= end else "nowhere"
+    return (f"{head}. Over the source's plotted range, $n$ = {lo:,} to {hi:,}, $\\alpha^*$ runs from "
+            f"{alpha_ends[0]:.2f} to {alpha_ends[1]:.2f}: it is in $[2, 3]$ {part}.")
+
+
+def cosine_mc_sentence(normal: dict[str, Any], cosine: dict[str, Any]) -> str:
+    """Whether cosine scores behave as normal ones on finite samples: per score kind, the verdicts of the claims
+    finite-plateau-* and finite-argmax-* (``{"plateau": Claim, "argmax": Claim}``), and a cosine plateau claim's
+    corrected verdict when it has one."""
+    what = {"plateau": "The claim on the plateau",
+            "argmax": "The claim that the mean-field value maximises a typical row"}
+    same = all(normal[k].verdict_text() == cosine[k].verdict_text() for k in what)
+    sentences = ["Cosine scores behave the same way." if same else "Cosine scores differ."]
+    for part, words in what.items():
+        n, c = verdict_phrase(normal[part].verdict_text()), verdict_phrase(cosine[part].verdict_text())
+        if n == c:
+            sentences.append(f"{words} {c} for both kinds of score.")
+        else:
+            fix = cosine[part].corrected_verdict
+            sentences.append(f"{words} {c} for cosine scores but {n} for normal ones"
+                             + (f"; its corrected prediction, from the exact objective, {verdict_phrase(fix)}."
+                                if fix else "."))
+    return " ".join(sentences)
