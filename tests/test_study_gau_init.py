@@ -162,3 +162,23 @@ def test_estimate_text_and_the_interval_multiple_of_a_seed_sd():
     assert estimate_text(Estimate(1.279, 0.0935, 3, "GAU stacks")) == "1.28 ± 0.09 (mean ± SE over 3 GAU stacks)"
     assert interval_multiple(3) == pytest.approx(4.302653 / math.sqrt(3), rel=1e-6)
     assert interval_multiple(1) == 0.0
+
+
+def test_the_gau_init_sentences_follow_their_numbers():
+    from analysis.studies.gau_init import branch_sentence, half_sentence, identity_verdict, premise_sentence
+
+    assert premise_sentence(18.2, 7.0) == ("The near-identity premise holds for bidirectional GAU, whose output is 18 "
+                                          "times smaller than its input, but not for the first row of a decoder, "
+                                          "whose output is 7.0 times its input.")
+    assert premise_sentence(18.2, 0.05).endswith("and for the first row of a decoder, whose output is 0.05 of its "
+                                                 "input.")
+    assert premise_sentence(0.5, 7.0).startswith("The near-identity premise fails for bidirectional GAU, whose "
+                                                 "output is 2 times its input, and for")
+    assert identity_verdict(3.8) == "fails: the off-diagonal terms of *AV* are 3.8 times the diagonal one"
+    assert identity_verdict(0.25).startswith("holds: the off-diagonal terms of *AV* are 0.25 of")
+    assert half_sentence(9.24).startswith("That is 4.7 times more than 2⁻⁷, so the paper's initialisation starts GAU "
+                                          "even closer")
+    assert half_sentence(6.0).startswith("That is 2.0 times less than 2⁻⁷, so the paper's initialisation starts GAU "
+                                         "less close")
+    assert branch_sentence(1.18).startswith("That is 118 times the source's 1%, and not because")
+    assert branch_sentence(0.008) == "That is within the source's 1%, at 0.8%."

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 TITLE = "How big is GAU at initialisation?"
 EXPERIMENTS = ("gau-init", "coord-check")
 POSITIONS = (1, 8, 32, 128)  # the positions whose output RMS the chapter prints, 1-based
+SOURCE_BRANCH = 0.01  # the source's GAU(x) ~ 0.01 x: the branch's size relative to its input
 
 
 def moments_table(moments: dict[str, dict[str, float]]) -> str:
@@ -132,10 +133,47 @@ def half_facts(data: dict[str, Any]) -> dict[str, str]:
     """The exponent p between lambda = 1/2 and 1 (:func:`gau_init.exponent_at_half`), the factor 2^-p and how many
     times smaller it is than the source's 2^-7."""
     p, _, _ = gi.exponent_at_half(data["sweep"], data["seeds"])
-    return {"half_p": f"{p:.2f}", "half_factor": f"{2 ** -p:.2g}", "half_times": f"{2 ** (p - 7):.1f}"}
+    return {"half_p": f"{p:.2f}", "half_factor": f"{2 ** -p:.2g}", "half_compare": Markdown(half_sentence(p))}
 
 
-LAW_KEYS = ("rms-slope", "rms-corrected-grid", "lambda7")  # the laws' verdicts the prose names, without corrections
+def half_sentence(p: float) -> str:
+    """The measured shrinkage 2^-p between lambda = 1/2 and 1 against the source's 2^-7, and what it means for the
+    paper's initialisation."""
+    if p >= 7:
+        return (f"That is {2 ** (p - 7):.1f} times more than 2⁻⁷, so the paper's initialisation starts GAU even closer "
+                f"to the identity than the source says.")
+    return (f"That is {2 ** (7 - p):.1f} times less than 2⁻⁷, so the paper's initialisation starts GAU less close to "
+            f"the identity than the source says.")
+
+
+def branch_sentence(median: float) -> str:
+    """The causal stacks' median branch size against the source's 1% (:data:`SOURCE_BRANCH`)."""
+    if median > SOURCE_BRANCH:
+        return (f"That is {median / SOURCE_BRANCH:.0f} times the source's 1%, and not because the grid above was "
+                f"wrong: these stacks are causal language models.")
+    return f"That is within the source's 1%, at {100 * median:.2g}%."
+
+
+def premise_sentence(bidir_below: float, first_causal: float) -> str:
+    """Whether the near-identity premise holds for a bidirectional layer (output ``bidir_below`` times smaller than
+    its unit-RMS input) and for a decoder's first row (output RMS ``first_causal``): small means below 1."""
+    bidir = (f"holds for bidirectional GAU, whose output is {bidir_below:.0f} times smaller than its input"
+             if bidir_below > 1 else f"fails for bidirectional GAU, whose output is {1 / bidir_below:.2g} times "
+             f"its input")
+    first = (f"the first row of a decoder, whose output is {first_causal:.1f} times its input"
+             if first_causal >= 1 else f"the first row of a decoder, whose output is {first_causal:.2g} of its input")
+    same = (bidir_below > 1) == (first_causal < 1)
+    return f"The near-identity premise {bidir}, {'and for' if same else 'but not for'} {first}."
+
+
+def identity_verdict(terms: float) -> str:
+    """The source's A ~ (s nu^4 / n) I as a predicate: it fails when the off-diagonal terms of AV are not smaller than
+    the diagonal one (``terms``, their RMS ratio)."""
+    return f"fails: the off-diagonal terms of *AV* are {terms:.1f} times the diagonal one" if terms >= 1 else (
+        f"holds: the off-diagonal terms of *AV* are {terms:.2g} of the diagonal one")
+
+
+LAW_KEYS = ("rms-slope", "rms-corrected-grid", "lambda7", "swish-mean", "swish-second-moment")  # the laws' verdicts the prose names, without corrections
 ALPHA_KEYS = ("gau-alpha-lambda7-softmax", "gau-alpha-softmax-rms")  # the GAU-α verdicts the prose names
 
 
@@ -167,6 +205,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
     worst = fit["worst"]
     at_1, lo, hi = exponent_near_one(best.data["sweep"])
     coord = cc.summary(ch.best("coord-check").data)
+    positions = position_rms()  # POSITIONS[0] is the first row
     return {
         "best_label": best.label,
         "gpu_status": ch.gpu_status("gau-init"),
@@ -182,6 +221,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "ref_entry_ratio": f"{gi.entry_ratio(ref)[0]:.0f}",
         "src_entry_ratio": f"{gi.entry_ratio(ref)[1]:.0f}",
         "ref_terms": f"{ref['av_offdiag_rms'] / ref['av_diag_rms']:.1f}",
+        "a_identity": Markdown(identity_verdict(ref["av_offdiag_rms"] / ref["av_diag_rms"])),
         "ref_rms": f"{ref['rms']:.3f}",
         "ref_src": f"{ref['pred_rms_source']:.4f}",
         "ref_cor": f"{ref['pred_rms_corrected']:.3f}",
@@ -202,7 +242,9 @@ def facts(ch: Chapter) -> dict[str, Any]:
         # coordinate checks, and the per-position RMS of a bidirectional and a causal layer
         "coord_gau": f"{coord['gau_median']:.3f}",
         "coord_where": coord["where"],
-        "position_table": _text(position_table(position_rms())),
+        "position_table": _text(position_table(positions)),
+        "premise": Markdown(premise_sentence(summ["times_below_input"], positions["causal"][0])),
+        "coord_vs_source": Markdown(branch_sentence(coord["gau_median"])),
         "coord_mean": estimate_text(cc.branch_estimate(ch.best("coord-check").data)),
         # verdicts the prose names
         **verdict_words(lambda key: ch.claim("gau-init", key)),
