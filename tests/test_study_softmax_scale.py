@@ -423,3 +423,35 @@ def test_the_cosine_sentence_says_where_cosine_and_normal_scores_differ():
         "typical row fails for both kinds of score.")
     assert cosine_mc_sentence(normal, normal).startswith("Cosine scores behave the same way. The claim on the "
                                                          "plateau holds for both kinds of score.")
+
+
+def test_group_verdicts_and_the_checks_summary_follow_the_claims():
+    from types import SimpleNamespace
+
+    from analysis.studies.softmax_scale.prose import checks_summary, group_verdict
+
+    def claims(*verdicts: str) -> list[SimpleNamespace]:
+        return [SimpleNamespace(verdict=v) for v in verdicts]
+
+    assert group_verdict(claims("holds", "holds")) == "hold"
+    assert group_verdict(claims("fails", "holds", "fails")) == "fail in 2 of the 3 cases, hold in 1"
+    assert group_verdict(claims("inconclusive", "holds")) == "are inconclusive in 1 of the 2 cases, hold in 1"
+    text = checks_summary(claims("holds"), claims("fails", "fails"), claims("fails"), "+12.5%")
+    assert text == ("The identity and the closed-form maximisers hold. The source's fits fail as exact forms; on the "
+                    "source's own range the worst point is off by +12.5%. The step everything rests on, the "
+                    "mean-field replacement, is tested by the exact objective's maximiser, and the claims that it "
+                    "peaks at the mean-field $\\alpha^*$ fail.")
+
+
+def test_the_sweep_resolution_reads_the_detectable_and_measured_differences():
+    from analysis.core.results import find_record
+    from analysis.studies.softmax_scale.experiments.softmax_scale_train import detectable_loss
+    from analysis.studies.softmax_scale.prose import sweep_resolution, train_lengths
+
+    from pathlib import Path
+
+    data = find_record("softmax-scale-train", "cpu", str(Path(__file__).resolve().parents[1] / "results")).data
+    found = [detectable_loss(data, ctx, "dot") for ctx in train_lengths(data)]
+    assert sweep_resolution(data) == (f"detects loss differences of {min(f[0] for f in found):.2g} to "
+                                      f"{max(f[1] for f in found):.2g} nats with 80% power, and the largest it "
+                                      f"measured from the best is {max(f[2] for f in found):.2g}")

@@ -47,6 +47,13 @@ def checks_facts(ch: Chapter) -> dict[str, Any]:
         "alpha_band": Markdown(pr.alpha_band_sentence(
             fits["n_alpha_2"], fits["n_alpha_3"], SOURCE_RANGE,
             [float(sc.alpha_star_normal(float(n))) for n in SOURCE_RANGE])),
+        "checks_summary": Markdown(math_markdown(pr.checks_summary(
+            [ch.claim("softmax-scale-checks", k) for k in ("jacobian-identity", "normal-closed-form", "cosine-root")],
+            [ch.claim("softmax-scale-checks", f"fit-{k}") for k in ("normal-own-range", "normal-wide-range",
+                                                                     "cosine-own-range")],
+            [ch.claim("softmax-scale-checks", f"exact-maximiser-{k}") for k in ("normal", "cosine-128", "cosine-64")],
+            f"{100 * fits['normal_own']['rel_error']:+.1f}% for normal scores and "
+            f"{100 * fits['cosine_own']['rel_error']:+.1f}% for cosines"))),
         "fit_own": f"{100 * fits['normal_own']['rel_error']:+.1f}%",
         "fit_own_n": f"{fits['normal_own']['n']:,.0f}",
         "fit_wide": f"{100 * fits['normal_wide']['rel_error']:+.1f}%",
@@ -104,6 +111,8 @@ def mc_facts(ch: Chapter) -> dict[str, Any]:
         "mc_mf": f"{row['alpha_mean_field']:.2f}",
         "mc_fs": f"{row['alpha_finite_sample']:.1f} ± {row['alpha_finite_sample_se']:.1f}",
         "mc_fs_ratio": f"{row['alpha_finite_sample'] / row['alpha_mean_field']:.2g}",
+        "mc_fs_ratios": pr.value_range([r["alpha_finite_sample"] / r["alpha_mean_field"] for r in best.data["rows"]],
+                                       ".2g"),
         "mc_share": f"{100 * pr.plateau_share(row):.0f}%",
         "mc_plateau": f"{row['plateau_predicted']:.2f}",
         "mc_plateau_meas": f"{row['plateau_measured']:.2f} ± {row['plateau_measured_se']:.2f}",
@@ -123,6 +132,7 @@ def train_facts(ch: Chapter) -> dict[str, Any]:
         "train_gpu_status": ch.gpu_status("softmax-scale-train"),
         "train_summary": pr.train_summary(best.data, best.label),
         "train_decides": pr.undecided(ch.claims_of("softmax-scale-train")),
+        "train_resolution": pr.sweep_resolution(best.data),
         "train_tally": pr.verdict_tally(ch.claims_of("softmax-scale-train"), r"train-best-dot-\d+", "lengths"),
     }
 
@@ -151,6 +161,7 @@ def recall_facts(ch: Chapter) -> dict[str, Any]:
         "recall_conclusion": Markdown(math_markdown(pr.recall_conclusion(rs, rec.label))),
         "recall_growth_drift": Markdown(softmax_scale_recall.growth_drift_sentence(rec.data)),
         "recall_ratio": pr.value_range(pr.best_over_mean_field(rs), ".2f"),
+        "recall_fs_ratio": pr.value_range([rows[p]["finite_sample"] / rows[p]["best"] for p in pairs], ".2g"),
         "recall_best": ", ".join(f"{rows[p]['best']:.3g}" for p in pairs),
         "recall_drift": ", ".join(f"{100 * rows[p]['drift']:+.1f}%" for p in pairs),
         "recall_drift_window": f"steps {rs['drift_from']} to {rs['drift_to']}",

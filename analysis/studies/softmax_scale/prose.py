@@ -14,7 +14,7 @@ import numpy as np
 
 from analysis.core.stats import t_quantile
 from analysis.core.verify import verdict_phrase
-from analysis.studies.softmax_scale.experiments.softmax_scale_train import best_setting, noise_band
+from analysis.studies.softmax_scale.experiments.softmax_scale_train import best_setting, detectable_loss, noise_band
 from analysis.theory import softmax_scale as sc
 
 # the rival growths of the best recall scale from the fewest to the most pairs (key of the summary's growth, or a
@@ -516,3 +516,38 @@ def cosine_mc_sentence(normal: dict[str, Any], cosine: dict[str, Any]) -> str:
                              + (f"; its corrected prediction, from the exact objective, {verdict_phrase(fix)}."
                                 if fix else "."))
     return " ".join(sentences)
+
+
+def group_verdict(claims: Sequence[Verdict]) -> str:
+    """The verdicts of a group of claims as a plural predicate: 'hold', 'fail', 'are inconclusive', or 'hold in 2 of
+    the 3 cases, fail in 1' when they differ."""
+    plural = {"holds": "hold", "fails": "fail", "inconclusive": "are inconclusive"}
+    verdicts = [c.verdict for c in claims]
+    if not verdicts:
+        raise ValueError("claims must not be empty")
+    if len(set(verdicts)) == 1:
+        return plural.get(verdicts[0], verdicts[0])
+    counts = sorted(((verdicts.count(v), v) for v in dict.fromkeys(verdicts)), key=lambda cv: -cv[0])
+    inside = {"holds": "hold in", "fails": "fail in", "inconclusive": "are inconclusive in"}
+    first, *rest = counts
+    return (f"{inside[first[1]]} {first[0]} of the {len(verdicts)} cases, "
+            + ", ".join(f"{inside[v].removeprefix('are ')} {n}" for n, v in rest))
+
+
+def checks_summary(exact: Sequence[Verdict], fits: Sequence[Verdict], literal: Sequence[Verdict],
+                   worst_fit: str) -> str:
+    """The theory's checks in one passage: the identity and closed forms, the source's fits (as exact forms, with
+    their worst error on the source's range), and the exact objective's maximiser."""
+    return (f"The identity and the closed-form maximisers {group_verdict(exact)}. The source's fits "
+            f"{group_verdict(fits)} as exact forms; on the source's own range the worst point is off by {worst_fit}. "
+            f"The step everything rests on, the mean-field replacement, is tested by the exact objective's maximiser, and "
+            f"the claims that it peaks at the mean-field $\\alpha^*$ {group_verdict(literal)}.")
+
+
+def sweep_resolution(data: dict[str, Any]) -> str:
+    """What the training sweep resolves over its lengths: the range of loss differences it detects with 80% power
+    (:func:`detectable_loss`) and the largest difference from the best it measured."""
+    found = [detectable_loss(data, ctx, "dot") for ctx in train_lengths(data)]
+    small, large, measured = min(f[0] for f in found), max(f[1] for f in found), max(f[2] for f in found)
+    return (f"detects loss differences of {small:.2g} to {large:.2g} nats with 80% power, and the largest it "
+            f"measured from the best is {measured:.2g}")
