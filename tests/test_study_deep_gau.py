@@ -411,3 +411,11 @@ def test_the_walk_facts_come_from_the_summary_and_the_claims():
     assert facts == {"init_walk_range": "1.00 to 1.37", "init_walk_verdict": "holds", "init_deep_dev": "0.014",
                      "init_near_verdict": "fails", "init_grad_one": "1.001 at λ = 1 and 0.97 at λ = 1/2"}
     assert walk_facts(ch, {"1": s["1"]}, 100)["init_walk_verdict"] == "is not measured"
+
+
+def test_the_deepest_distance_is_set_beside_the_square_root_of_two():
+    from analysis.studies.deep_gau.init_depth import far_distance
+
+    assert far_distance(1.41) == "1.41, near √2 ≈ 1.414"
+    assert far_distance(1.2) == "1.20, short of √2 ≈ 1.414"
+    assert far_distance(1.6) == "1.60, beyond √2 ≈ 1.414"

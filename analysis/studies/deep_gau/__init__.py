@@ -99,6 +99,8 @@ def previous_facts(init: RunSet, coord: RunSet) -> dict[str, str]:
     init_sum, coord_sum = gau_init.summary(init.data), coord_check.summary(coord.data)
     return {"prev_bidir": f"{init_sum['times_below_input']:.0f}",
             "prev_source": f"{init_sum['source_times_below_input']:.0f}",
+            "prev_larger": ("larger than" if init_sum["times_below_input"] < init_sum["source_times_below_input"]
+                            else "no larger than"),
             "prev_where": init_sum["where"],
             "prev_coord": f"{coord_sum['gau_median']:.2f}",
             "prev_coord_where": coord_sum["where"],

@@ -69,6 +69,14 @@ def walk_facts(ch: Any, s: dict[str, Any], deepest: int) -> dict[str, str]:
     }
 
 
+def far_distance(dev: float, within: float = 0.02) -> str:
+    """The deepest stack's dev_L beside sqrt(2), the distance of an independent vector of the same norm: 'near' within
+    ``within`` (relative), else 'short of' or 'beyond'."""
+    root = math.sqrt(2)
+    where = "near" if abs(dev / root - 1) <= within else "short of" if dev < root else "beyond"
+    return f"{dev:.2f}, {where} √2 ≈ {root:.3f}"
+
+
 def depth_facts(ch: Any) -> dict[str, Any]:
     """Run label and sizes, the one-layer change eps at each lambda, the table, where the stack at lambda = 1 forgets
     its input (dev_L above 1) and where its gradient overflows float32."""
@@ -95,5 +103,6 @@ def depth_facts(ch: Any) -> dict[str, Any]:
         "init_deepest": f"{max(r['depth'] for r in run.data['runs']):,}",
         **walk_facts(ch, s, max(r["depth"] for r in run.data["runs"])),
         "init_forget": f"{forget:,} layers" if forget else "no depth measured",
+        "init_far_dev": far_distance(rows[-1]["dev"]) if rows else "n/a",
         "init_overflow": f"{overflow:,} layers" if overflow else "no depth measured",
     }
