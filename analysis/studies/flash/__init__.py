@@ -5,12 +5,14 @@ and timed, and the memory formulas measured (experiments ``flash-counts``, ``fla
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from matplotlib.figure import Figure
 
 from analysis.studies.display import Markdown
-from analysis.studies.flash.checks import check_facts, peer_deviations, peer_facts, run_checks, unit_gate_is_attention
+from analysis.studies.flash.checks import (by_verdict, check_facts, leak_sentence, listed, peer_deviations, peer_facts,
+                                          phrase, run_checks, unit_gate_is_attention, verdict_sentence)
 from analysis.studies.flash.figures import counts, layer_table, layers, leak, prose, ratio_table, speed
 from analysis.studies.flash.kernel import kernel_facts
 from analysis.studies.flash.memory import memory_facts
@@ -34,11 +36,53 @@ def counts_table(cnt: dict[str, Any]) -> Markdown:
     return Markdown("\n".join(rows))
 
 
+LAYER_NAMES = {"gau": "GAU", "flash": "FLASH", "transformer": "the Transformer++"}  # count-<layer> claims, by name
+# the identity claims of experiment flash-counts, by the names the prose gives them
+IDENTITY_NAMES = {"identity-is-glu": "A = I giving the GLU layer",
+                  "flash-global": "FLASH's chunked term giving full linear attention",
+                  "flash-causal": "FLASH's cumulative sum giving the explicit sum"}
+
+
+def counts_sentence(claims: Mapping[str, Any]) -> str:
+    """For which layers the closed form gives the forward FLOPs per token counted on the module, by the verdicts of
+    the ``count-*`` claims among ``claims`` (key: claim)."""
+    return verdict_sentence("the closed form gives the forward FLOPs per token counted on the module",
+                            [(name, phrase(claims[f"count-{k}"])) for k, name in LAYER_NAMES.items()
+                             if f"count-{k}" in claims])
+
+
+def parameters_sentence(cnt: Mapping[str, Any]) -> str:
+    """For which layers the parameters counted on the module equal the formula's, and for which they differ."""
+    named = [(name, "equal" if cnt[k]["parameters"] == cnt[k]["parameters_formula"] else "differ from")
+             for k, name in LAYER_NAMES.items() if k in cnt]
+    return " ".join(f"The parameters counted on {listed(names)} {verb} the formula's."
+                    for verb, names in by_verdict(named))
+
+
+def identities_sentence(claims: Mapping[str, Any]) -> str:
+    """Which of the identities are exact to rounding in float64, by the verdicts of their claims among ``claims``."""
+    return verdict_sentence("the identity is exact to rounding in float64",
+                            [(name, phrase(claims[k])) for k, name in IDENTITY_NAMES.items() if k in claims])
+
+
+def claim_facts(ch: Chapter) -> dict[str, Any]:
+    """The verdicts of experiment flash-counts that the prose states: the counts, GAU's quadratic cost, the identities
+    and which normalisers leak."""
+    claims = {c.key: c for c in ch.claims_of("flash-counts")}
+    return {
+        "counts_verdicts": Markdown(f"{counts_sentence(claims)} "
+                                    f"{parameters_sentence(ch.best('flash-counts').data['counts'])}"),
+        "v-gau-quadratic-vs-mha": phrase(claims["gau-quadratic-vs-mha"]),
+        "identity_verdicts": Markdown(identities_sentence(claims)),
+        "leak_verdicts": Markdown(leak_sentence(claims)),
+    }
+
+
 def facts(ch: Chapter) -> dict[str, Any]:
     """The counts' closed forms at the chapter's sizes, the counted table, and every sentence about the benchmark
     (:func:`analysis.studies.flash.figures.prose`), from the best runs; and ``analysis check`` run live on the
     layers and normalisers the chapter discusses, FLASH-pytorch's departures and the U = 1 check
-    (:mod:`analysis.studies.flash.checks`)."""
+    (:mod:`analysis.studies.flash.checks`); and the recorded verdicts the prose states (:func:`claim_facts`)."""
     counts_run, bench_run = ch.best("flash-counts"), ch.best("flash-bench")
     return {
         "counts_label": counts_run.label,
@@ -53,6 +97,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         **prose(bench_run.data),
         "ratio_table": Markdown(text_block(ratio_table(bench_run.data))),
         "layer_table": Markdown(layer_table(bench_run.data)),
+        **claim_facts(ch),
         **check_facts(run_checks()),
         **peer_facts(peer_deviations(), unit_gate_is_attention()),
         **kernel_facts(ch),

@@ -1,17 +1,18 @@
 """The FLASH chapter's run of ``analysis check`` (:mod:`analysis.models.check`) on this book's layers, the sources' printed
 normalisers, FLASH-pytorch's GAU and FLASH, and two tiny Hugging Face decoders decoded through their cache: which
-leak, from where, and by what law."""
+leak, from where, and by what law; and the sentences that say which of the recorded claims hold and which fail."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
 
+from analysis.core.verify import verdict_phrase
 from analysis.models.check import CheckReport, check_module
 from analysis.models.gau import GAU, GAUConfig
 from analysis.studies.display import Markdown
@@ -253,3 +254,46 @@ def peer_facts(deviations: dict[str, float], unit_gate_gap: float) -> dict[str, 
         f"entry, which is $1 - (128/256)^2$.",
     ]))
     return facts
+
+
+def phrase(claim: Any) -> str:
+    """A claim's verdict as a predicate for prose: 'holds', 'fails', 'is inconclusive', 'holds within 3.7%'."""
+    return verdict_phrase(claim.verdict_text())
+
+
+def listed(names: Sequence[str]) -> str:
+    """The names as an English list: 'A', 'A and B', 'A, B and C' ('' for none)."""
+    return " and ".join([", ".join(names[:-1]), names[-1]]) if len(names) > 1 else "".join(names)
+
+
+def by_verdict(named: Sequence[tuple[str, str]]) -> list[tuple[str, list[str]]]:
+    """The names of (name, verdict phrase) pairs grouped by phrase, each group where its phrase first appears."""
+    groups: dict[str, list[str]] = {}
+    for name, verdict in named:
+        groups.setdefault(verdict, []).append(name)
+    return list(groups.items())
+
+
+def verdict_sentence(claim: str, named: Sequence[tuple[str, str]], scope: str = "for") -> str:
+    """'The claim that <claim> fails for A and B. It holds for C.': one sentence per verdict phrase of the (name,
+    phrase) pairs, naming what each verdict is for ('' for no names: 'The claim that <claim> holds.')."""
+    out = []
+    for verdict, names in by_verdict(named):
+        subject = f"The claim that {claim}" if not out else "It"
+        which = f" {scope} {listed(names)}" if any(names) else ""
+        out.append(f"{subject} {verdict}{which}.")
+    return " ".join(out)
+
+
+# the leak claims of experiment flash-counts (``leak-<variant>``) by the names the prose gives them, those the
+# source prints first
+LEAK_NAMES = {"gau-printed": "the printed 1/(ns)", "flash-printed": "the printed 1/((g−1)n/c)",
+              "gau-appendix": "the appendix's relu²(qk/n)", "peer-gau": "FLASH-pytorch's GAU",
+              "gau-ours": "this book's GAU", "flash-ours": "this book's FLASH", "peer-flash": "FLASH-pytorch's FLASH"}
+
+
+def leak_sentence(claims: Mapping[str, Any]) -> str:
+    """Which normalisers leave a prefix's outputs unchanged as tokens are appended, and which do not, by the verdicts
+    of the ``leak-*`` claims among ``claims`` (key: claim)."""
+    named = [(name, phrase(claims[f"leak-{v}"])) for v, name in LEAK_NAMES.items() if f"leak-{v}" in claims]
+    return verdict_sentence("appending tokens leaves a prefix's outputs unchanged", named)

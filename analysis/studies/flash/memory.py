@@ -1,10 +1,13 @@
-"""The FLASH chapter's facts about the source's memory formulas (experiment ``flash-memory``)."""
+"""The FLASH chapter's facts about the source's memory formulas (experiment ``flash-memory``), and the verdicts on the
+batch FLASH-Quad fits (experiments ``flash-memory`` and ``flash-bench``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from analysis.studies.display import Markdown
+from analysis.studies.flash.checks import listed, phrase, verdict_sentence
 
 
 def memory_table(data: dict[str, Any]) -> Markdown:
@@ -26,7 +29,8 @@ def memory_table(data: dict[str, Any]) -> Markdown:
 
 
 def memory_facts(ch: Any) -> dict[str, Any]:
-    """The census's run label and sizes, its table, the two savings (the source's e/(c s) and the measured 1/c)."""
+    """The census's run label and sizes, its table, the two savings (the source's e/(c s) and the measured 1/c), and the
+    verdicts on the saved sizes (:func:`sizes_sentence`) and on the batch (:func:`batch_verdicts`)."""
     run = ch.best("flash-memory")
     d = run.data
     z = d["sizes"]
@@ -40,6 +44,9 @@ def memory_facts(ch: Any) -> dict[str, Any]:
         "memory_saving_measured": f"{measured:.3g} = 1/{round(1 / measured)}",
         "memory_e_over_s": f"{z['e'] / z['s']:.0f}",
         "memory_batch_base": batch_sentence(d),
+        "memory_verdicts": Markdown(sizes_sentence({c.key: c for c in ch.claims_of("flash-memory")}, list(d["flash"]))),
+        "batch_verdicts": Markdown(batch_verdicts({c.key: c for name in ("flash-bench", "flash-memory")
+                                                   for c in ch.claims_of(name)})),
     }
 
 
@@ -58,3 +65,33 @@ def batch_sentence(data: dict[str, Any]) -> str:
             f"attention written out. So FLASH-Quad fits {unfused / quad:.2f}x the batch of a Transformer that stores "
             f"its softmax, as the source's did, and {fused / quad:.2f}x that of the fused one. The lean GAU fits "
             f"{unfused / lean:.2f}x and {fused / lean:.2f}x.")
+
+
+def sizes_sentence(claims: Mapping[str, Any], chunks: list[str]) -> str:
+    """For which tensors the saved sizes are exactly the source's, FLASH's chunk sizes ``chunks`` named together when
+    they agree, and whether the lean GAU keeps no n×n tensor, by the census's claims among ``claims`` (key: claim)."""
+    named = [(name, phrase(claims[k])) for k, name in (("mha-matrix", "multi-head attention's b h n²"),
+                                                        ("gau-matrix", "GAU's b n²")) if k in claims]
+    state = [(c, phrase(claims[f"flash-linear-state-c{c}"])) for c in chunks if f"flash-linear-state-c{c}" in claims]
+    if len({verdict for _, verdict in state}) == 1:
+        named.append((f"FLASH's chunk state b (n/c) s e at c = {listed([c for c, _ in state])}", state[0][1]))
+    else:
+        named += [(f"FLASH's chunk state b (n/c) s e at c = {c}", verdict) for c, verdict in state]
+    lean = [("", phrase(claims["gau-lean-no-matrix"]))] if "gau-lean-no-matrix" in claims else []
+    return " ".join(filter(None, [verdict_sentence("the saved tensors have exactly the source's sizes", named),
+                                  verdict_sentence("the lean GAU keeps no n×n tensor", lean)]))
+
+
+# the batch claims of experiments flash-bench and flash-memory, by what FLASH-Quad is set against
+BATCH_NAMES = {"quad-batch": "fused attention in the benchmark",
+               "quad-batch-base": "fused attention at the source's size",
+               "quad-batch-unfused": "written-out attention in the benchmark",
+               "quad-batch-base-unfused": "written-out attention at the source's size"}
+
+
+def batch_verdicts(claims: Mapping[str, Any]) -> str:
+    """Against which Transformer++ FLASH-Quad fits about 2x the batch and against which it does not, each with the
+    measured batch ratio, by the ``quad-batch*`` claims among ``claims`` (key: claim)."""
+    named = [(f"{name} ({claims[k].measured:.2f}x)", phrase(claims[k])) for k, name in BATCH_NAMES.items()
+             if k in claims]
+    return verdict_sentence("FLASH-Quad fits about 2x the Transformer's batch", named, scope="against")
