@@ -66,3 +66,33 @@ def test_every_claim_names_its_rival_and_the_rivals_are_the_slips_the_notes_invi
     assert claims["ffn-8h2"].alternative == 8 * d * d + 5 * d  # the count with both biases
     assert claims["swiglu-width"].alternative == pytest.approx(8 * d / 3)
     assert claims["swiglu-merge"].alternative > 1e-3  # the merge with W1's ReLU kept is no identity
+
+
+def test_the_summary_sentences_follow_the_claims_verdicts():
+    from analysis.studies import ffn_basics as fbs
+
+    assert fbs.count_sentence("fails", "holds") == (
+        "The FFN's 8H² counts its weights only: with its biases it has 8H² + 5H parameters.")
+    assert fbs.count_sentence("holds", "") == "The FFN has 8H² parameters, biases included."
+    assert fbs.count_sentence("fails", "fails") == (
+        "The notes' count of 8H² parameters fails, and the count with biases, 8H² + 5H, fails.")
+    assert fbs.gelu_sentence("fails") == "The notes' GELU has a wrong integration limit."
+    assert fbs.gelu_sentence("holds") == "The notes' GELU is GELU."
+    assert fbs.gelu_sentence("inconclusive") == "The check of the notes' GELU is inconclusive."
+    assert fbs.width_sentence("fails", "holds") == (
+        "Their SwiGLU width assumes a d×d FFN that the Transformer does not have: r = 8d/3 is the matching width.")
+    assert fbs.width_sentence("holds", "") == "Their SwiGLU width r = 2d/3 matches the FFN's parameters."
+    assert fbs.width_sentence("fails", "fails") == "Their SwiGLU width r = 2d/3 fails, and r = 8d/3 fails."
+
+
+def test_the_merge_and_dropout_clauses_follow_the_claims_verdicts():
+    from analysis.studies import ffn_basics as fbs
+
+    assert fbs.merge_predicate("holds", "fails") == "holds for the function but not for training"
+    assert fbs.merge_predicate("holds", "holds") == "holds for the function and for training"
+    assert fbs.merge_predicate("fails", "inconclusive") == "fails for the function and is inconclusive for training"
+    assert fbs.sites_clause("fails", 60, 30) == "PyTorch's module drops in more places"
+    assert fbs.sites_clause("fails", 20, 30) == "PyTorch's module drops in fewer places"
+    assert fbs.sites_clause("holds", 30, 30) == "PyTorch's module drops in the same places"
+    assert fbs.sites_clause("inconclusive", 30, 30) == (
+        "the claim that PyTorch's module drops in the same places is inconclusive")

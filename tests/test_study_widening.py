@@ -184,3 +184,101 @@ def test_every_claim_of_a_smoke_run_names_its_rival():
     assert claims["table-attention-qk"].alternative == pytest.approx(
         {2**0.25 / 2: 0.5, 2**0.25 / math.sqrt(2): 1 / math.sqrt(2)}[claims["table-attention-qk"].predicted])
     assert claims["layernorm-eps"].alternative == 0.5
+
+
+# --- the verdict sentences (analysis.studies.widening.verdicts) ------------------------------------------------------
+
+wv = importlib.import_module("analysis.studies.widening.verdicts")
+
+def _table(**wrong: list[str]) -> dict:
+    """The experiment's table rows, every factor exact except the named tensors of the named rows."""
+    rows = {}
+    for row in wv.TABLE_ROWS:
+        names = {"ffn2": ["layers.0.w2.weight", "layers.0.w2.bias"], "attention-qk": ["layers.0.q.bias",
+                 "layers.0.k.bias"]}.get(row, ["x.weight"])
+        rows[row] = {"tensors": [{"tensor": n, "printed": 0.5, "derived": 0.7 if n in wrong.get(row.replace("-", "_"),
+                                  []) else 0.5} for n in names]}
+    return rows
+
+
+def test_and_list_and_tally_group_names_by_verdict():
+    assert wv.and_list(["a"]) == "a" and wv.and_list(["a", "b", "c"]) == "a, b and c"
+    assert wv.and_list(["GAU and FLASH", "RMSNorm"]) == "GAU and FLASH, and RMSNorm"
+    assert wv.tally({"a": "holds", "b": "fails", "c": "holds"}) == "holds for a and c and fails for b"
+    assert wv.tally({"a": "inconclusive"}) == "is inconclusive for a"
+    with pytest.raises(ValueError, match="items must not be empty"):
+        wv.and_list([])
+
+
+def test_the_exact_and_broken_leads_follow_the_claims():
+    assert wv.exact_sentence({"BERT": "holds", "GAU": "holds within 0.1%"}) == (
+        "The exact constructions agree to rounding: each claim of a lossless widening holds.")
+    assert wv.exact_sentence({"BERT": "holds", "the decoders": "fails"}) == (
+        "The claim of a lossless widening holds for BERT and fails for the decoders.")
+    assert wv.broken_sentence({"global repetition": "holds"}) == (
+        "The broken constructions miss by far more: each claim that one changes the function holds.")
+    assert wv.broken_sentence({"global repetition": "holds", "pairwise RoPE": "fails"}) == (
+        "The claim that a broken construction changes the function holds for global repetition and fails for "
+        "pairwise RoPE.")
+
+
+def test_the_rows_sentence_names_the_wrong_tensors_of_the_failing_rows():
+    right = {row: "holds" for row in wv.TABLE_ROWS}
+    assert wv.rows_sentence(right, _table()) == "Every row is right."
+    ffn2 = right | {"ffn2": "fails"}
+    assert wv.rows_sentence(ffn2, _table(ffn2=["layers.0.w2.bias"])) == (
+        "Every row is right except the second FeedForward layer's bias.")
+    both = ffn2 | {"attention-qk": "fails", "embedding": "inconclusive"}
+    table = _table(ffn2=["layers.0.w2.weight", "layers.0.w2.bias"], attention_qk=["layers.0.k.bias"])
+    assert wv.wrong_entries(both, table) == ["attention's k bias", "the second FeedForward layer's weight and bias"]
+    assert wv.rows_sentence(both, table) == (
+        "Every row is right except attention's k bias, the second FeedForward layer's weight and bias, and the "
+        "embedding, whose check is inconclusive.")
+    assert wv.rows_sentence({row: "fails" for row in wv.TABLE_ROWS}, _table()) == "No row of the table is right."
+
+
+def test_the_fraction_clause_says_whether_the_commenter_is_right():
+    claim = "LayerNorm cannot be widened exactly by a non-integer factor, for widenings built from copies"
+    assert wv.fraction_clause("holds") == f"The commenter is right that {claim}"
+    assert wv.fraction_clause("fails") == f"The commenter is wrong that {claim}"
+    assert wv.fraction_clause("inconclusive") == f"The claim that {claim} is inconclusive"
+
+
+def test_the_source_summary_follows_the_method_table_text_and_rope_verdicts():
+    now = {"bert-lossless": "holds", "decoder-lossless": "holds", "layernorm-eps": "fails",
+           "table-head-layernorm-text": "fails", "rope-lossy": "fails"}
+    assert wv.source_summary(now, ["the second FeedForward layer's bias"]) == (
+        "The source's method is right. Its table is wrong on the second FeedForward layer's bias and misses "
+        "LayerNorm's ε/k, its text is wrong about the MLM head's LayerNorm, and it is too pessimistic about RoPE: "
+        "placed pairs are exact.")
+    other = {"bert-lossless": "holds", "decoder-lossless": "fails", "layernorm-eps": "holds",
+             "table-head-layernorm-text": "holds", "rope-lossy": "holds"}
+    assert wv.source_summary(other, []) == (
+        "The claim that the source's method is lossless holds for BERT and fails for the decoders. Its table is "
+        "right, its text is right about the MLM head's LayerNorm, and it is right that RoPE widens only "
+        "approximately.")
+    assert "its claim that RoPE widens only approximately is inconclusive." in wv.source_summary(
+        other | {"rope-lossy": "inconclusive"}, [])
+
+
+def test_the_rules_and_copies_summaries_follow_the_claims():
+    assert wv.rules_summary({"GAU and FLASH": "holds", "RMSNorm models by fractions": "holds"}) == (
+        "The same rules widen GAU and FLASH, and RMSNorm models by fractions.")
+    assert wv.rules_summary({"GAU and FLASH": "holds", "RMSNorm models by fractions": "fails"}) == (
+        "The claim that the same rules widen a model exactly holds for GAU and FLASH and fails for RMSNorm models "
+        "by fractions.")
+    assert wv.copies_summary("holds") == "Exact copies stay copies."
+    assert wv.copies_summary("fails").startswith("Exact copies do not stay copies")
+    assert wv.copies_summary("inconclusive") == "Whether exact copies stay copies is inconclusive."
+
+
+def test_the_freed_summary_sorts_split_and_noise_by_the_threshold_set_in_advance():
+    above, below = 10 * wx.BROKEN_SYMMETRY, wx.BROKEN_SYMMETRY
+    assert wv.freed_summary({"split": above, "noise": above, "unit dropout": 1e-16}) == (
+        "A random split or noise frees them.")
+    assert wv.freed_summary({"split": above, "noise": below}) == "A random split frees them; noise does not."
+    assert wv.freed_summary({"split": below, "noise": below}) == "Neither a random split nor noise frees them."
+    assert wv.freed_summary({"noise": 1e-16, "split": float("nan")}) == "Noise does not free them."
+    assert wv.freed_summary({"attention dropout": above}) == "No split or noise variant was trained."
+    with pytest.raises(ValueError, match="threshold must be in"):
+        wv.freed_summary({}, threshold=1.0)

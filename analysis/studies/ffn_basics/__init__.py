@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 
 from analysis.core.verify import PROVENANCE_WORDS, Claim, bounded, fmt, miss_limit, verdict_phrase
 from analysis.studies.chapter import typeset
+from analysis.studies.display import Markdown
 from analysis.studies.plotting import STYLE, readable_figure
 
 if TYPE_CHECKING:
@@ -68,7 +69,77 @@ def facts(ch: Chapter) -> dict[str, Any]:
         # which tally the ledger counts the claim in: a check of PyTorch's module is not one of the sources'
         "drop_origin": PROVENANCE_WORDS[ch.claim("ffn-basics", "dropout-sites").origin],
         "drop_verdict": verdict_reason(ch.claim("ffn-basics", "dropout-sites")),
+        **summary_facts(ch),
     }
+
+
+def summary_facts(ch: Chapter) -> dict[str, Any]:
+    """The verdict of the merge's training half and the summary's sentences, from the claims of ffn-basics."""
+
+    def claim(key: str) -> Claim:
+        return ch.claim("ffn-basics", key)
+
+    def verdict(key: str) -> str:
+        return claim(key).verdict_text()
+
+    count, width, sites = claim("ffn-8h2"), claim("swiglu-width"), claim("dropout-sites")
+    return {
+        "merge_train_verdict": verdict_phrase(verdict("swiglu-merge-training")),
+        "count_summary": Markdown(count_sentence(count.verdict_text(), count.corrected_verdict or "")),
+        "gelu_summary": Markdown(gelu_sentence(verdict("gelu-notes"))),
+        "width_summary": Markdown(width_sentence(width.verdict_text(), width.corrected_verdict or "")),
+        "merge_summary": Markdown(merge_predicate(verdict("swiglu-merge"), verdict("swiglu-merge-training"))),
+        "sites_summary": Markdown(sites_clause(sites.verdict_text(), sites.measured, sites.predicted)),
+    }
+
+
+def count_sentence(verdict: str, corrected: str) -> str:
+    """What the FFN's 8H² counts, from the ffn-8h2 claim (biases included) and its corrected count 8H² + 5H."""
+    if verdict == "holds":
+        return "The FFN has 8H² parameters, biases included."
+    if verdict == "fails" and corrected == "holds":
+        return "The FFN's 8H² counts its weights only: with its biases it has 8H² + 5H parameters."
+    tail = f", and the count with biases, 8H² + 5H, {verdict_phrase(corrected)}" if corrected else ""
+    return f"The notes' count of 8H² parameters {verdict_phrase(verdict)}{tail}."
+
+
+def gelu_sentence(verdict: str) -> str:
+    """Whether the notes' GELU, with erf integrated from 1, is GELU: the gelu-notes claim's verdict in words."""
+    if verdict == "fails":
+        return "The notes' GELU has a wrong integration limit."
+    if verdict == "holds":
+        return "The notes' GELU is GELU."
+    return f"The check of the notes' GELU {verdict_phrase(verdict)}."
+
+
+def width_sentence(verdict: str, corrected: str) -> str:
+    """Whether SwiGLU's r = 2d/3 matches the FFN, from the swiglu-width claim and its corrected width r = 8d/3."""
+    if verdict == "holds":
+        return "Their SwiGLU width r = 2d/3 matches the FFN's parameters."
+    if verdict == "fails" and corrected == "holds":
+        return ("Their SwiGLU width assumes a d×d FFN that the Transformer does not have: r = 8d/3 is the matching "
+                "width.")
+    tail = f", and r = 8d/3 {verdict_phrase(corrected)}" if corrected else ""
+    return f"Their SwiGLU width r = 2d/3 {verdict_phrase(verdict)}{tail}."
+
+
+def merge_predicate(function: str, training: str) -> str:
+    """'holds for the function but not for training': the verdicts of the merge's forward and training claims."""
+    if function == "holds" and training == "fails":
+        return "holds for the function but not for training"
+    if function == training:
+        return f"{verdict_phrase(function)} for the function and for training"
+    return f"{verdict_phrase(function)} for the function and {verdict_phrase(training)} for training"
+
+
+def sites_clause(verdict: str, measured: float, predicted: float) -> str:
+    """Where PyTorch's module drops against the paper, from the dropout-sites claim: its verdict and the sites it
+    counted (``measured``) against the paper's (``predicted``)."""
+    if verdict == "holds":
+        return "PyTorch's module drops in the same places"
+    if verdict == "fails":
+        return f"PyTorch's module drops in {'more' if measured > predicted else 'fewer'} places"
+    return f"the claim that PyTorch's module drops in the same places {verdict_phrase(verdict)}"
 
 
 def verdict_reason(c: Claim) -> str:

@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 from analysis.studies.chapter import typeset
 from analysis.studies.display import Markdown
 from analysis.studies.widening.figures import exactness_figure, prose, table_html, training_figure
+from analysis.studies.widening.verdicts import verdict_facts
 
 if TYPE_CHECKING:
     from analysis.studies.chapter import Chapter
@@ -36,16 +37,24 @@ def solved_factors() -> dict[str, sp.Expr]:
     return {"ffn2_w": ffn2[f_w], "ffn2_b": ffn2[f_b], "eps": ln_eps, "gau": gau_a}
 
 
+# the sentences of prose() that the chapter glues as Markdown
+SENTENCES = ("stationary_summary", "dropout_summary")
+
+
 def facts(ch: Chapter) -> dict[str, Any]:
-    """Every number the chapter states (:func:`analysis.studies.widening.figures.prose`), the solved factors and the
-    source's table, from the best run of widening."""
+    """Every number the chapter states (:func:`analysis.studies.widening.figures.prose`), its verdict sentences
+    (:func:`analysis.studies.widening.verdicts.verdict_facts`), the solved factors and the source's table, from the
+    best run of widening."""
 
     best = ch.best("widening")
     solved = solved_factors()
+    stated = prose(best.data)
     return {
         "best_label": best.label,
         "gpu_status": ch.gpu_status("widening"),
-        **prose(best.data),
+        **stated,
+        **{name: Markdown(stated[name]) for name in SENTENCES},
+        **verdict_facts(ch, best.data),
         **{f"sym_{name}": typeset(expr) for name, expr in solved.items()},
         "source_table": Markdown(table_html(best.data)),
     }
