@@ -86,3 +86,31 @@ def test_every_claim_of_a_smoke_run_names_its_rival():
     assert claims["pe-shift"].alternative == pytest.approx(2 * math.sin(0.5), abs=1e-12)
     assert claims["bag-of-words"].alternative == data["permutation"]["with_pe"]
     assert claims["wo-merge"].alternative > 0.1  # the wrong order changes the output by its own size
+
+
+def test_spread_text_says_exactly_0_only_for_an_exact_0():
+    assert st.spread_text(0.0) == "exactly 0"
+    assert st.spread_text(0.3657) == "0.37"
+    assert st.spread_text(1.2e-9) == "1.2e-09"  # rounding noise is not called 0
+
+
+def test_stability_reading_follows_the_verdict():
+    head = "Identical heads are a fixed point of training that training"
+    assert st.stability_reading("fails") == f"{head} moves away from."
+    assert st.stability_reading("holds") == f"{head} does not leave."
+    assert st.stability_reading("holds within 3.7%") == st.stability_reading("holds")
+    assert st.stability_reading("inconclusive") == ("This run does not tell whether training moves away from "
+                                                    "identical heads.")
+
+
+def test_unit_widths_text_names_the_widths_whose_interval_misses_1():
+    def width(d, ms, se):
+        return {"d": d, "token_ms": ms, "token_ms_se": se, "rows": 8192}
+
+    inside = [width(64, 0.9981, 0.0019), width(256, 1.0014, 0.0010), width(1024, 1.0004, 0.0005)]
+    assert st.unit_widths_text(inside) == "at every width"
+    one_off = [width(64, 0.99, 0.001), width(256, 1.0014, 0.0010), width(1024, 1.0004, 0.0005)]
+    assert st.unit_widths_text(one_off) == "at every width but d = 64"
+    two_off = [width(64, 0.99, 0.001), width(256, 1.01, 0.001), width(1024, 1.0004, 0.0005)]
+    assert st.unit_widths_text(two_off) == "at every width but d = 64 and 256"
+    assert st.unit_widths_text([width(1024, 1.5, 0.001)]) == "at no width"

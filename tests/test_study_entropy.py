@@ -190,3 +190,72 @@ def test_the_recorded_calibration_is_the_mean_of_every_token_with_its_windows_as
         est = calibration_estimate(late)
         assert est.n * ctx == late["tokens"] and len(late["loss"]) < late["tokens"]  # all tokens, not the plotted ones
         assert est.value == pytest.approx(late["loss_minus_entropy"], rel=1e-9)
+
+
+def test_range_reading_says_right_only_when_the_entropy_never_rises():
+    assert st.range_reading(0) == "their figures are right about their range"
+    assert st.range_reading(0, "The notes' figures") == "The notes' figures are right about their range"
+    assert st.range_reading(3) == "their figures miss 3 rises of the entropy on their range"
+
+
+def test_predicted_gap_is_the_margins_large_c_law():
+    assert st.predicted_gap(0.5, 10.0, 1_000) == pytest.approx(0.5 * 998 / (2 * (9_990 + 1)))
+    assert st.predicted_gap(1.0, 10.0, 1_000) == 0.0
+
+
+def _cells(factor: float, cs=(1.0, 10.0, 100.0, 1_000.0), ps=(0.1, 0.9)) -> list[dict]:
+    """Sampled cells whose median gap is ``factor`` times the large-c law (and 10 times it at c = 1)."""
+    return [{"p": p, "concentration": c, "median_gap": (10 if c < 10 else factor) * st.predicted_gap(p, c, 1_000)}
+            for p in ps for c in cs]
+
+
+def test_gap_slope_text_fits_the_large_c_cells_only():
+    text = st.gap_slope_text(_cells(1.02), 1_000)
+    assert text == ("For c ≥ 10 the median gap has a log–log slope against c of -1.000 over the 2 values of p, "
+                    "against -1.000 for the margin's large-c law, and differs from that law by at most 2.0%")
+
+
+def test_gap_slope_text_reports_a_slope_range_and_a_gap_off_the_law():
+    rows = _cells(1.0)
+    for r in rows:  # the gap of p = 0.9 shrinks like 1/sqrt(c), not 1/c
+        if r["p"] == 0.9 and r["concentration"] >= 10:
+            r["median_gap"] = st.predicted_gap(0.9, 10.0, 1_000) * (r["concentration"] / 10) ** -0.5
+    text = st.gap_slope_text(rows, 1_000)
+    assert text.startswith("For c ≥ 10 the median gap has a log–log slope against c of -1.000 to -0.500 over the ")
+    assert text.endswith("and differs from that law by at most 899.9%")
+    with pytest.raises(ValueError, match="two concentrations"):
+        st.gap_slope_text(_cells(1.0, cs=(1.0, 10.0)), 1_000)
+
+
+def _cloud(step: int, fraction: float, gap: float, loss: float, entropies: list[float]) -> dict:
+    return {"step": step, "val_loss": loss, "median_fraction_of_bound": fraction, "median_gap_to_bound": gap,
+            "loss": [loss] * len(entropies), "entropy": entropies}
+
+
+def test_lm_bound_text_says_training_pulls_below_only_when_the_median_share_falls():
+    from analysis.theory import entropy as ent
+
+    top = float(ent.entropy_upper_bound(5.47, 256))
+    start = _cloud(0, 0.997, 0.019, 5.47, [top - 0.001, top - 0.027])
+    text = st.lm_bound_text([start, _cloud(600, 0.559, 2.016, 1.88, [1.0])], 256)
+    assert text == ("At initialisation every plotted point lies within 0.027 nats of the bound, at a mean loss of 5.47 "
+                    "against ln 256 = 5.55 for a uniform prediction. The median token's entropy is 99.7% of the "
+                    "bound. Training pulls the cloud below it: after 600 steps the median token's entropy is 55.9% "
+                    "of the bound, 2.02 nats below it. A trained model does not spread its doubt evenly, so the "
+                    "notes' curve is the worst case, not the typical one.")
+    flat = st.lm_bound_text([start, _cloud(1_000, 0.998, 0.01, 5.4, [1.0])], 256)
+    assert flat.endswith("Training does not pull the cloud below it: after 1,000 steps the median token's entropy is "
+                         "99.8% of the bound, 0.01 nats below it.")
+
+
+def test_trained_bound_text_gives_a_range_only_when_the_architectures_differ():
+    def run(fraction, gap):
+        return {"snapshots": [{"median_fraction_of_bound": 1.0, "median_gap_to_bound": 0.0},
+                              {"median_fraction_of_bound": fraction, "median_gap_to_bound": gap}]}
+
+    arch = {"Transformer": run(0.5591, 2.016), "GAU": run(0.5626, 1.894), "FLASH": run(0.5597, 1.973)}
+    assert st.trained_bound_text(arch) == ("In the trained models, the median token's entropy is 56% of the bound at "
+                                           "the last snapshot, 1.89 to 2.02 nats below it")
+    arch["GAU"] = run(0.9, 0.3)
+    assert st.trained_bound_text(arch) == ("In the trained models, the median token's entropy is 56% to 90% of the "
+                                           "bound at the last snapshot, 0.30 to 2.02 nats below it")

@@ -214,3 +214,56 @@ def test_every_claim_of_a_smoke_run_names_its_rival():
     # (x - mean)/RMS(x) - x/RMS(x) = -mean/RMS(x), largest for [2, 3, 4, 5]: 3.5 / sqrt(13.5)
     assert claims["rmsnorm-notes"].alternative == pytest.approx(3.5 / math.sqrt(13.5))
     assert claims["rmsnorm-code"].alternative == claims["rmsnorm-notes"].measured
+
+
+def test_bounded_growth_says_it_grows_only_when_the_bound_fails():
+    from types import SimpleNamespace
+
+    failed = SimpleNamespace(verdict="fails", measured=0.5254, alternative=0.5076)
+    assert st.bounded_growth(failed) == "it still grows, at a slope of 0.53 against post-norm's 0.51"
+    held = SimpleNamespace(verdict="holds", measured=0.004, alternative=0.5076)
+    assert st.bounded_growth(held) == "it has a slope of 0.00 against post-norm's 0.51"
+    unsure = SimpleNamespace(verdict="inconclusive", measured=0.03, alternative=0.5076)
+    assert st.bounded_growth(unsure) == "it has a slope of 0.03 against post-norm's 0.51"
+
+
+def _init_rows(values: dict[str, list[float]]) -> list[dict]:
+    """Depth rows at depths 2, 8, 32 with ``update_init`` values[residual][i] at depth i (two equal seeds)."""
+    return [{"depth": depth, "residual": res, "seed": seed, "update_init": v, "model_update": 1.0}
+            for res, vals in values.items() for depth, v in zip((2, 8, 32), vals) for seed in (0, 1)]
+
+
+def test_init_update_text_says_falls_only_where_every_step_falls():
+    falling = {"post": [3.25, 1.1, 0.6], "pre": [1.9, 0.7, 0.21], "deepnorm": [2.97, 0.74, 0.097]}
+    assert st.init_update_text(_init_rows(falling)) == (
+        "falls with depth in every arrangement: from depth 2 to depth 32 it goes from 3.25 to 0.6 for post-norm, "
+        "1.9 to 0.21 for pre-norm and 2.97 to 0.097 for DeepNorm")
+    bumpy = dict(falling, deepnorm=[2.97, 3.1, 0.097])
+    assert st.init_update_text(_init_rows(bumpy)).startswith(
+        "falls with depth for post-norm and pre-norm, but not from each depth to the next for DeepNorm: from depth 2")
+    rising = {res: [1.0, 2.0, 3.0] for res in falling}
+    assert st.init_update_text(_init_rows(rising)).startswith(
+        "does not fall from each depth to the next in any arrangement: from depth 2 to depth 32 it goes from 1 to 3")
+
+
+def test_constancy_text_compares_post_norm_growth_with_pre_norm():
+    quote = '"post-norm keeps the trunk\'s variance constant"'
+    assert st.constancy_text(1.18, 5.55) == f"nearer the constant norm that {quote} describes than pre-norm's"
+    assert st.constancy_text(0.9, 1.05) == f"no nearer the constant norm that {quote} describes than pre-norm's"
+
+
+def test_pair_cost_sentence_reads_the_one_sided_lower_bounds():
+    pre, post = Estimate(0.633, 0.079, 2, "seeds"), Estimate(0.583, 0.021, 2, "seeds")
+    assert st.pair_cost_sentence({"pre": pre, "post": post}) == (
+        "Yet running pairs side by side is not free: in both arrangements the loss rises, with a one-sided 95% lower "
+        "bound over 2 seeds above 0.")
+    noisy = Estimate(0.633, 0.2, 2, "seeds")  # 6.31 SE below the mean is below 0
+    assert st.pair_cost_sentence({"pre": noisy, "post": post}) == (
+        "Running pairs side by side raises the loss resolvably only for post-norm: only there is its one-sided 95% "
+        "lower bound over 2 seeds above 0.")
+    assert st.pair_cost_sentence({"pre": noisy, "post": Estimate(-0.1, 0.05, 2, "seeds")}) == (
+        "Running pairs side by side raises the loss by no amount resolved from 0: in neither arrangement is its "
+        "one-sided 95% lower bound over 2 seeds above 0.")
+    one = Estimate(0.6, 0.0, 1, "seeds")
+    assert st.pair_cost_sentence({"pre": one, "post": one}) == (
+        "With one seed, no cost of running pairs side by side can be resolved from 0.")

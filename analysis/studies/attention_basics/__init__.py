@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from analysis.core.stats import CONFIDENCE, t_quantile
+from analysis.core.verify import verdict_phrase
 from analysis.studies.attention_basics.experiments import attention_basics as ab
 from analysis.studies.attention_basics.figures import head_symmetry, positions_figure, qk_saturation
 from analysis.studies.display import Markdown
@@ -56,6 +58,33 @@ def growth(spread: Sequence[float]) -> float:
     return spread[-1] / spread[0]
 
 
+def spread_text(spread: float) -> str:
+    """A head spread as the prose states it: 'exactly 0' for an exact 0, else two significant figures."""
+    return "exactly 0" if spread == 0 else f"{spread:.2g}"
+
+
+def stability_reading(verdict: str) -> str:
+    """What the stability claim's verdict says about identical heads, as one sentence."""
+    if verdict == "fails":
+        return "Identical heads are a fixed point of training that training moves away from."
+    if verdict.startswith("holds"):
+        return "Identical heads are a fixed point of training that training does not leave."
+    return "This run does not tell whether training moves away from identical heads."
+
+
+def unit_widths_text(scales: Sequence[Mapping[str, Any]], confidence: float = CONFIDENCE) -> str:
+    """Where the token embeddings' mean square times sqrt(d) lies within its two-sided t interval of 1 (nu = rows -
+    1): 'at every width', 'at every width but d = 64 and 256' or 'at no width'."""
+    off = [w["d"] for w in scales
+           if abs(w["token_ms"] - 1.0) > t_quantile(w["rows"] - 1, confidence) * w["token_ms_se"]]
+    if not off:
+        return "at every width"
+    if len(off) == len(scales):
+        return "at no width"
+    named = [f"{d:,}" for d in off]
+    return "at every width but d = " + (named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1])
+
+
 def encoder_inputs(from_encoder: Mapping[str, bool]) -> str:
     """Which of the query, key and value come from the encoder, in words: 'the keys and the values'."""
     names = [f"the {name}s" for name in ("query", "key", "value") if from_encoder[name]]
@@ -84,6 +113,8 @@ def notes_facts(ch: Chapter) -> dict[str, Any]:
         "rms_torch": rms["torch"],
         "rms_gap": f"{float(rms['relative_gap']):.1e}",
         **tied_facts(d["tied"]),
+        **{f"{key.replace('-', '_')}_verdict": verdict_phrase(ch.claim("notes-checks", key).verdict_text())
+           for key in ("mask-1e9-float32", "mask-1e9-bfloat16", "mask-1e9-float16", "mask-finfo-min", "tie-sqrt-d")},
     }
 
 
@@ -107,7 +138,8 @@ def tied_facts(tied: dict[str, Any]) -> dict[str, Any]:
     return {"tie_saved": f"{par['untied'] - par['tied']:,}", "tie_vocab": f"{tied['vocab']:,}",
             "tie_d": f"{tied['d']:,}", "tie_table": tied_table(scales),
             "tie_pe": f"{max(w['pe_ms'] for w in scales):.3f}", "tie_lo": f"{lo['d']:,}", "tie_hi": f"{hi['d']:,}",
-            "tie_fall": f"{(lo['token_ms'] / lo['d']) / (hi['token_ms'] / hi['d']):.1f}"}
+            "tie_fall": f"{(lo['token_ms'] / lo['d']) / (hi['token_ms'] / hi['d']):.1f}",
+            "tie_widths": Markdown(unit_widths_text(scales))}
 
 
 def facts(ch: Chapter) -> dict[str, Any]:
@@ -122,6 +154,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
     runs = d["symmetry"]["runs"]
     pert = runs["identical + 1e-6 perturbation"]
     pos, perm = d["positions"], d["permutation"]
+    stable = ch.claim("attention-basics", "heads-symmetry-stable")
     tb.symbolic_checks()  # the sympy identities the prose cites (eq-pe-dot among them): raises when one fails
     return {
         "best_label": best.label,
@@ -151,6 +184,11 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "mha_heads": heads_text(d["mha"]),
         "wo_gap": f"{d['merged_wo_gap']:.1e}",
         "sym_steps": f"{runs['identical']['steps'][-1]}",
+        "sym_same": spread_text(runs["identical"]["spread"][-1]),
+        "same_verdict": verdict_phrase(ch.claim("attention-basics", "heads-stay-identical").verdict_text()),
+        "drop_verdict": verdict_phrase(ch.claim("attention-basics", "heads-dropout").verdict_text()),
+        "stable_verdict": verdict_phrase(stable.verdict_text()),
+        "sym_reading": Markdown(stability_reading(stable.verdict_text())),
         "sym_drop": f"{runs['identical + attention dropout']['spread'][-1]:.2g}",
         "sym_pert0": f"{pert['spread'][0]:.1e}",
         "sym_pert1": f"{pert['spread'][-1]:.2g}",
@@ -163,6 +201,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "pe_dot_err": f"{pos['dot_pred_err']:.1e}",
         "pe_mirror": f"{pos['dot_mirror_err']:.0e}",
         "pe_proj": f"{ab.projected_spread(pos):.2f}",
+        "pe_proj_verdict": verdict_phrase(ch.claim("attention-basics", "pe-projected").verdict_text()),
         "pe_rope": f"{pos['rope_spread']:.1e}",
         "perm_no": f"{perm['without_pe']:.1e}",
         "perm_pe": f"{perm['with_pe']:.2f}",

@@ -9,9 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from matplotlib.figure import Figure
 
 from analysis.core.stats import CONFIDENCE, Estimate, direction
+from analysis.core.verify import verdict_phrase
 from analysis.studies.display import Markdown
 from analysis.studies.entropy.experiments import entropy_bound, entropy_lm
 from analysis.studies.entropy.figures import (
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
 TITLE = "Entropy, loss and the probability of the right answer"
 EXPERIMENTS = ("entropy-bound", "entropy-lm")
 NOTES_EXAMPLE = (0.8, 100_000)  # the notes' example: p on the correct class, K classes
+LARGE_C = 10.0  # the sampled cells from this Dirichlet concentration on are "large c", where the gap's law applies
 
 
 def text_block(lines: Sequence[str]) -> Markdown:
@@ -95,6 +98,69 @@ def closest_gap(rows: Sequence[Mapping[str, Any]]) -> float:
     if not rows:
         raise ValueError("no sampled cells")
     return min(float(r["min_gap"]) for r in rows)
+
+
+def range_reading(increases: int, subject: str = "their figures") -> str:
+    """What the count of increases of H(p, K) on the notes' p range says of their figures, which show it falling."""
+    if increases == 0:
+        return f"{subject} are right about their range"
+    return f"{subject} miss {increases} rises of the entropy on their range"
+
+
+def predicted_gap(p: float, concentration: float, classes: int) -> float:
+    """The large-c median gap to the bound, (1 - p)(m - 1) / (2(m c + 1)) with m = K - 1 (the margin's law)."""
+    m = classes - 1
+    return (1 - p) * (m - 1) / (2 * (m * concentration + 1))
+
+
+def gap_slope_text(rows: Sequence[Mapping[str, Any]], classes: int, from_c: float = LARGE_C) -> str:
+    """The log-log slope of the sampled median gap against c for c >= ``from_c`` (the range over the p of the cells),
+    beside the large-c law's slope over the same cells, and the largest relative gap to the law there."""
+    cells = [r for r in rows if r["concentration"] >= from_c]
+    ps = sorted({r["p"] for r in cells})
+    if not ps or any(len([r for r in cells if r["p"] == p]) < 2 for p in ps):
+        raise ValueError(f"every p needs two concentrations of at least {from_c:g} to fit a slope")
+
+    def slope(p: float, gap: Callable[[Mapping[str, Any]], float]) -> float:
+        mine = [r for r in cells if r["p"] == p]
+        return float(np.polyfit(np.log([r["concentration"] for r in mine]), np.log([gap(r) for r in mine]), 1)[0])
+
+    measured = [slope(p, lambda r: r["median_gap"]) for p in ps]
+    law = [slope(p, lambda r: predicted_gap(r["p"], r["concentration"], classes)) for p in ps]
+    worst = max(abs(r["median_gap"] / predicted_gap(r["p"], r["concentration"], classes) - 1) for r in cells)
+    span = (f"{min(measured):.3f}" if f"{min(measured):.3f}" == f"{max(measured):.3f}"
+            else f"{min(measured):.3f} to {max(measured):.3f}")
+    return (f"For c ≥ {from_c:g} the median gap has a log–log slope against c of {span} over the {len(ps)} values "
+            f"of p, against {min(law):.3f} for the margin's large-c law, and differs from that law by at most "
+            f"{100 * worst:.1f}%")
+
+
+def lm_bound_text(snapshots: Sequence[Mapping[str, Any]], vocab: int) -> str:
+    """Where a run's token cloud sits against the bound: at the first snapshot the largest gap of a plotted point and
+    the median token's share of the bound, and at the last the median share and gap, with whether it fell."""
+    first, last = snapshots[0], snapshots[-1]
+    gap0 = float(np.max(ent.entropy_upper_bound(np.asarray(first["loss"]), vocab) - np.asarray(first["entropy"])))
+    init = (f"At initialisation every plotted point lies within {gap0:.2g} nats of the bound, at a mean loss of "
+            f"{first['val_loss']:.2f} against ln {vocab} = {np.log(vocab):.2f} for a uniform prediction. The median "
+            f"token's entropy is {first['median_fraction_of_bound']:.1%} of the bound.")
+    after = (f"after {last['step']:,} steps the median token's entropy is {last['median_fraction_of_bound']:.1%} of "
+             f"the bound, {last['median_gap_to_bound']:.2f} nats below it")
+    if last["median_fraction_of_bound"] < first["median_fraction_of_bound"]:
+        return (f"{init} Training pulls the cloud below it: {after}. A trained model does not spread its doubt "
+                "evenly, so the notes' curve is the worst case, not the typical one.")
+    return f"{init} Training does not pull the cloud below it: {after}."
+
+
+def trained_bound_text(arch: Mapping[str, Mapping[str, Any]]) -> str:
+    """The median token's share of the bound and gap to it at each architecture's last snapshot, as a range."""
+    late = [run["snapshots"][-1] for run in arch.values()]
+
+    def span(key: str, fmt: str) -> str:
+        lo, hi = (format(f(s[key] for s in late), fmt) for f in (min, max))
+        return lo if lo == hi else f"{lo} to {hi}"
+
+    return (f"In the trained models, the median token's entropy is {span('median_fraction_of_bound', '.0%')} of the "
+            f"bound at the last snapshot, {span('median_gap_to_bound', '.2f')} nats below it")
 
 
 def provenance_notes(notes: Sequence[str], corpus_sha256: str) -> list[str]:
@@ -207,6 +273,9 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "direct_summary": text_block(direct_lines(direct)),
         # the curves: monotone on the notes' range, peaked at p = 1/K; the notes' example
         "mono_increases": f"{increases_on_notes_range(mono)}",
+        "mono_reading": Markdown(range_reading(increases_on_notes_range(mono))),
+        "short_reading": Markdown(range_reading(increases_on_notes_range(mono), "The notes' figures")),
+        "direct_verdict": verdict_phrase(ch.claim("entropy-bound", "closed-form-vs-direct").verdict_text()),
         "monotone_summary": text_block(monotone_lines(mono, bound["peaks"])),
         "example_h": f"{float(ent.spread_prediction_entropy(p, k)):.4f}",
         "example_l": f"{float(ent.cross_entropy_loss(p)):.4f}",
@@ -214,6 +283,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "sympy_grouping": text_block(grouping_identity_lines(ent.symbolic_grouping_identity(3))),
         "sampled_count": f"{bound['sampled']['count']:,}",
         "sampled_min_gap": f"{closest_gap(bound['sampled']['rows']):.2e}",
+        "gap_slope": Markdown(gap_slope_text(bound["sampled"]["rows"], bound["sampled"]["classes"])),
         # the language model: provenance, the Markov source, calibration late in training
         "lm_provenance": "; ".join(notes),
         "provenance_lines": text_block(notes),
@@ -224,6 +294,8 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "markov_true": f"{mk['true_loss']:.4f}",
         "markov_rate": f"{mk['entropy_rate']:.4f}",
         "calib_gap": calibration_text(late),
+        "lm_bound": Markdown(lm_bound_text(best_lm.data["real"]["snapshots"], entropy_lm.VOCAB)),
+        "trained_bound": Markdown(trained_bound_text(arch)),
         # the architectures against the bound
         "arch_params": parameters_text(arch),
         "arch_label": best_lm.label,

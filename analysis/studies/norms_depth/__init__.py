@@ -4,12 +4,13 @@ pre-norm trades depth for width in trained models (experiment ``norms-depth``)."
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from matplotlib.figure import Figure
 
-from analysis.core.stats import Estimate
-from analysis.core.verify import claims_table_css, verdict_phrase
+from analysis.core.stats import CONFIDENCE, Estimate, mean_estimate
+from analysis.core.verify import Claim, claims_table_css, verdict_phrase
 from analysis.studies.chapter import typeset
 from analysis.studies.display import Markdown
 from analysis.studies.norms_depth.experiments import norms_depth as nd
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 TITLE = "Normalisation and depth"
 EXPERIMENTS = ("norms-depth",)
 DEEPNORM_DEPTHS = (6, 12, 100, 1000)  # the rows of the table of DeepNorm's constants (N = M)
+NAMES = {"post": "post-norm", "pre": "pre-norm", "deepnorm": "DeepNorm"}  # the residual arrangements in words
 DEEPNORM_HEAD = ("N = M", "alpha (encoder- or decoder-only)", "beta", "enc-dec: encoder alpha", "encoder beta",
                  "decoder alpha", "decoder beta")
 
@@ -47,6 +49,11 @@ def facts(ch: Chapter) -> dict[str, Any]:
                                             ch.claim("norms-depth", "prenorm-groups-cheaper").verdict_text(),
                                             s["gmax"]),
         "bounded_verdict": verdict_phrase(ch.claim("norms-depth", "deepnorm-bounded").verdict_text()),
+        "bounded_growth": Markdown(bounded_growth(ch.claim("norms-depth", "deepnorm-bounded"))),
+        "init_falls": Markdown(init_update_text(d["depth"])),
+        "post_constant": Markdown(constancy_text(s["post"]["norm_growth"], s["pre"]["norm_growth"])),
+        "pair_cost": Markdown(pair_cost_sentence({res: mean_estimate(nd.group_penalties(d, res, 2), "seeds")
+                                                  for res in ("pre", "post")})),
         "below_post_verdict": verdict_phrase(ch.claim("norms-depth", "deepnorm-below-post").verdict_text()),
     }
 
@@ -199,6 +206,63 @@ def depth_facts(rows: list[dict[str, Any]]) -> dict[str, str]:
         "dn_ratio_lo": f"{post_lo / dn_lo:.1f}",
         "dmin": f"{dmin}",
     }
+
+
+def and_list(parts: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def bounded_growth(claim: Claim) -> str:
+    """How DeepNorm's fitted slope reads against the bound's slope of 0, beside post-norm's (the claim's rival): 'it
+    still grows, at a slope of 0.53 against post-norm's 0.51' when the bound fails, else 'it has a slope of ...'."""
+    slope = f"a slope of {claim.measured:.2f} against post-norm's {claim.alternative:.2f}"
+    return f"it still grows, at {slope}" if claim.verdict == "fails" else f"it has {slope}"
+
+
+def init_update_text(rows: list[dict[str, Any]]) -> str:
+    """Whether the mean per-sublayer update at initialisation falls from each depth to the next in each arrangement,
+    with its mean over seeds at the smallest and the largest depth."""
+    depths = sorted({r["depth"] for r in rows})
+    means = {res: [nd.mean_update(rows, res, d, "update_init")[0] for d in depths] for res in NAMES}
+    falls = [res for res, m in means.items() if all(b < a for a, b in zip(m, m[1:]))]
+    rest = [res for res in NAMES if res not in falls]
+    if not rest:
+        head = "falls with depth in every arrangement"
+    elif not falls:
+        head = "does not fall from each depth to the next in any arrangement"
+    else:
+        head = (f"falls with depth for {and_list([NAMES[r] for r in falls])}, but not from each depth to the next "
+                f"for {and_list([NAMES[r] for r in rest])}")
+    spans = [f"{m[0]:.3g} to {m[-1]:.3g} for {NAMES[res]}" for res, m in means.items()]
+    return f"{head}: from depth {depths[0]} to depth {depths[-1]} it goes from {and_list(spans)}"
+
+
+def constancy_text(post_growth: float, pre_growth: float) -> str:
+    """How post-norm's stream-norm growth over the stack compares with pre-norm's, read against the notes' 'post-norm
+    keeps the trunk's variance constant' (a growth of 1)."""
+    quote = '"post-norm keeps the trunk\'s variance constant"'
+    if abs(math.log(post_growth)) < abs(math.log(pre_growth)):
+        return f"nearer the constant norm that {quote} describes than pre-norm's"
+    return f"no nearer the constant norm that {quote} describes than pre-norm's"
+
+
+def pair_cost_sentence(pens: dict[str, Estimate], confidence: float = CONFIDENCE) -> str:
+    """Whether running pairs of sublayers side by side raises the loss, per arrangement ('pre', 'post'), by the
+    one-sided lower t bound of each arrangement's mean penalty over seeds."""
+    first = next(iter(pens.values()))
+    if not all(e.resolved for e in pens.values()):
+        return "With one seed, no cost of running pairs side by side can be resolved from 0."
+    above = [NAMES[res] for res, e in pens.items() if e.lower(confidence) > 0]
+    bound = f"one-sided {100 * confidence:.3g}% lower bound over {first.n} {first.units}"
+    if len(above) == len(pens):
+        return (f"Yet running pairs side by side is not free: in both arrangements the loss rises, with a {bound} "
+                "above 0.")
+    if above:
+        return (f"Running pairs side by side raises the loss resolvably only for {and_list(above)}: only there is "
+                f"its {bound} above 0.")
+    return (f"Running pairs side by side raises the loss by no amount resolved from 0: in neither arrangement is its "
+            f"{bound} above 0.")
 
 
 # --- does pre-norm trade depth for width? -----------------------------------------------------------------------
