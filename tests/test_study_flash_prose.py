@@ -3,7 +3,7 @@
 from types import SimpleNamespace
 
 from analysis.studies.flash import counts_sentence, identities_sentence, parameters_sentence
-from analysis.studies.flash.checks import LEAK_NAMES, by_verdict, leak_sentence, listed, verdict_sentence
+from analysis.studies.flash.checks import LEAK_NAMES, by_verdict, leak_sentence, verdict_sentence
 from analysis.studies.flash.memory import batch_verdicts, sizes_sentence
 
 
@@ -12,8 +12,7 @@ def claim(verdict: str, measured: float = 0.0) -> SimpleNamespace:
     return SimpleNamespace(verdict=verdict, verdict_text=lambda: verdict, measured=measured)
 
 
-def test_listed_and_by_verdict():
-    assert [listed(x) for x in ([], ["A"], ["A", "B"], ["A", "B", "C"])] == ["", "A", "A and B", "A, B and C"]
+def test_by_verdict_groups_names_where_each_verdict_first_appears():
     assert by_verdict([("A", "fails"), ("B", "holds"), ("C", "fails")]) == [("fails", ["A", "C"]), ("holds", ["B"])]
 
 
@@ -69,7 +68,7 @@ def test_sizes_sentence_names_the_chunk_sizes_together_only_when_they_agree():
               **{f"flash-linear-state-c{c}": claim("holds") for c in (64, 128, 256)}}
     assert sizes_sentence(claims, ["64", "128", "256"]) == (
         "The claim that the saved tensors have exactly the source's sizes holds for multi-head attention's b h n², "
-        "GAU's b n² and FLASH's chunk state b (n/c) s e at c = 64, 128 and 256. The claim that the lean GAU keeps no "
+        "GAU's b n², and FLASH's chunk state b (n/c) s e at c = 64, 128 and 256. The claim that the lean GAU keeps no "
         "n×n tensor holds.")
     claims.update({"flash-linear-state-c128": claim("fails"), "gau-lean-no-matrix": claim("fails")})
     assert sizes_sentence(claims, ["64", "128", "256"]) == (

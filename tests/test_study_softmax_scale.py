@@ -263,7 +263,6 @@ def test_the_accuracy_is_reported_as_a_tie_not_an_argmax():
     assert text.endswith("Of 2 numbers of pairs, the tie contains the mean-field $\\alpha^*$ at 2, the finite-sample "
                          "maximiser at 0, $3.5\\ln m$ at 2 and $\\sqrt{k}$ at 2. At half the budget it spanned 0 and "
                          "2 grid scales: it widened with training.")
-    assert pr.and_list(["a"]) == "a" and pr.and_list(["a", "b", "c"]) == "a, b and c"
     lone = _recall_summary(accuracy_tied=False, accuracy_points=1, accuracy_error=0.001, accuracy_hi=4.0)
     assert pr.accuracy_tie(lone["rows"][64]) == "best on average at 4, 99.9%, no scale tied for every seed"
     assert pr.accuracy_plateau_sentence(lone).startswith("The held-out accuracy per number of pairs: 4 pairs: tied")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from analysis.studies.text import COLUMN_CHARS, fit_line, fit_text, text_block
+from analysis.studies.text import COLUMN_CHARS, and_list, fit_line, fit_text, text_block
 
 
 def test_long_lines_wrap_with_a_hanging_indent_and_short_ones_stay():
@@ -22,3 +22,8 @@ def test_text_block_fences_fitted_lines():
     assert block.startswith("```text\na\n") and block.endswith("\n```")
     assert all(len(x) <= COLUMN_CHARS for x in block.split("\n"))
     assert fit_text("a\nb") == "a\nb"
+
+
+def test_and_list_writes_an_english_list():
+    assert [and_list(x) for x in ([], ["a"], ["a", "b"], ["a", "b", "c"])] == ["", "a", "a and b", "a, b and c"]
+    assert and_list(["GAU and FLASH", "RMSNorm"]) == "GAU and FLASH, and RMSNorm"  # no ambiguous 'and'

@@ -1,4 +1,4 @@
-"""Printed text that fits the book's column: one fenced ``text`` block helper for every study.
+"""Printed text that fits the book's column: one fenced ``text`` block helper for every study; and English lists.
 
 A ``text`` block is monospaced and does not wrap, so a line wider than the column is cut off at the side. At a
 1280-pixel window the column holds :data:`COLUMN_CHARS` characters of the code font (measured in Chromium: 8.7 px
@@ -35,3 +35,11 @@ def fit_text(text: str | Sequence[str], width: int = COLUMN_CHARS) -> str:
 def text_block(text: str | Sequence[str], width: int = COLUMN_CHARS) -> str:
     """Markdown source of a fenced plain-text block holding ``text``, each line fitted to the column."""
     return f"```text\n{fit_text(text, width)}\n```"
+
+
+def and_list(items: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c' ('' for none); 'a, and b' when an item holds an 'and' of its own."""
+    if len(items) < 2:
+        return "".join(items)
+    last = ", and " if any(" and " in item for item in items) else " and "
+    return ", ".join(items[:-1]) + last + items[-1]

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 from matplotlib.figure import Figure
 
 from analysis.studies.display import Markdown
-from analysis.studies.flash.checks import (by_verdict, check_facts, leak_sentence, listed, peer_deviations, peer_facts,
+from analysis.studies.flash.checks import (by_verdict, check_facts, leak_sentence, peer_deviations, peer_facts,
                                           phrase, run_checks, unit_gate_is_attention, verdict_sentence)
 from analysis.studies.flash.figures import counts, layer_table, layers, leak, prose, ratio_table, speed
 from analysis.studies.flash.kernel import kernel_facts
 from analysis.studies.flash.memory import memory_facts
-from analysis.studies.text import text_block
+from analysis.studies.text import and_list, text_block
 from analysis.theory import flash_counts as fc
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def parameters_sentence(cnt: Mapping[str, Any]) -> str:
     """For which layers the parameters counted on the module equal the formula's, and for which they differ."""
     named = [(name, "equal" if cnt[k]["parameters"] == cnt[k]["parameters_formula"] else "differ from")
              for k, name in LAYER_NAMES.items() if k in cnt]
-    return " ".join(f"The parameters counted on {listed(names)} {verb} the formula's."
+    return " ".join(f"The parameters counted on {and_list(names)} {verb} the formula's."
                     for verb, names in by_verdict(named))
 
 

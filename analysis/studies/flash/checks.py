@@ -17,6 +17,7 @@ from analysis.models.check import CheckReport, check_module
 from analysis.models.gau import GAU, GAUConfig
 from analysis.studies.display import Markdown
 from analysis.studies.flash.experiments.flash_counts import flash_printed, gau_total_length
+from analysis.studies.text import and_list
 
 D, S, CHUNK = 16, 8, 8
 LENGTHS = (32, 40, 48, 64, 80, 96)  # multiples of the chunk, which the printed FLASH form needs
@@ -261,11 +262,6 @@ def phrase(claim: Any) -> str:
     return verdict_phrase(claim.verdict_text())
 
 
-def listed(names: Sequence[str]) -> str:
-    """The names as an English list: 'A', 'A and B', 'A, B and C' ('' for none)."""
-    return " and ".join([", ".join(names[:-1]), names[-1]]) if len(names) > 1 else "".join(names)
-
-
 def by_verdict(named: Sequence[tuple[str, str]]) -> list[tuple[str, list[str]]]:
     """The names of (name, verdict phrase) pairs grouped by phrase, each group where its phrase first appears."""
     groups: dict[str, list[str]] = {}
@@ -280,7 +276,7 @@ def verdict_sentence(claim: str, named: Sequence[tuple[str, str]], scope: str = 
     out = []
     for verdict, names in by_verdict(named):
         subject = f"The claim that {claim}" if not out else "It"
-        which = f" {scope} {listed(names)}" if any(names) else ""
+        which = f" {scope} {and_list(names)}" if any(names) else ""
         out.append(f"{subject} {verdict}{which}.")
     return " ".join(out)
 

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from analysis.studies.display import Markdown
-from analysis.studies.flash.checks import listed, phrase, verdict_sentence
+from analysis.studies.flash.checks import phrase, verdict_sentence
+from analysis.studies.text import and_list
 
 
 def memory_table(data: dict[str, Any]) -> Markdown:
@@ -74,7 +75,7 @@ def sizes_sentence(claims: Mapping[str, Any], chunks: list[str]) -> str:
                                                         ("gau-matrix", "GAU's b n²")) if k in claims]
     state = [(c, phrase(claims[f"flash-linear-state-c{c}"])) for c in chunks if f"flash-linear-state-c{c}" in claims]
     if len({verdict for _, verdict in state}) == 1:
-        named.append((f"FLASH's chunk state b (n/c) s e at c = {listed([c for c, _ in state])}", state[0][1]))
+        named.append((f"FLASH's chunk state b (n/c) s e at c = {and_list([c for c, _ in state])}", state[0][1]))
     else:
         named += [(f"FLASH's chunk state b (n/c) s e at c = {c}", verdict) for c, verdict in state]
     lean = [("", phrase(claims["gau-lean-no-matrix"]))] if "gau-lean-no-matrix" in claims else []

@@ -20,7 +20,7 @@ from analysis.core.verify import Claim
 from analysis.studies.display import Markdown
 from analysis.studies.gau_trained.experiments import flash_parts, gau_ablations, gau_heads, gau_length, gau_quality
 from analysis.studies.gau_trained.figures import length, quality
-from analysis.studies.text import text_block
+from analysis.studies.text import and_list, text_block
 
 if TYPE_CHECKING:
     from analysis.studies.chapter import Chapter, RunSet
@@ -84,8 +84,8 @@ def quality_facts(data: dict[str, Any]) -> dict[str, Any]:
         "q_step_time": f"{arch['flash-quad-post']['time_ratio']:.2f}",
         "q_step_time_flash": f"{arch['flash']['time_ratio']:.2f}",
         "q_top": f"{q['top_pairs']}",
-        "q_lrs": listed([f"{lr:g}" for lr in data["lrs"]]),
-        "q_recall_lrs": listed([f"{lr:g}" for lr in data["recall_lrs"]]),
+        "q_lrs": and_list([f"{lr:g}" for lr in data["lrs"]]),
+        "q_recall_lrs": and_list([f"{lr:g}" for lr in data["recall_lrs"]]),
         "q_order": ", ".join(lab[a] for a in q["order"]),
         "q_chance": f"{data['chance']:.3g}, a guess among {round(1 / data['chance'])} values",
         "q_interval": interval_words(gau_quality.best_gap(data, "text", "flash-quad-post", "transformer")),
@@ -93,11 +93,6 @@ def quality_facts(data: dict[str, Any]) -> dict[str, Any]:
         "q_pre_recall": pre_norm_recall_sentence(data),
     }
     return out
-
-
-def listed(items: Sequence[str]) -> str:
-    """'a', 'a and b', 'a, b and c'."""
-    return ", ".join(items[:-1]) + (" and " if len(items) > 1 else "") + items[-1] if items else ""
 
 
 def interval_words(gap: Estimate | None) -> str:
@@ -117,15 +112,15 @@ def lr_sentence(q: dict[str, Any], steps: int) -> str:
     lab = gau_quality.ARCH_LABELS
     lrs = {q["archs"][a]["lr"] for a in gau_quality.ARCHS}
     best = (f"{lrs.pop():g} for every architecture" if len(lrs) == 1 else
-            listed([f"{q['archs'][a]['lr']:g} for {lab[a]}" for a in gau_quality.ARCHS]))
+            and_list([f"{q['archs'][a]['lr']:g} for {lab[a]}" for a in gau_quality.ARCHS]))
     edges = [f"{lab[a]}'s is {q['archs'][a]['lr_edge']}" for a in gau_quality.ARCHS if q["archs"][a]["lr_edge"]]
     moved = [f"{lab[a]} ({q['archs'][a]['lr_half']:g} then)" for a in gau_quality.ARCHS
              if q["archs"][a]["lr_half"] != q["archs"][a]["lr"]]
     out = f"The best peak learning rate is {best}."
     if edges:
-        out += f" At an end of the grid: {listed(edges)}, so one beyond it might do better."
+        out += f" At an end of the grid: {and_list(edges)}, so one beyond it might do better."
     out += (f" At step {steps // 2}, half the budget, the best would have been the same for every architecture."
-            if not moved else f" At step {steps // 2}, half the budget, it differed for {listed(moved)}.")
+            if not moved else f" At step {steps // 2}, half the budget, it differed for {and_list(moved)}.")
     return out
 
 
@@ -158,8 +153,8 @@ def pre_norm_recall_sentence(data: dict[str, Any]) -> str:
     half, end = (float(np.mean([r[k] for r in runs])) for k in ("accuracy_half", "accuracy"))
     gap = gau_quality.best_gap(data, "recall", "flash-quad-pre", "flash-quad-post", top)
     verdict = gau_quality.gap_words(gap)
-    pre_words = listed(["{:.2f} at a peak learning rate of {:g}".format(row["mean"], row["lr"]) for row in pre])
-    post_words = listed(["{:.2f} at {:g}".format(row["mean"], row["lr"]) for row in post])
+    pre_words = and_list(["{:.2f} at a peak learning rate of {:g}".format(row["mean"], row["lr"]) for row in pre])
+    post_words = and_list(["{:.2f} at {:g}".format(row["mean"], row["lr"]) for row in post])
     return (f"With {top} pairs, pre-norm FLASH-Quad recalls {pre_words}, post-norm {post_words}. At its best learning "
             f"rate pre-norm's accuracy went from {half:.2f} at step {runs[0]['half_step']} to {end:.2f} at the end; "
             f"each at its best, pre-norm's accuracy minus post-norm's is {est_pm(gap, 2)}, {verdict} 0 by its 95% "

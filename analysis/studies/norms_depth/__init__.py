@@ -15,7 +15,7 @@ from analysis.studies.chapter import typeset
 from analysis.studies.display import Markdown
 from analysis.studies.norms_depth.experiments import norms_depth as nd
 from analysis.studies.norms_depth.figures import depth_updates, residual_streams
-from analysis.studies.text import text_block
+from analysis.studies.text import and_list, text_block
 from analysis.theory import transformer_basics as tb
 
 if TYPE_CHECKING:
@@ -206,11 +206,6 @@ def depth_facts(rows: list[dict[str, Any]]) -> dict[str, str]:
         "dn_ratio_lo": f"{post_lo / dn_lo:.1f}",
         "dmin": f"{dmin}",
     }
-
-
-def and_list(parts: list[str]) -> str:
-    """'a', 'a and b', 'a, b and c'."""
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def bounded_growth(claim: Claim) -> str:

@@ -16,6 +16,7 @@ from analysis.core.stats import t_quantile
 from analysis.core.verify import verdict_phrase
 from analysis.studies.softmax_scale.experiments.softmax_scale_train import best_setting, detectable_loss, noise_band
 from analysis.theory import softmax_scale as sc
+from analysis.studies.text import and_list
 
 # the rival growths of the best recall scale from the fewest to the most pairs (key of the summary's growth, or a
 # fixed ratio): QK-norm practice keeps s = sqrt(k) at every n, so it predicts no growth
@@ -209,13 +210,6 @@ def accuracy_plateau_sentence(summary: dict[str, Any]) -> str:
 # the predictions as the chapter typesets them (keys of RECALL_PREDICTIONS)
 TYPESET = {"the mean-field alpha*": "the mean-field $\\alpha^*$", "the finite-sample maximiser":
            "the finite-sample maximiser", "3.5 ln m": "$3.5\\ln m$", "sqrt(k)": "$\\sqrt{k}$"}
-
-
-def and_list(items: Sequence[str]) -> str:
-    """'a', 'a and b', 'a, b and c'."""
-    if not items:
-        raise ValueError("items must not be empty")
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def value_range(values: Iterable[float], fmt: str) -> str:

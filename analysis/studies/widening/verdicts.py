@@ -13,6 +13,7 @@ from analysis.core.verify import verdict_phrase
 from analysis.studies.display import Markdown
 from analysis.studies.widening.experiments import widening as wx
 from analysis.studies.widening.figures import printed_is_exact
+from analysis.studies.text import and_list
 
 if TYPE_CHECKING:
     from analysis.studies.chapter import Chapter
@@ -31,16 +32,6 @@ TABLE_ROWS = {"embedding": "the embedding", "layernorm": "LayerNorm", "attention
 SUMMARY_KEYS = ("layernorm-eps", "table-head-layernorm-text", "rope-lossy", "fraction-ln", "copies-stay")
 # the symmetry variants that split the copies at widening -> their name in a sentence
 FREEING = {"split": "a random split", "noise": "noise"}
-
-
-def and_list(items: Sequence[str]) -> str:
-    """'a', 'a and b', 'a, b and c'; 'a, and b' when an item holds an 'and' of its own."""
-    if not items:
-        raise ValueError("items must not be empty")
-    if len(items) == 1:
-        return items[0]
-    last = ", and " if any(" and " in item for item in items) else " and "
-    return ", ".join(items[:-1]) + last + items[-1]
 
 
 def holds(verdict: str) -> bool:
