@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -222,17 +223,23 @@ DROPOUT_SITES = {"attention dropout": "on the attention weights", "unit dropout"
                  "residual dropout": "on the sublayers' outputs (BERT's residual dropout)"}
 
 
+def split_at(stream: Mapping[str, float], names: Mapping[str, str], threshold: float) -> tuple[list[str], list[str]]:
+    """The names of the measured variants of ``names`` whose stream residual after training is above ``threshold``
+    (they break the copies' symmetry), then those at or below it; variants not measured are left out."""
+    if not 0 < threshold < 1:
+        raise ValueError(f"threshold must be in (0, 1); got {threshold!r}")
+    measured = {k: v for k, v in stream.items() if k in names and math.isfinite(v)}
+    return ([names[k] for k, v in measured.items() if v > threshold],
+            [names[k] for k, v in measured.items() if v <= threshold])
+
+
 def dropout_summary(stream: dict[str, float], threshold: float = wx.BROKEN_SYMMETRY) -> str:
     """Which dropout sites break the copies' symmetry: a stream residual after training (outside the copied subspace,
     relative) above ``threshold`` breaks it, one at or below leaves the stream copied; sites not measured are left
     out."""
-    if not 0 < threshold < 1:
-        raise ValueError(f"threshold must be in (0, 1); got {threshold!r}")
-    measured = {k: v for k, v in stream.items() if k in DROPOUT_SITES and math.isfinite(v)}
-    if not measured:
+    breaks, keeps = split_at(stream, DROPOUT_SITES, threshold)
+    if not breaks and not keeps:
         return "No dropout variant was trained."
-    breaks = [DROPOUT_SITES[k] for k, v in measured.items() if v > threshold]
-    keeps = [DROPOUT_SITES[k] for k, v in measured.items() if v <= threshold]
     parts = ([f"dropout {' or '.join(keeps)} leaves the stream copied"] if keeps else []) + (
         [f"dropout {' or '.join(breaks)} breaks it" if keeps else f"dropout {' or '.join(breaks)} breaks the copies"]
         if breaks else [])

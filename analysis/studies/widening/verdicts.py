@@ -5,14 +5,13 @@ advance)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from analysis.core.verify import verdict_phrase
 from analysis.studies.display import Markdown
 from analysis.studies.widening.experiments import widening as wx
-from analysis.studies.widening.figures import printed_is_exact
+from analysis.studies.widening.figures import printed_is_exact, split_at
 from analysis.studies.text import and_list
 
 if TYPE_CHECKING:
@@ -141,13 +140,9 @@ def copies_summary(verdict: str) -> str:
 def freed_summary(stream: Mapping[str, float], threshold: float = wx.BROKEN_SYMMETRY) -> str:
     """Whether a random split or noise frees the copies: a stream residual after training above ``threshold`` does,
     one at or below it does not; variants not measured are left out."""
-    if not 0 < threshold < 1:
-        raise ValueError(f"threshold must be in (0, 1); got {threshold!r}")
-    measured = {k: v for k, v in stream.items() if k in FREEING and math.isfinite(v)}
-    if not measured:
+    free, kept = split_at(stream, FREEING, threshold)
+    if not free and not kept:
         return "No split or noise variant was trained."
-    free = [FREEING[k] for k, v in measured.items() if v > threshold]
-    kept = [FREEING[k] for k, v in measured.items() if v <= threshold]
     if not free:
         text = f"neither {' nor '.join(kept)} frees them" if len(kept) > 1 else f"{kept[0]} does not free them"
     else:
