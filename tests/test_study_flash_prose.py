@@ -29,13 +29,13 @@ def test_leak_sentence_as_recorded_and_with_a_verdict_changed():
                 for v in LEAK_NAMES}
     assert leak_sentence(recorded) == (
         "The claim that appending tokens leaves a prefix's outputs unchanged fails for the printed 1/(ns), the printed "
-        "1/((g−1)n/c), the appendix's relu²(qk/n) and FLASH-pytorch's GAU. It holds for this book's GAU, this book's "
+        "FLASH divisor (g−1)n/c, the appendix's relu²(qk/n) and FLASH-pytorch's GAU. It holds for this book's GAU, this book's "
         "FLASH and FLASH-pytorch's FLASH.")
     changed = {**recorded, "leak-peer-flash": claim("fails")}
     del changed["leak-peer-gau"]  # a record without the peer's GAU names only the others
     assert leak_sentence(changed) == (
         "The claim that appending tokens leaves a prefix's outputs unchanged fails for the printed 1/(ns), the printed "
-        "1/((g−1)n/c), the appendix's relu²(qk/n) and FLASH-pytorch's FLASH. It holds for this book's GAU and this "
+        "FLASH divisor (g−1)n/c, the appendix's relu²(qk/n) and FLASH-pytorch's FLASH. It holds for this book's GAU and this "
         "book's FLASH.")
 
 

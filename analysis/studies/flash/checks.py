@@ -283,7 +283,7 @@ def verdict_sentence(claim: str, named: Sequence[tuple[str, str]], scope: str = 
 
 # the leak claims of experiment flash-counts (``leak-<variant>``) by the names the prose gives them, those the
 # source prints first
-LEAK_NAMES = {"gau-printed": "the printed 1/(ns)", "flash-printed": "the printed 1/((g−1)n/c)",
+LEAK_NAMES = {"gau-printed": "the printed 1/(ns)", "flash-printed": "the printed FLASH divisor (g−1)n/c",
               "gau-appendix": "the appendix's relu²(qk/n)", "peer-gau": "FLASH-pytorch's GAU",
               "gau-ours": "this book's GAU", "flash-ours": "this book's FLASH", "peer-flash": "FLASH-pytorch's FLASH"}
 
