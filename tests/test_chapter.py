@@ -204,7 +204,8 @@ def test_gpu_status_says_when_the_only_gpu_record_is_stale():
     assert text.startswith("**No current GPU-scale run of `flash-counts`:** its gpu record is stale (config differs "
                            "(ctx: 128 -> 512)); it is shown and, since no current run measured its claims, its "
                            "verdicts are this chapter's for now, marked stale.")
-    assert "On one H100 its 1 trial would take an estimated" in text and "That time is an estimate" in text
+    assert "On one H100 its 1 trial would take under a second by estimate (" in text
+    assert "That time is an estimate" in text
     beside = ch.gpu_status("gau-init").data  # a current cpu record outranks it; no claim of either is in the chapter
     assert "it is shown, marked stale, and the current cpu-scale verdicts count." in beside and "|" not in beside
 

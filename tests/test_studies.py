@@ -159,3 +159,13 @@ def test_facts_and_figures_are_what_the_prose_glues(chapter):
     _check_values(shown, commonmark_glue_names(chapter))
     from_records = _texts(study.facts(records_only))
     assert {k: v for k, v in _texts(shown).items() if from_records.get(k) != v} == {}
+
+
+def test_sentences_glue_as_markdown_and_unknown_names_are_refused():
+    from analysis.studies.display import Markdown, sentences
+
+    facts = sentences({"a": "A whole sentence.", "b": "3.2", "c": Markdown("kept")}, ("a", "c"))
+    assert isinstance(facts["a"], Markdown) and facts["a"].data == "A whole sentence."
+    assert facts["b"] == "3.2" and facts["c"].data == "kept"
+    with pytest.raises(ValueError, match="names must be among the facts; not found: z"):
+        sentences({"a": "x"}, ("z",))

@@ -454,3 +454,15 @@ def test_the_sweep_resolution_reads_the_detectable_and_measured_differences():
     assert sweep_resolution(data) == (f"detects loss differences of {min(f[0] for f in found):.2g} to "
                                       f"{max(f[1] for f in found):.2g} nats with 80% power, and the largest it "
                                       f"measured from the best is {max(f[2] for f in found):.2g}")
+
+
+def test_tallies_say_both_all_and_none_where_every_claim_agrees():
+    def claims(*verdicts: str) -> list[SimpleNamespace]:
+        return [SimpleNamespace(key=f"train-best-dot-{i}", verdict=v) for i, v in enumerate(verdicts)]
+
+    assert pr.verdict_tally(claims("inconclusive", "inconclusive"), r"train-best-dot-\d+", "lengths") == (
+        "is inconclusive at both lengths")
+    assert pr.verdict_tally(claims("fails", "fails", "fails"), r"train-best-dot-\d+", "numbers of pairs") == (
+        "fails at all 3 numbers of pairs")
+    assert pr.undecided(claims("inconclusive", "inconclusive")) == "both lengths"
+    assert pr.undecided(claims("holds", "fails", "holds")) == "none of the 3 lengths"

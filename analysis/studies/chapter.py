@@ -313,9 +313,11 @@ class Chapter:
             partial = ""
         est = plan_experiment(name, "gpu", execute=False)
         chunks = (", in commands of nine minutes or less (`--budget 9m`)" if est.h100_seconds > 9 * 60 else "")
+        took = duration_text(est.h100_seconds)
+        took = "under a second by estimate" if took == "under a second" else f"an estimated {took}"
         return Markdown(
-            f"{head}{partial} On one H100 its {trials} would take an estimated "
-            f"{duration_text(est.h100_seconds)} (from training-step times measured on an H100; {est.flops:.2g} "
+            f"{head}{partial} On one H100 its {trials} would take {took} "
+            f"(from training-step times measured on an H100; {est.flops:.2g} "
             f"FLOPs, peak memory about {est.peak_memory_gb:.2g} GB): `{command}` {runs}, resumable{chunks}."
             f"{seeds_words(cfg)} "
             "That time is an estimate; every number this book gives as measured on a GPU was measured on one."

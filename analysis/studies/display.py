@@ -4,6 +4,9 @@ same text and Markdown representation, so that importing an experiment never nee
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 try:
     from IPython.display import Markdown
 except ModuleNotFoundError:  # pragma: no cover - exercised by tests/test_cli.py in a subprocess that blocks IPython
@@ -21,4 +24,13 @@ except ModuleNotFoundError:  # pragma: no cover - exercised by tests/test_cli.py
         def __repr__(self) -> str:
             return f"Markdown({self.data!r})"
 
-__all__ = ["Markdown"]
+__all__ = ["Markdown", "sentences"]
+
+
+def sentences(facts: dict[str, Any], names: Iterable[str]) -> dict[str, Any]:
+    """``facts`` with the values of ``names``, whole sentences, as Markdown: glued as text they would be set in bold."""
+    chosen = set(names)
+    missing = sorted(chosen - set(facts))
+    if missing:
+        raise ValueError(f"names must be among the facts; not found: {', '.join(missing)}")
+    return {k: Markdown(str(v)) if k in chosen and not isinstance(v, Markdown) else v for k, v in facts.items()}

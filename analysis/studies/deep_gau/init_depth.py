@@ -94,7 +94,7 @@ def depth_facts(ch: Any) -> dict[str, Any]:
         "init_eps_half": f"{s['0.5']['eps']:.3g}" if "0.5" in s else "n/a",
         "init_half_p": (f"{-ch.claim('deep-gau-init', 'eps-lambda7').measured:.2f}"
                         if "1" in s and "0.5" in s else "n/a"),
-        "init_half_judged": (half_judgement(ch.claim("deep-gau-init", "eps-lambda7"))
+        "init_half_judged": Markdown(half_judgement(ch.claim("deep-gau-init", "eps-lambda7"))
                              if "1" in s and "0.5" in s else "is not measured: the run has one weight scale"),
         "init_grad": Markdown(deep_gradient_sentence(ch.claim("deep-gau-init", "ten-thousand-gradient"),
                                                      s["0.5"]["eps"], max(r["depth"] for r in run.data["runs"]))

@@ -301,7 +301,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "arch_label": best_lm.label,
         "arch_calibration": Markdown(calibration_lines(arch)),
         "calib_verdicts": calibration_verdicts(lambda key: ch.claim("entropy-lm", key).verdict_text(), list(arch)),
-        "calib_compare": calibration_comparison(entropy_lm.calibration_gaps(dict(arch))),
+        "calib_compare": Markdown(calibration_comparison(entropy_lm.calibration_gaps(dict(arch)))),
     }
 
 

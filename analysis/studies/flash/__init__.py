@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from matplotlib.figure import Figure
 
-from analysis.studies.display import Markdown
+from analysis.studies.display import Markdown, sentences
 from analysis.studies.flash.checks import (by_verdict, check_facts, leak_sentence, peer_deviations, peer_facts,
                                           phrase, run_checks, unit_gate_is_attention, verdict_sentence)
 from analysis.studies.flash.figures import counts, layer_table, layers, leak, prose, ratio_table, speed
@@ -84,7 +84,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
     layers and normalisers the chapter discusses, FLASH-pytorch's departures and the U = 1 check
     (:mod:`analysis.studies.flash.checks`); and the recorded verdicts the prose states (:func:`claim_facts`)."""
     counts_run, bench_run = ch.best("flash-counts"), ch.best("flash-bench")
-    return {
+    return sentences({
         "counts_label": counts_run.label,
         "bench_label": bench_run.label,
         "gpu_status": ch.gpu_status("flash-bench"),
@@ -102,7 +102,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         **peer_facts(peer_deviations(), unit_gate_is_attention()),
         **kernel_facts(ch),
         **memory_facts(ch),
-    }
+    }, ("memory_batch_base", "targets"))
 
 
 def figures(ch: Chapter) -> dict[str, Figure]:

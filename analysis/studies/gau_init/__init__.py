@@ -233,7 +233,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "rms_slope": f"{ch.claim('gau-init', 'rms-slope').measured:.2f}",
         "grid_share20": f"{100 * fit['share_20']:.0f}%",
         "grid_worst": f"{fit['worst_ratio']:.2f} (n = {worst['n']}, s = {worst['s']}, d = {worst['d']}, "
-                      f"{worst['init']})",
+                      f"{gi.init_words(worst['init'])} init)",
         # scaling every weight by lambda
         "exp_at_1": f"{at_1:.2f}",
         "exp_range": f"{lo:.1f} to {hi:.1f}",

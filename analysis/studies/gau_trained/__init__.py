@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 from analysis.core.stats import Estimate, Sided, t_quantile
 from analysis.core.verify import Claim
-from analysis.studies.display import Markdown
+from analysis.studies.display import Markdown, sentences
 from analysis.studies.gau_trained.experiments import flash_parts, gau_ablations, gau_heads, gau_length, gau_quality
 from analysis.studies.gau_trained.figures import length, quality
 from analysis.studies.text import and_list, text_block
@@ -414,7 +414,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
     qbest, lbest = ch.best("gau-quality"), ch.best("gau-length")
     qcfg = qbest.settings("gau-quality")
     summaries = [(r.label, gau_length.summary(r.data)) for r in ch.shown("gau-length")]
-    return {
+    return sentences({
         "q_label": qbest.label,
         "q_gpu": ch.gpu_status("gau-quality"),
         "q_design": Markdown(design_sentence(qbest)),
@@ -431,7 +431,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         **ablation_facts(ch),
         **heads_facts(ch),
         **parts_facts(ch),
-    }
+    }, ("q_lr_sentence", "q_chunk_sentence", "q_pre_recall", "p_vs_quality"))
 
 
 def figures(ch: Chapter) -> dict[str, Figure]:

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 
 from analysis.core.mathtext import math_markdown
 from analysis.core.registry import config_for
-from analysis.studies.display import Markdown
+from analysis.studies.display import Markdown, sentences
 from analysis.studies.softmax_scale import figures as fg, prose as pr
 from analysis.studies.softmax_scale.experiments import softmax_scale_checks as sc_checks, softmax_scale_recall
 from analysis.studies.softmax_scale.experiments.softmax_scale_checks import SOURCE_RANGE, large_d_limits
@@ -30,7 +30,8 @@ EXPERIMENTS = ("softmax-scale-checks", "softmax-scale-mc", "softmax-scale-train"
 def facts(ch: Chapter) -> dict[str, Any]:
     """Every number, sentence and table the chapter states, from the best run of each experiment (the tables of
     the Monte Carlo from all its runs)."""
-    return {**checks_facts(ch), **exact_facts(ch), **mc_facts(ch), **train_facts(ch), **recall_facts(ch)}
+    return sentences({**checks_facts(ch), **exact_facts(ch), **mc_facts(ch), **train_facts(ch), **recall_facts(ch)},
+                     ("train_summary", "recall_budget"))
 
 
 def checks_facts(ch: Chapter) -> dict[str, Any]:

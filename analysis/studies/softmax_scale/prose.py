@@ -127,10 +127,17 @@ def train_summary(data: dict[str, Any], label: str) -> str:
 
 
 def undecided(claims: Iterable[Verdict], prefix: str = "train-best-dot-") -> str:
-    """'k of the n lengths': how many of the claims whose key starts with ``prefix`` are inconclusive."""
+    """'k of the n lengths', 'both lengths' or 'none of the n lengths': how many of the claims whose key starts with
+    ``prefix`` are inconclusive."""
     chosen = [c for c in claims if c.key.startswith(prefix)]
     count = sum(c.verdict == "inconclusive" for c in chosen)
-    return f"{count} of the {len(chosen)} lengths"
+    return f"{every(len(chosen), 'lengths')}" if count == len(chosen) > 0 else (
+        f"none of the {len(chosen)} lengths" if count == 0 < len(chosen) else f"{count} of the {len(chosen)} lengths")
+
+
+def every(total: int, unit: str) -> str:
+    """'1 of the 1 lengths', 'both lengths' or 'all 3 lengths': all of ``total`` things of ``unit``, a plural noun."""
+    return f"1 of the 1 {unit}" if total == 1 else "both " + unit if total == 2 else f"all {total} {unit}"
 
 
 def verdict_tally(claims: Iterable[Verdict], pattern: str, unit: str) -> str:
@@ -141,6 +148,8 @@ def verdict_tally(claims: Iterable[Verdict], pattern: str, unit: str) -> str:
     if not chosen:
         raise ValueError(f"no claim's key matches {pattern!r}")
     counts = sorted(((chosen.count(v), v) for v in dict.fromkeys(chosen)), key=lambda cv: -cv[0])
+    if len(counts) == 1:
+        return f"{verdict_phrase(counts[0][1])} at {every(len(chosen), unit)}"
     return and_list([f"{verdict_phrase(v)} at {n}" for n, v in counts]) + f" of the {len(chosen)} {unit}"
 
 

@@ -11,7 +11,7 @@ import sympy as sp
 from matplotlib.figure import Figure
 
 from analysis.studies.chapter import typeset
-from analysis.studies.display import Markdown
+from analysis.studies.display import Markdown, sentences
 from analysis.studies.widening.figures import exactness_figure, prose, table_html, training_figure
 from analysis.studies.widening.verdicts import verdict_facts
 
@@ -49,7 +49,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
     best = ch.best("widening")
     solved = solved_factors()
     stated = prose(best.data)
-    return {
+    return sentences({
         "best_label": best.label,
         "gpu_status": ch.gpu_status("widening"),
         **stated,
@@ -57,7 +57,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         **verdict_facts(ch, best.data),
         **{f"sym_{name}": typeset(expr) for name, expr in solved.items()},
         "source_table": Markdown(table_html(best.data)),
-    }
+    }, ("saving_interval", "stationary_detail"))
 
 
 def figures(ch: Chapter) -> dict[str, Figure]:
