@@ -347,3 +347,11 @@ def test_every_quality_claim_names_its_rival_and_each_recall_claim_takes_the_oth
     assert claims["flashquad-beats-transformer-recall"].effect == pytest.approx(abs(gaps["flash-quad-post-flash"].value))
     assert claims["flash-matches-flashquad-recall"].effect == pytest.approx(0.05)
     assert claims["gau-converges-slower"].alternative == 1.0  # no slower: the same number of steps
+
+
+def test_the_learning_rate_sentence_names_the_half_budget_choices_that_differ():
+    first = ARCHS[0]
+    q = {"archs": {a: {"lr": 3e-3, "lr_edge": "", "lr_half": 1e-2 if a == first else 3e-3} for a in ARCHS}}
+    text = gt.lr_sentence(q, 10)
+    assert text == ("The best peak learning rate is 0.003 for every architecture. At step 5, half the budget, it was "
+                    f"0.01 for {ARCH_LABELS[first]}.")

@@ -381,7 +381,8 @@ def test_published_scale_choices_at_the_recall_sizes():
     # sqrt(k) = 8 lies outside [4, 6] and inside [7, 10]; inside both accuracy ties
     assert table[2].endswith("| 8 | 8 | 1 of 2 | 2 of 2 |") and table[-1].endswith("|  |  |")
     text = pr.published_scales_summary(s, choices)
-    assert "at some but not all: standard $1/\\sqrt{d}$, Vaswani et al. 2017" in text
+    assert "; standard $1/\\sqrt{d}$, Vaswani et al. 2017" in text and " inside it at some but not all." in text
+    assert text.endswith("asks for sharper attention than training picks.")
 
 
 def test_verdict_tally_groups_the_matching_claims_most_common_first():

@@ -199,7 +199,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "pe_err32": f"{max(pos['m_err32']):.1e}",
         "pe_P": f"{pos['positions']:,}",
         "pe_dot_err": f"{pos['dot_pred_err']:.1e}",
-        "pe_mirror": f"{pos['dot_mirror_err']:.0e}",
+        "pe_mirror": f"{pos['dot_mirror_err']:.1e}" if pos["dot_mirror_err"] else "exactly 0",
         "pe_proj": f"{ab.projected_spread(pos):.2f}",
         "pe_proj_verdict": verdict_phrase(ch.claim("attention-basics", "pe-projected").verdict_text()),
         "pe_rope": f"{pos['rope_spread']:.1e}",

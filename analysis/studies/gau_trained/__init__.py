@@ -114,13 +114,13 @@ def lr_sentence(q: dict[str, Any], steps: int) -> str:
     best = (f"{lrs.pop():g} for every architecture" if len(lrs) == 1 else
             and_list([f"{q['archs'][a]['lr']:g} for {lab[a]}" for a in gau_quality.ARCHS]))
     edges = [f"{lab[a]}'s is {q['archs'][a]['lr_edge']}" for a in gau_quality.ARCHS if q["archs"][a]["lr_edge"]]
-    moved = [f"{lab[a]} ({q['archs'][a]['lr_half']:g} then)" for a in gau_quality.ARCHS
+    moved = [f"{q['archs'][a]['lr_half']:g} for {lab[a]}" for a in gau_quality.ARCHS
              if q["archs"][a]["lr_half"] != q["archs"][a]["lr"]]
     out = f"The best peak learning rate is {best}."
     if edges:
         out += f" At an end of the grid: {and_list(edges)}, so one beyond it might do better."
     out += (f" At step {steps // 2}, half the budget, the best would have been the same for every architecture."
-            if not moved else f" At step {steps // 2}, half the budget, it differed for {and_list(moved)}.")
+            if not moved else f" At step {steps // 2}, half the budget, it was {and_list(moved)}.")
     return out
 
 

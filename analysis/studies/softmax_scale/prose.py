@@ -479,13 +479,18 @@ def published_scales_summary(summary: dict[str, Any], choices: Sequence[ScaleCho
     every = [n for n, k in count.items() if k == len(rows)]
     some = [n for n, k in count.items() if 0 < k < len(rows)]
     tie = sum(all(r["accuracy_lo"] <= v <= r["accuracy_hi"] for v, r in zip(c.values, rows)) for c in chosen)
-    loss = (f"inside the trained loss interval at every number of pairs: {and_list(every)}" if every else
+    def lie(names: Sequence[str]) -> str:
+        return f"{and_list(names)} {'lies' if len(names) == 1 else 'lie'}"
+
+    loss = (f"{lie(every)} inside the trained loss interval at every number of pairs" if every else
             "no choice lies inside the trained loss interval at every number of pairs")
-    part = f"; at some but not all: {and_list(some)}" if some else "; no other choice lies inside it at any"
+    part = f"; {lie(some)} inside it at some but not all" if some else "; no other choice lies inside it at any"
+    ratios = exact_over_trained(choices)
+    sharper = ("sharper" if min(ratios) > 1 else "blunter" if max(ratios) < 1 else "neither sharper nor blunter")
     return (f"Of the {len(chosen)} choices, {loss}{part}. {tie} of the {len(chosen)} lie inside the accuracy's tie at "
             "every number of pairs, which therefore cannot rank them. The exact objective reaches 90% of its limit "
-            f"at {value_range(exact_over_trained(choices), '.2g')} times the trained loss optimum: the gradient "
-            "criterion, read exactly, asks for much sharper attention than training picks.")
+            f"at {value_range(ratios, '.2g')} times the trained loss optimum: the gradient criterion, read exactly, "
+            f"asks for {sharper} attention than training picks.")
 
 
 def alpha_band_sentence(n_low: float, n_high: float, source_range: tuple[int, int], alpha_ends: Sequence[float]) -> str:
