@@ -407,10 +407,10 @@ def test_the_walk_facts_come_from_the_summary_and_the_claims():
     s = {"1": {"eps": 0.2, "rows": [dict(rows[0], grad_ratio=1.0013)]}, "0.5": {"eps": 0.001, "rows": rows}}
     verdicts = {"random-walk": "holds", "ten-thousand-near-identity": "fails"}
     ch = SimpleNamespace(claim=lambda exp, key: SimpleNamespace(verdict_text=lambda: verdicts[key]))
-    facts = walk_facts(ch, s, 100)
+    facts = walk_facts(ch, s)
     assert facts == {"init_walk_range": "1.00 to 1.37", "init_walk_verdict": "holds", "init_deep_dev": "0.014",
                      "init_near_verdict": "fails", "init_grad_one": "1.001 at λ = 1 and 0.97 at λ = 1/2"}
-    assert walk_facts(ch, {"1": s["1"]}, 100)["init_walk_verdict"] == "is not measured"
+    assert walk_facts(ch, {"1": s["1"]})["init_walk_verdict"] == "is not measured"
 
 
 def test_the_deepest_distance_is_set_beside_the_square_root_of_two():

@@ -3,17 +3,13 @@
 from types import SimpleNamespace
 
 from analysis.studies.flash import counts_sentence, identities_sentence, parameters_sentence
-from analysis.studies.flash.checks import LEAK_NAMES, by_verdict, leak_sentence, verdict_sentence
+from analysis.studies.flash.checks import LEAK_NAMES, leak_sentence, verdict_sentence
 from analysis.studies.flash.memory import batch_verdicts, sizes_sentence
 
 
 def claim(verdict: str, measured: float = 0.0) -> SimpleNamespace:
     """A stand-in for a recorded claim with this verdict."""
     return SimpleNamespace(verdict=verdict, verdict_text=lambda: verdict, measured=measured)
-
-
-def test_by_verdict_groups_names_where_each_verdict_first_appears():
-    assert by_verdict([("A", "fails"), ("B", "holds"), ("C", "fails")]) == [("fails", ["A", "C"]), ("holds", ["B"])]
 
 
 def test_verdict_sentence_one_sentence_per_verdict():

@@ -2,7 +2,7 @@
 
 import pytest
 
-from analysis.studies.text import COLUMN_CHARS, and_list, fit_line, fit_text, text_block
+from analysis.studies.text import COLUMN_CHARS, and_list, by_verdict, fit_line, fit_text, text_block
 
 
 def test_long_lines_wrap_with_a_hanging_indent_and_short_ones_stay():
@@ -27,3 +27,7 @@ def test_text_block_fences_fitted_lines():
 def test_and_list_writes_an_english_list():
     assert [and_list(x) for x in ([], ["a"], ["a", "b"], ["a", "b", "c"])] == ["", "a", "a and b", "a, b and c"]
     assert and_list(["GAU and FLASH", "RMSNorm"]) == "GAU and FLASH, and RMSNorm"  # no ambiguous 'and'
+
+
+def test_by_verdict_groups_names_where_each_verdict_first_appears():
+    assert by_verdict([("A", "fails"), ("B", "holds"), ("C", "fails")]) == [("fails", ["A", "C"]), ("holds", ["B"])]

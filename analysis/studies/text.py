@@ -1,4 +1,5 @@
-"""Printed text that fits the book's column: one fenced ``text`` block helper for every study; and English lists.
+"""Printed text that fits the book's column: one fenced ``text`` block helper for every study; and English lists,
+names grouped by verdict among them.
 
 A ``text`` block is monospaced and does not wrap, so a line wider than the column is cut off at the side. At a
 1280-pixel window the column holds :data:`COLUMN_CHARS` characters of the code font (measured in Chromium: 8.7 px
@@ -43,3 +44,11 @@ def and_list(items: Sequence[str]) -> str:
         return "".join(items)
     last = ", and " if any(" and " in item for item in items) else " and "
     return ", ".join(items[:-1]) + last + items[-1]
+
+
+def by_verdict(named: Sequence[tuple[str, str]]) -> list[tuple[str, list[str]]]:
+    """The names of (name, verdict phrase) pairs grouped by phrase, each group where its phrase first appears."""
+    groups: dict[str, list[str]] = {}
+    for name, verdict in named:
+        groups.setdefault(verdict, []).append(name)
+    return list(groups.items())

@@ -45,12 +45,12 @@ def deep_gradient_sentence(claim: Claim, eps: float, depth: int) -> str:
     if claim.verdict != "fails":
         return f"is {math.exp(m):.3g} times that through one layer, which {verdict_phrase(claim.verdict_text())}"
     return (f"is {math.exp(m):.3g} times that through one layer. The log of the ratio, {m:.2g} with a 95% interval "
-            f"of ± {tol:.2g}, excludes the predicted 0. Over the {depth - 1:,} further layers that is {m / (depth - 1):.2g} a layer, "
-            f"of the order of ε² = {eps * eps:.2g}. A small random change of each layer's Jacobian "
-            f"moves a gradient's norm at second order, and {depth - 1:,} such changes add up")
+            f"of ± {tol:.2g}, excludes the predicted 0. Over the {depth - 1:,} further layers that is "
+            f"{m / (depth - 1):.2g} a layer, of the order of ε² = {eps * eps:.2g}. A small random change of each "
+            f"layer's Jacobian moves a gradient's norm at second order, and {depth - 1:,} such changes add up")
 
 
-def walk_facts(ch: Any, s: dict[str, Any], deepest: int) -> dict[str, str]:
+def walk_facts(ch: Any, s: dict[str, Any]) -> dict[str, str]:
     """At lambda = 1/2: the range of dev_L / (sqrt(L) eps) over the depths, the deepest stack's dev_L, the verdicts of
     the random-walk and near-identity claims; and the one-layer gradient ratio at each lambda."""
     half = s.get("0.5")
@@ -87,6 +87,7 @@ def depth_facts(ch: Any) -> dict[str, Any]:
     overflow = next((r["depth"] for r in rows if not math.isfinite(r["grad_ratio"])), None)
     z = run.data["sizes"]
     seeds = len({r["seed"] for r in run.data["runs"]})
+    deepest = max(r["depth"] for r in run.data["runs"])
     return {
         "init_label": run.label,
         "init_sizes": f"d = {z['d']}, e = {z['e']}, s = {z['s']}, n = {z['n']}, {seeds} seeds",
@@ -97,11 +98,11 @@ def depth_facts(ch: Any) -> dict[str, Any]:
         "init_half_judged": Markdown(half_judgement(ch.claim("deep-gau-init", "eps-lambda7"))
                              if "1" in s and "0.5" in s else "is not measured: the run has one weight scale"),
         "init_grad": Markdown(deep_gradient_sentence(ch.claim("deep-gau-init", "ten-thousand-gradient"),
-                                                     s["0.5"]["eps"], max(r["depth"] for r in run.data["runs"]))
+                                                     s["0.5"]["eps"], deepest)
                               if "0.5" in s else "is not measured: the run has no stack at λ = 1/2"),
         "init_table": depth_table(run.data),
-        "init_deepest": f"{max(r['depth'] for r in run.data['runs']):,}",
-        **walk_facts(ch, s, max(r["depth"] for r in run.data["runs"])),
+        "init_deepest": f"{deepest:,}",
+        **walk_facts(ch, s),
         "init_forget": f"{forget:,} layers" if forget else "no depth measured",
         "init_far_dev": far_distance(rows[-1]["dev"]) if rows else "n/a",
         "init_overflow": f"{overflow:,} layers" if overflow else "no depth measured",

@@ -93,14 +93,22 @@ def summary_facts(ch: Chapter) -> dict[str, Any]:
     }
 
 
+def corrected_sentence(verdict: str, corrected: str, held: str, fixed: str, claim: str, correction: str) -> str:
+    """A claim with a corrected prediction in one sentence: ``held`` when it holds, ``fixed`` when it fails and the
+    correction holds, else '<claim> <verdict>, and <correction> <its verdict>'."""
+    if verdict == "holds":
+        return held
+    if verdict == "fails" and corrected == "holds":
+        return fixed
+    tail = f", and {correction} {verdict_phrase(corrected)}" if corrected else ""
+    return f"{claim} {verdict_phrase(verdict)}{tail}."
+
+
 def count_sentence(verdict: str, corrected: str) -> str:
     """What the FFN's 8H² counts, from the ffn-8h2 claim (biases included) and its corrected count 8H² + 5H."""
-    if verdict == "holds":
-        return "The FFN has 8H² parameters, biases included."
-    if verdict == "fails" and corrected == "holds":
-        return "The FFN's 8H² counts its weights only: with its biases it has 8H² + 5H parameters."
-    tail = f", and the count with biases, 8H² + 5H, {verdict_phrase(corrected)}" if corrected else ""
-    return f"The notes' count of 8H² parameters {verdict_phrase(verdict)}{tail}."
+    return corrected_sentence(verdict, corrected, "The FFN has 8H² parameters, biases included.",
+                              "The FFN's 8H² counts its weights only: with its biases it has 8H² + 5H parameters.",
+                              "The notes' count of 8H² parameters", "the count with biases, 8H² + 5H,")
 
 
 def gelu_sentence(verdict: str) -> str:
@@ -114,13 +122,9 @@ def gelu_sentence(verdict: str) -> str:
 
 def width_sentence(verdict: str, corrected: str) -> str:
     """Whether SwiGLU's r = 2d/3 matches the FFN, from the swiglu-width claim and its corrected width r = 8d/3."""
-    if verdict == "holds":
-        return "Their SwiGLU width r = 2d/3 matches the FFN's parameters."
-    if verdict == "fails" and corrected == "holds":
-        return ("Their SwiGLU width assumes a d×d FFN that the Transformer does not have: r = 8d/3 is the matching "
-                "width.")
-    tail = f", and r = 8d/3 {verdict_phrase(corrected)}" if corrected else ""
-    return f"Their SwiGLU width r = 2d/3 {verdict_phrase(verdict)}{tail}."
+    return corrected_sentence(verdict, corrected, "Their SwiGLU width r = 2d/3 matches the FFN's parameters.",
+                              "Their SwiGLU width assumes a d×d FFN that the Transformer does not have: r = 8d/3 is "
+                              "the matching width.", "Their SwiGLU width r = 2d/3", "r = 8d/3")
 
 
 def merge_predicate(function: str, training: str) -> str:

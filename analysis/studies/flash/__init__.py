@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 from matplotlib.figure import Figure
 
 from analysis.studies.display import Markdown, sentences
-from analysis.studies.flash.checks import (by_verdict, check_facts, leak_sentence, peer_deviations, peer_facts,
+from analysis.studies.flash.checks import (check_facts, leak_sentence, peer_deviations, peer_facts,
                                           phrase, run_checks, unit_gate_is_attention, verdict_sentence)
 from analysis.studies.flash.figures import counts, layer_table, layers, leak, prose, ratio_table, speed
 from analysis.studies.flash.kernel import kernel_facts
 from analysis.studies.flash.memory import memory_facts
-from analysis.studies.text import and_list, text_block
+from analysis.studies.text import and_list, by_verdict, text_block
 from analysis.theory import flash_counts as fc
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from analysis.models.check import CheckReport, check_module
 from analysis.models.gau import GAU, GAUConfig
 from analysis.studies.display import Markdown
 from analysis.studies.flash.experiments.flash_counts import flash_printed, gau_total_length
-from analysis.studies.text import and_list
+from analysis.studies.text import and_list, by_verdict
 
 D, S, CHUNK = 16, 8, 8
 LENGTHS = (32, 40, 48, 64, 80, 96)  # multiples of the chunk, which the printed FLASH form needs
@@ -260,14 +260,6 @@ def peer_facts(deviations: dict[str, float], unit_gate_gap: float) -> dict[str, 
 def phrase(claim: Any) -> str:
     """A claim's verdict as a predicate for prose: 'holds', 'fails', 'is inconclusive', 'holds within 3.7%'."""
     return verdict_phrase(claim.verdict_text())
-
-
-def by_verdict(named: Sequence[tuple[str, str]]) -> list[tuple[str, list[str]]]:
-    """The names of (name, verdict phrase) pairs grouped by phrase, each group where its phrase first appears."""
-    groups: dict[str, list[str]] = {}
-    for name, verdict in named:
-        groups.setdefault(verdict, []).append(name)
-    return list(groups.items())
 
 
 def verdict_sentence(claim: str, named: Sequence[tuple[str, str]], scope: str = "for") -> str:

@@ -56,12 +56,16 @@ def gpu_section(ch: Any) -> Markdown:
     ]))
 
 
+def where_checked(chk: dict[str, Any]) -> str:
+    """Where the kernel's check ran: 'Triton's interpreter on the CPU' or 'compiled on a GPU'."""
+    return "Triton's interpreter on the CPU" if chk["interpreted"] else "compiled on a GPU"
+
+
 def exact_rows_sentence(chk: dict[str, Any], prefix: Any, padding: Any) -> str:
     """The check's causal-prefix and padding gaps, and what the two exactness claims decide: one verdict for both when
     they agree, with the reason when it is inconclusive."""
-    where = "Triton's interpreter on the CPU" if chk["interpreted"] else "compiled on a GPU"
     head = (f"A causal prefix and a padded sequence give the rows of the shorter run with largest gaps of "
-            f"{chk['prefix_gap']:.2g} and {chk['padding_gap']:.2g}, in float32 on {where}.")
+            f"{chk['prefix_gap']:.2g} and {chk['padding_gap']:.2g}, in float32 on {where_checked(chk)}.")
     if prefix.verdict_text() != padding.verdict_text():
         return (f"{head} The claim that the prefix is exact {verdict_phrase(prefix.verdict_text())}, and the claim "
                 f"that the padding is exact {verdict_phrase(padding.verdict_text())}.")
@@ -80,7 +84,7 @@ def kernel_facts(ch: Any) -> dict[str, Any]:
         "efficiency_table": Markdown(efficiency_table(efficiency_targets("gpu"), "gpu")),
         "compile_min_steps": f"{COMPILE_MIN_STEPS:,}",
         "kernel_label": run.label,
-        "kernel_where": "Triton's interpreter on the CPU" if chk["interpreted"] else "compiled on a GPU",
+        "kernel_where": where_checked(chk),
         "kernel_sizes": f"n = {size['n']}, s = {size['s']}, e = {size['e']}, batch {size['batch']}",
         "kernel_errors": error_table(run.data),
         "kernel_exact_rows": Markdown(exact_rows_sentence(chk, ch.claim("gau-kernel", "kernel-prefix-exact"),

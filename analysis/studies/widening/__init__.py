@@ -37,8 +37,8 @@ def solved_factors() -> dict[str, sp.Expr]:
     return {"ffn2_w": ffn2[f_w], "ffn2_b": ffn2[f_b], "eps": ln_eps, "gau": gau_a}
 
 
-# the sentences of prose() that the chapter glues as Markdown
-SENTENCES = ("stationary_summary", "dropout_summary")
+# the whole sentences of prose() that the chapter glues as Markdown
+SENTENCES = ("stationary_summary", "dropout_summary", "saving_interval", "stationary_detail")
 
 
 def facts(ch: Chapter) -> dict[str, Any]:
@@ -48,16 +48,14 @@ def facts(ch: Chapter) -> dict[str, Any]:
 
     best = ch.best("widening")
     solved = solved_factors()
-    stated = prose(best.data)
     return sentences({
         "best_label": best.label,
         "gpu_status": ch.gpu_status("widening"),
-        **stated,
-        **{name: Markdown(stated[name]) for name in SENTENCES},
+        **prose(best.data),
         **verdict_facts(ch, best.data),
         **{f"sym_{name}": typeset(expr) for name, expr in solved.items()},
         "source_table": Markdown(table_html(best.data)),
-    }, ("saving_interval", "stationary_detail"))
+    }, SENTENCES)
 
 
 def figures(ch: Chapter) -> dict[str, Figure]:

@@ -12,7 +12,7 @@ from analysis.core.verify import verdict_phrase
 from analysis.studies.display import Markdown
 from analysis.studies.widening.experiments import widening as wx
 from analysis.studies.widening.figures import printed_is_exact, split_at
-from analysis.studies.text import and_list
+from analysis.studies.text import and_list, by_verdict
 
 if TYPE_CHECKING:
     from analysis.studies.chapter import Chapter
@@ -40,10 +40,8 @@ def holds(verdict: str) -> bool:
 
 def tally(verdicts: Mapping[str, str]) -> str:
     """'holds for a and b and fails for c': the names grouped by their verdict, in order of first appearance."""
-    groups: dict[str, list[str]] = {}
-    for name, verdict in verdicts.items():
-        groups.setdefault(verdict_phrase(verdict), []).append(name)
-    return " and ".join(f"{phrase} for {and_list(names)}" for phrase, names in groups.items())
+    named = [(name, verdict_phrase(verdict)) for name, verdict in verdicts.items()]
+    return " and ".join(f"{phrase} for {and_list(names)}" for phrase, names in by_verdict(named))
 
 
 def exact_sentence(verdicts: Mapping[str, str]) -> str:
