@@ -220,17 +220,18 @@ def test_the_exact_and_broken_leads_follow_the_claims():
 
 def test_the_rows_sentence_names_the_wrong_tensors_of_the_failing_rows():
     right = {row: "holds" for row in wv.TABLE_ROWS}
-    assert wv.rows_sentence(right, _table()) == "Every row is right."
+    assert wv.rows_sentence(right, wv.wrong_entries(right, _table())) == "Every row is right."
     ffn2 = right | {"ffn2": "fails"}
-    assert wv.rows_sentence(ffn2, _table(ffn2=["layers.0.w2.bias"])) == (
+    assert wv.rows_sentence(ffn2, wv.wrong_entries(ffn2, _table(ffn2=["layers.0.w2.bias"]))) == (
         "Every row is right except the second FeedForward layer's bias.")
     both = ffn2 | {"attention-qk": "fails", "embedding": "inconclusive"}
     table = _table(ffn2=["layers.0.w2.weight", "layers.0.w2.bias"], attention_qk=["layers.0.k.bias"])
     assert wv.wrong_entries(both, table) == ["attention's k bias", "the second FeedForward layer's weight and bias"]
-    assert wv.rows_sentence(both, table) == (
+    assert wv.rows_sentence(both, wv.wrong_entries(both, table)) == (
         "Every row is right except attention's k bias, the second FeedForward layer's weight and bias, and the "
         "embedding, whose check is inconclusive.")
-    assert wv.rows_sentence({row: "fails" for row in wv.TABLE_ROWS}, _table()) == "No row of the table is right."
+    failing = {row: "fails" for row in wv.TABLE_ROWS}
+    assert wv.rows_sentence(failing, wv.wrong_entries(failing, _table())) == "No row of the table is right."
 
 
 def test_the_fraction_clause_says_whether_the_commenter_is_right():
@@ -266,6 +267,12 @@ def test_the_rules_and_copies_summaries_follow_the_claims():
     assert wv.copies_summary("holds") == "Exact copies stay copies."
     assert wv.copies_summary("fails").startswith("Exact copies do not stay copies")
     assert wv.copies_summary("inconclusive") == "Whether exact copies stay copies is inconclusive."
+    assert wv.copies_lead("holds") == (
+        "The commenter's claim holds: identical copies receive identical gradients, so the model keeps the small "
+        "model's width in its stream, its FFN and its values.")
+    assert wv.copies_lead("fails") == ("The commenter's claim that identical copies receive identical gradients "
+                                       "fails: training moves the stream out of the copied subspace.")
+    assert wv.copies_lead("inconclusive").endswith("identical gradients is inconclusive.")
 
 
 def test_the_freed_summary_sorts_split_and_noise_by_the_threshold_set_in_advance():
@@ -278,3 +285,17 @@ def test_the_freed_summary_sorts_split_and_noise_by_the_threshold_set_in_advance
     assert wv.freed_summary({"attention dropout": above}) == "No split or noise variant was trained."
     with pytest.raises(ValueError, match="threshold must be in"):
         wv.freed_summary({}, threshold=1.0)
+
+
+def test_the_split_gradient_sentence_says_which_way_the_split_moves_the_model():
+    from analysis.studies.widening.figures import split_gradient_sentence
+
+    assert split_gradient_sentence(8.7937e-4, 8.7782e-4) == (
+        "On the linear weights its gradient norm is 1.0018 times the exact widening's: the split moves the model "
+        "0.18% farther from stationary.")
+    assert split_gradient_sentence(0.9, 1.0).endswith("moves the model 10.00% closer to stationary.")
+    assert split_gradient_sentence(1.0, 1.0).endswith("as far from stationary as exact copies do.")
+    with pytest.raises(ValueError, match="copy"):
+        split_gradient_sentence(1.0, 0.0)
+    with pytest.raises(ValueError, match="split"):
+        split_gradient_sentence(float("nan"), 1.0)

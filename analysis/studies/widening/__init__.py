@@ -38,7 +38,7 @@ def solved_factors() -> dict[str, sp.Expr]:
 
 
 # the whole sentences of prose() that the chapter glues as Markdown
-SENTENCES = ("stationary_summary", "dropout_summary", "saving_interval", "stationary_detail")
+SENTENCES = ("stationary_summary", "dropout_summary", "saving_interval", "stationary_detail", "split_gradient")
 
 
 def facts(ch: Chapter) -> dict[str, Any]:

@@ -192,7 +192,7 @@ def prose(data: dict[str, Any]) -> dict[str, str]:
         "grad_small": f"{st['grad_small']:.2e}", "grad_copy": f"{st['grad_copy']:.2e}",
         "grad_split": f"{st['grad_split']:.2e}", "memo_loss": f"{st['loss_small']:.3f}",
         "memo_steps": f"{st['memo_steps']}",
-        "grad_split_ratio": f"{st['grad_split_linear'] / max(st['grad_copy_linear'], 1e-300):.4f}",
+        "split_gradient": split_gradient_sentence(st["grad_split_linear"], st["grad_copy_linear"]),
         **saving_sentences(wx.saving_estimate(data)),
     }
     return out
@@ -245,6 +245,19 @@ def dropout_summary(stream: dict[str, float], threshold: float = wx.BROKEN_SYMME
         if breaks else [])
     text = "; ".join(parts)
     return text[0].upper() + text[1:] + "."
+
+
+def split_gradient_sentence(split: float, copy: float) -> str:
+    """How far a random split moves the widened model from stationary: the ratio of its linear weights' gradient norm
+    ``split`` to the exact widening's ``copy``, and the change in percent it means."""
+    if not (math.isfinite(split) and math.isfinite(copy)) or split < 0 or copy <= 0:
+        raise ValueError(f"split must be a finite norm >= 0 and copy one > 0; got {split!r} and {copy!r}")
+    ratio = split / copy
+    text = f"On the linear weights its gradient norm is {ratio:.4f} times the exact widening's"
+    if f"{ratio:.4f}" == "1.0000":
+        return f"{text}: the split leaves the model as far from stationary as exact copies do."
+    side = "farther from" if ratio > 1 else "closer to"
+    return f"{text}: the split moves the model {abs(ratio - 1):.2%} {side} stationary."
 
 
 def stationary_sentences(gap: float, gap32: float) -> dict[str, str]:

@@ -74,10 +74,9 @@ def wrong_entries(verdicts: Mapping[str, str], rows: Mapping[str, Any]) -> list[
     return out
 
 
-def rows_sentence(verdicts: Mapping[str, str], rows: Mapping[str, Any]) -> str:
-    """Which rows of the source's table are right, from each row's claim (row -> verdict) and, for a wrong row, the
-    tensors that are off (:func:`wrong_entries`)."""
-    wrong = wrong_entries(verdicts, rows)
+def rows_sentence(verdicts: Mapping[str, str], wrong: Sequence[str]) -> str:
+    """Which rows of the source's table are right, from each row's claim (row -> verdict) and the failing rows with
+    the tensors that are off (:func:`wrong_entries`)."""
     undecided = [f"{TABLE_ROWS[row]}, whose check is inconclusive" for row, v in verdicts.items()
                  if row in TABLE_ROWS and v != "fails" and not holds(v)]
     if not any(holds(verdicts.get(row, "")) for row in TABLE_ROWS):
@@ -135,6 +134,18 @@ def copies_summary(verdict: str) -> str:
     return "Whether exact copies stay copies is inconclusive."
 
 
+def copies_lead(verdict: str) -> str:
+    """The commenter's point on exact copies, from the verdict of the copies-stay claim: what it means for the model
+    when it holds, what it would mean when it fails."""
+    claim = "identical copies receive identical gradients"
+    if verdict == "holds":
+        return (f"The commenter's claim holds: {claim}, so the model keeps the small model's width in its stream, its "
+                "FFN and its values.")
+    if verdict == "fails":
+        return f"The commenter's claim that {claim} fails: training moves the stream out of the copied subspace."
+    return f"The commenter's claim that {claim} {verdict_phrase(verdict)}."
+
+
 def freed_summary(stream: Mapping[str, float], threshold: float = wx.BROKEN_SYMMETRY) -> str:
     """Whether a random split or noise frees the copies: a stream residual after training above ``threshold`` does,
     one at or below it does not; variants not measured are left out."""
@@ -157,14 +168,16 @@ def verdict_facts(ch: Chapter, data: dict[str, Any]) -> dict[str, Markdown]:
     rows = {row: verdict(f"table-{row}") for row in TABLE_ROWS}
     summary = {key: verdict(key) for key in SUMMARY_KEYS + ("bert-lossless", "decoder-lossless")}
     stream = wx.summary(data)["symmetry_variants"]
+    wrong = wrong_entries(rows, data["table"]["rows"])
     return {name: Markdown(text) for name, text in {
         "exact_lead": exact_sentence({name: verdict(key) for key, name in LOSSLESS.items()}),
         "broken_lead": broken_sentence({name: verdict(key) for key, name in BROKEN.items()}),
-        "rows_verdict": rows_sentence(rows, data["table"]["rows"]),
+        "rows_verdict": rows_sentence(rows, wrong),
         "fraction_lead": fraction_clause(verdict("fraction-ln")),
-        "source_summary": source_summary(summary, wrong_entries(rows, data["table"]["rows"])),
+        "source_summary": source_summary(summary, wrong),
         "rules_summary": rules_summary({"GAU and FLASH": verdict("gau-lossless"),
                                         "RMSNorm models by fractions": verdict("fraction-rms")}),
         "copies_summary": copies_summary(verdict("copies-stay")),
+        "copies_lead": copies_lead(verdict("copies-stay")),
         "freed_summary": freed_summary(stream),
     }.items()}
