@@ -114,3 +114,13 @@ def test_unit_widths_text_names_the_widths_whose_interval_misses_1():
     two_off = [width(64, 0.99, 0.001), width(256, 1.01, 0.001), width(1024, 1.0004, 0.0005)]
     assert st.unit_widths_text(two_off) == "at every width but d = 64 and 256"
     assert st.unit_widths_text([width(1024, 1.5, 0.001)]) == "at no width"
+
+
+def test_the_mask_paths_clause_follows_what_torch_did_with_minus_1e9():
+    from analysis.studies.attention_basics.experiments.notes_checks import masked_rows
+
+    rows = masked_rows()
+    assert st.mask_paths_clause(rows["float16"]) == (
+        "`masked_fill` refuses −1e9 and an additive mask turns it into −∞")
+    assert st.mask_paths_clause(rows["float32"]) == (
+        "`masked_fill` accepts −1e9 and an additive mask turns it into -1e+09")

@@ -96,3 +96,12 @@ def test_the_merge_and_dropout_clauses_follow_the_claims_verdicts():
     assert fbs.sites_clause("holds", 30, 30) == "PyTorch's module drops in the same places"
     assert fbs.sites_clause("inconclusive", 30, 30) == (
         "the claim that PyTorch's module drops in the same places is inconclusive")
+
+
+def test_the_weights_relation_says_exactly_only_when_the_count_is_8h2():
+    from analysis.studies.ffn_basics import weights_relation
+
+    assert weights_relation(8 * 64 * 64, 64) == "exactly"
+    assert weights_relation(8 * 64 * 64 + 64, 64) == "1.0020 times"
+    with pytest.raises(ValueError, match="d must be >= 1"):
+        weights_relation(1, 0)

@@ -267,3 +267,11 @@ def test_pair_cost_sentence_reads_the_one_sided_lower_bounds():
     one = Estimate(0.6, 0.0, 1, "seeds")
     assert st.pair_cost_sentence({"pre": one, "post": one}) == (
         "With one seed, no cost of running pairs side by side can be resolved from 0.")
+
+
+def test_the_growth_sentence_says_which_way_the_pre_norm_stream_moves():
+    assert st.growth_sentence(5.6) == "Its stream norm grows 5.6-fold from the first sublayer to the last."
+    assert st.growth_sentence(0.8) == "Its stream norm falls to 0.80 of the first sublayer's by the last."
+    assert st.growth_sentence(1.04) == "Its stream norm stays within 5% from the first sublayer to the last."
+    with pytest.raises(ValueError, match="growth"):
+        st.growth_sentence(0.0)

@@ -6,6 +6,7 @@ against torch (cross-attention's inputs, the -1e9 mask in low precision, RMSNorm
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -93,6 +94,15 @@ def encoder_inputs(from_encoder: Mapping[str, bool]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
+def mask_paths_clause(m: dict[str, Any]) -> str:
+    """What the two ways of applying −1e9 do in one dtype (a row of ``masked_rows``): whether ``masked_fill``
+    accepts the value, and what an additive mask stores for it."""
+    fill = "refuses" if m["masked_fill_error"] else "accepts"
+    stored = float(m["stored"])
+    value = "−∞" if stored == -math.inf else f"{stored:.4g}"
+    return f"`masked_fill` {fill} −1e9 and an additive mask turns it into {value}"
+
+
 def notes_facts(ch: Chapter) -> dict[str, Any]:
     """The numbers of the notes-checks section: cross-attention's inputs and output rows, the -1e9 mask per
     precision, and torch's RMSNorm, from the best run of notes-checks."""
@@ -107,6 +117,7 @@ def notes_facts(ch: Chapter) -> dict[str, Any]:
         "cross_tgt": f"{cross['tgt_len']}",
         "cross_src": f"{cross['src_len']}",
         "mask_fp16_error": half["masked_fill_error"] or "no error",
+        "mask_fp16_paths": Markdown(mask_paths_clause(half)),
         "mask_fp16_nan": f"{half['nan_weights']} of {half['weights']}",
         "mask_bf16_stored": f"{float(mask['bfloat16']['stored']):.4g}",
         "mask_fp16_max": f"{float(half['finite_max']):,.0f}",

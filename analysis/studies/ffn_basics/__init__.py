@@ -35,6 +35,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "ffn_w": f"{p['torch_ffn_weights']:,}",
         "ffn_wb": f"{p['torch_ffn_with_bias']:,}",
         "ffn_8h2": f"{8 * p['d'] ** 2:,}",
+        "ffn_w_vs": Markdown(weights_relation(p["torch_ffn_weights"], p["d"])),
         "ffn_rel": f"{100 * (p['torch_ffn_with_bias'] / (8 * p['d'] ** 2) - 1):.2f}%",
         "ffn_sym": typeset(sym["ffn_parameters"]),
         "sw_notes_r": f"{p['notes_hidden']}",
@@ -91,6 +92,13 @@ def summary_facts(ch: Chapter) -> dict[str, Any]:
         "merge_summary": Markdown(merge_predicate(verdict("swiglu-merge"), verdict("swiglu-merge-training"))),
         "sites_summary": Markdown(sites_clause(sites.verdict_text(), sites.measured, sites.predicted)),
     }
+
+
+def weights_relation(weights: int, d: int) -> str:
+    """How an FFN's counted weights compare with 8H² at width ``d``: 'exactly' when equal, else the ratio."""
+    if d < 1 or weights < 0:
+        raise ValueError(f"d must be >= 1 and weights >= 0; got d={d!r}, weights={weights!r}")
+    return "exactly" if weights == 8 * d * d else f"{weights / (8 * d * d):.4f} times"
 
 
 def corrected_sentence(verdict: str, corrected: str, held: str, fixed: str, claim: str, correction: str) -> str:

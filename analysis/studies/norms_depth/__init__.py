@@ -51,6 +51,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "bounded_verdict": verdict_phrase(ch.claim("norms-depth", "deepnorm-bounded").verdict_text()),
         "bounded_growth": Markdown(bounded_growth(ch.claim("norms-depth", "deepnorm-bounded"))),
         "init_falls": Markdown(init_update_text(d["depth"])),
+        "pre_growth": Markdown(growth_sentence(s["pre"]["norm_growth"])),
         "post_constant": Markdown(constancy_text(s["post"]["norm_growth"], s["pre"]["norm_growth"])),
         "pair_cost": Markdown(pair_cost_sentence({res: mean_estimate(nd.group_penalties(d, res, 2), "seeds")
                                                   for res in ("pre", "post")})),
@@ -233,6 +234,17 @@ def init_update_text(rows: list[dict[str, Any]]) -> str:
     return f"{head}: from depth {depths[0]} to depth {depths[-1]} it goes from {and_list(spans)}"
 
 
+def growth_sentence(growth: float) -> str:
+    """Which way pre-norm's stream norm moves from the first sublayer to the last, from their ratio ``growth``."""
+    if not math.isfinite(growth) or growth <= 0:
+        raise ValueError(f"growth must be a finite ratio > 0; got {growth!r}")
+    if f"{growth:.1f}" == "1.0":
+        return "Its stream norm stays within 5% from the first sublayer to the last."
+    if growth > 1:
+        return f"Its stream norm grows {growth:.1f}-fold from the first sublayer to the last."
+    return f"Its stream norm falls to {growth:.2f} of the first sublayer's by the last."
+
+
 def constancy_text(post_growth: float, pre_growth: float) -> str:
     """How post-norm's stream-norm growth over the stack compares with pre-norm's, read against the notes' 'post-norm
     keeps the trunk's variance constant' (a growth of 1)."""
@@ -272,17 +284,18 @@ def two_verdicts(pairs: str, groups: str, gmax: int) -> str:
 
 
 def stream_facts(s: dict[str, Any]) -> dict[str, str]:
-    """From :func:`analysis.studies.norms_depth.experiments.norms_depth.summary`: per residual the sequential loss, the penalties of
-    groups of 2 and of the largest group, the late cosine and the stream-norm growth; pre-norm's penalties compared
-    with post-norm's (paired by seed, with its SE and 95% t interval), the seeds and the pair's degrees of freedom,
-    the pair penalty as a share of the loss, the largest group and the number of sublayers."""
+    """From :func:`analysis.studies.norms_depth.experiments.norms_depth.summary`: per residual the sequential loss, the
+    penalties of groups of 2 and of the largest group and the late cosine; post-norm's stream-norm growth (pre-norm's
+    is :func:`growth_sentence`); pre-norm's penalties compared with post-norm's (paired by seed, with its SE and 95% t
+    interval), the seeds and the pair's degrees of freedom, the pair penalty as a share of the loss, the largest group
+    and the number of sublayers."""
     out: dict[str, str] = {}
     for res in ("pre", "post"):
         r = s[res]
         out |= {f"loss1_{res}": f"{r['loss1']:.3f}", f"pen2_{res}": mean_text(r["pen2"], signed=True, digits=3),
-                f"penmax_{res}": mean_text(r["penmax"], signed=True, digits=3), f"cos_{res}": f"{r['cosine']:.3f}",
-                f"norm_growth_{res}": f"{r['norm_growth']:.1f}"}
-    return out | {"pen2_diff": interval_text(s["pen2_diff"], 2), "penmax_diff": interval_text(s["penmax_diff"], 2),
+                f"penmax_{res}": mean_text(r["penmax"], signed=True, digits=3), f"cos_{res}": f"{r['cosine']:.3f}"}
+    return out | {"norm_growth_post": f"{s['post']['norm_growth']:.1f}",
+                  "pen2_diff": interval_text(s["pen2_diff"], 2), "penmax_diff": interval_text(s["penmax_diff"], 2),
                   "n_seeds": f"{s['penmax_diff'].n}", "pair_df": dof_text(s["penmax_diff"]),
                   "pen_frac": f"{100 * s['pen2_share_of_loss']:.0f}%", "gmax": f"{s['gmax']}",
                   "n_sub": f"{s['sublayers']}"}
