@@ -120,3 +120,24 @@ def test_length_recall_claims_need_a_learnt_task() -> None:
     assert verdicts["relu2-length-recall"] == "holds"  # a drop of 0.5 with no seed spread is resolved
     assert verdicts["log-softmax-length-recall"] == "fails"  # it drops 0.4
     assert verdicts["log-scaling-beats-softmax"] == "holds"  # 0.5 against 0.4
+
+
+def test_the_mechanism_text_reads_mass_and_entropy_at_the_sharpest_layer() -> None:
+    from analysis.studies.gau_trained import mechanism_text
+
+    data = copy.deepcopy(run_experiment("gau-length", gau_length.CONFIGS["smoke"]))
+    n = data["train_span"]
+    for r in data["runs"]:
+        for name, e in r.get("evals", {}).items():
+            ratio = int(name.rsplit("-", 1)[1]) / n
+            layers = len(e["entropy"])
+            # layer 0 is the sharpest at the training length; the other layers must not be read
+            e["entropy"] = [1.0 + math.log(ratio)] + [9.0] * (layers - 1)
+            mass = {"relu2_ns": 1 / ratio, "relu2_n2": ratio}.get(r["norm"], 1.0)
+            e["mass"] = [mass] + [123.0] * (layers - 1)
+    assert mechanism_text(data) == (
+        "From the training length 16 to 32, a query row's total weight falls 2.0-fold for relu²/(ns) and rises "
+        "2.0-fold for relu²(qk/n) (bottom right), against a fall of 2-fold and 4-fold were every added key to score "
+        "zero. Softmax keeps the weights summing to 1, but its rows' entropy rises from 1.00 to 1.69 nats, and with "
+        "the factor log₅₁₂ n it rises from 1.00 to 1.69 nats, against ln 32 = 3.47 for a uniform row (bottom left). "
+        "The factor offsets the rise only for logits that do not change with n, and a trained model's do.")

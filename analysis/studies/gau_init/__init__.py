@@ -215,12 +215,9 @@ def facts(ch: Chapter) -> dict[str, Any]:
         # the reference point: A's entries, the two terms of AV, and the output against both predictions
         "ref_table": _text(reference_table(best.label, ref)),
         "ref_where": summ["where"],
-        "ref_mass": f"{ref['row_offdiag_mass']:.2f}",
-        "ref_diag": f"{ref['a_diag']:.3f}",
         # how many times smaller an off-diagonal entry of A is than a diagonal one: the table's ratio and the source's
         "ref_entry_ratio": f"{gi.entry_ratio(ref)[0]:.0f}",
         "src_entry_ratio": f"{gi.entry_ratio(ref)[1]:.0f}",
-        "ref_terms": f"{ref['av_offdiag_rms'] / ref['av_diag_rms']:.1f}",
         "a_identity": Markdown(identity_verdict(ref["av_offdiag_rms"] / ref["av_diag_rms"])),
         "ref_rms": f"{ref['rms']:.3f}",
         "ref_src": f"{ref['pred_rms_source']:.4f}",

@@ -19,7 +19,7 @@ from analysis.core.stats import Estimate, Sided, t_quantile
 from analysis.core.verify import Claim
 from analysis.studies.display import Markdown, sentences
 from analysis.studies.gau_trained.experiments import flash_parts, gau_ablations, gau_heads, gau_length, gau_quality
-from analysis.studies.gau_trained.figures import length, quality
+from analysis.studies.gau_trained.figures import length, quality, sharpest_layer
 from analysis.studies.text import and_list, text_block
 
 if TYPE_CHECKING:
@@ -232,7 +232,56 @@ def length_facts(data: dict[str, Any]) -> dict[str, Any]:
         "l_unlearned": Markdown(unlearned_sentence(s)),
         "l_short_gap": "n/a (no normalisation learnt the task)" if gap is None else f"{gap:.2f}",
         "l_costs": costs_text(s),
+        "l_mechanism": Markdown(mechanism_text(data)),
     }
+
+
+# relu² normalisation -> the power of 1/n by which a row's total weight falls when every added key scores zero
+MASS_POWER = {"relu2_ns": 1, "relu2_n2": 2}
+
+
+def _fold(before: float, after: float) -> str:
+    """'falls 1.9-fold' or 'rises 1.2-fold': how a positive quantity moved from ``before`` to ``after``."""
+    return f"falls {before / after:.1f}-fold" if after < before else f"rises {after / before:.1f}-fold"
+
+
+def mechanism_text(data: dict[str, Any]) -> str:
+    """Why length hurts, read off one gau-length record at the sharpest layer's query rows (filler first): how each
+    relu² row's total weight moves from the training length to the longest against the fall were every new key to
+    score zero, and how the softmax rows' entropy moves against ln n, with and without the log₅₁₂ n factor."""
+    s = gau_length.summary(data)
+    n, top = s["train_span"], s["spans"][-1]
+    at, end = s["spans"].index(n), len(s["spans"]) - 1
+
+    def curve(norm: str, metric: str) -> tuple[float, float]:
+        c = gau_length.recall_curve(data, norm, "near", f"{metric}:{sharpest_layer(s, norm)}")
+        return c["mean"][at], c["mean"][end]
+
+    out = []
+    relu = [norm for norm in MASS_POWER if norm in s["norms"]]
+    if relu:
+        masses = {norm: curve(norm, "mass") for norm in relu}
+        moves = [_fold(*m).split(" ", 1) for m in masses.values()]
+        same = len({verb for verb, _ in moves}) == 1
+        named = [f"{size} for {gau_length.NORM_LABELS[norm]}" for norm, (_, size) in zip(relu, moves)]
+        text = (f"{moves[0][0]} {and_list(named)}" if same else
+                and_list([f"{verb} {name}" for (verb, _), name in zip(moves, named)]))
+        zero = and_list([f"{(top / n) ** MASS_POWER[norm]:.0f}-fold" for norm in relu])
+        fades = all(b < a for a, b in masses.values())
+        out.append(f"From the training length {n} to {top}, a query row's total weight {text} (bottom right), "
+                   f"against a fall of {zero} were every added key to score zero"
+                   + (", so the attended value fades." if fades else "."))
+    soft = {norm: curve(norm, "entropy") for norm in ("softmax", "softmax_log512") if norm in s["norms"]}
+    if soft:
+        moves = [f"{'rises' if b > a else 'falls'} from {a:.2f} to {b:.2f} nats" for a, b in soft.values()]
+        lead = {"softmax": "its rows' entropy", "softmax_log512": "with the factor log₅₁₂ n it"}
+        parts = [f"{lead[norm]} {move}" for norm, move in zip(soft, moves)]
+        out.append(f"Softmax keeps the weights summing to 1, but {', and '.join(parts)}, against ln {top} = "
+                   f"{math.log(top):.2f} for a uniform row (bottom left).")
+        if "softmax_log512" in soft and soft["softmax_log512"][1] > soft["softmax_log512"][0]:
+            out.append("The factor offsets the rise only for logits that do not change with n, and a trained "
+                       "model's do.")
+    return " ".join(out)
 
 
 # the claim each variant's paired gap loss(base) - loss(variant) decides, per experiment: its row of the table

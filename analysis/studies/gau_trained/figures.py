@@ -89,6 +89,13 @@ def _log_bins(values: np.ndarray, start: int, stop: int, per_octave: int = 4) ->
     return np.array(centres), np.array(means)
 
 
+def sharpest_layer(s: dict[str, Any], norm: str) -> int:
+    """The layer whose query rows attend most sharply (lowest mean entropy, filler first) at the training length, in
+    a gau-length summary ``s``: the layer the figure's and the prose's mechanism read."""
+    at = s["spans"].index(s["train_span"])
+    return int(np.argmin([c["mean"][at] for c in s[norm]["entropy_near"]]))
+
+
 @readable_figure
 def length(data: dict[str, Any]) -> Figure:
     """Recall accuracy against evaluation length per normalisation (spread and near layouts); text loss against
@@ -136,7 +143,7 @@ def length(data: dict[str, Any]) -> Figure:
         for ax, metric, ylabel in ((axes[1, 0], "entropy", "entropy of the query rows (nats)"),
                                    (axes[1, 1], "mass", "row mass: sum of weights (log)")):
             for i, norm in enumerate(s["norms"]):
-                sharpest = int(np.argmin([c["mean"][s["spans"].index(n)] for c in s[norm]["entropy_near"]]))
+                sharpest = sharpest_layer(s, norm)
                 c = recall_curve(data, norm, "near", f"{metric}:{sharpest}")
                 t = t_multiple(len(_runs(data, "recall", norm)))
                 ax.errorbar(c["span"], c["mean"], yerr=[t * e for e in c["se"]], fmt="-o", color=f"C{i}", ms=5,
