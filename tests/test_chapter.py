@@ -2,6 +2,8 @@
 
 import dataclasses
 
+import pytest
+
 from analysis.studies.chapter import open_chapter, runs_for
 from analysis.core.registry import EXPERIMENTS, config_for, fingerprint
 from analysis.core.runner import run_experiment
@@ -201,13 +203,25 @@ def test_gpu_status_says_when_the_only_gpu_record_is_stale():
     ch.runs = {"gau-length": [live, gpu], "flash-counts": [live, stale], "gau-init": [live, cpu, stale]}
     assert ch.gpu_status("gau-length").data == "The GPU-scale run of `gau-length` is included."
     text = ch.gpu_status("flash-counts").data  # the stale gpu record is the strongest run: its verdicts count
-    assert text.startswith("**No current GPU-scale run of `flash-counts`:** its gpu record is stale (config differs "
-                           "(ctx: 128 -> 512)); it is shown and, since no current run measured its claims, its "
+    assert text.startswith("**No current GPU-scale run of `flash-counts`:** its gpu record is stale: it was made "
+                           "with another config. It is shown and, since no current run measured its claims, its "
                            "verdicts are this chapter's for now, marked stale.")
     assert "On one H100 its 1 trial would take under a second by estimate (" in text
     assert "That time is an estimate" in text
     beside = ch.gpu_status("gau-init").data  # a current cpu record outranks it; no claim of either is in the chapter
-    assert "it is shown, marked stale, and the current cpu-scale verdicts count." in beside and "|" not in beside
+    assert "It is shown, marked stale, and the current cpu-scale verdicts count." in beside and "|" not in beside
+
+
+def test_stale_words_say_each_reason_in_prose_and_refuse_unknown_ones():
+    from analysis.studies.chapter import stale_words
+
+    assert stale_words(["config differs (ctx: 128 -> 512; seeds: (0, 1) -> (0, 1, 2))",
+                        "the experiment's code has changed since"]) == "with another config and by older code"
+    assert stale_words(["data version 1, today 2"]) == "in an older data layout"
+    with pytest.raises(ValueError, match="reasons must start with one of"):
+        stale_words(["moon phase"])
+    with pytest.raises(ValueError, match="at least one"):
+        stale_words([])
 
 
 def test_the_stale_gpu_verdicts_are_listed_beside_the_current_ones_and_their_disagreements_named():
@@ -218,7 +232,7 @@ def test_the_stale_gpu_verdicts_are_listed_beside_the_current_ones_and_their_dis
 
     live = RunSet("this build", {}, "p", "smoke")
     cpu = RunSet("recorded, cpu scale", {}, "p", "cpu", recorded=True)
-    stale = RunSet("recorded, gpu scale", {}, "p", "gpu", recorded=True, stale=("its code has changed",))
+    stale = RunSet("recorded, gpu scale", {}, "p", "gpu", recorded=True, stale=("the experiment's code has changed since",))
     ch = Chapter("doc", "t", "smoke", RenderedClaims("doc", "t"))
     ch.runs = {"gau-length": [live, cpu, stale]}
 

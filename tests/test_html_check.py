@@ -26,6 +26,13 @@ def test_chapter_defects_are_found():
     # a kernel without an image backend prints the figure's repr where its image belongs
     textual = good.replace('<img src="a.png">', "<pre>&lt;Figure size 1400x620 with 2 Axes&gt;</pre>")
     assert hc.chapter_problems("c", textual) == ["c: figure 1 shows no image"]
+    # a table glued through an inline role stays text, its separator row typeset as dashes
+    for rule in ("|---|---|", "|—|—|", "| --- | :---: |"):
+        raw = good.replace("</main>", f"<p>stale.\n\n| a | b |\n{rule}\n| 1 | 2 |</p></main>")
+        assert hc.chapter_problems("c", raw) == ["c: a table is rendered as a paragraph of literal '|' rows"], rule
+    # a rendered table, and a pipe inside a sentence, are not
+    fine = good.replace("</main>", "<table><tr><td>|---|</td></tr></table><p>a | b and c</p></main>")
+    assert hc.chapter_problems("c", fine) == []
 
 
 def write(folder, ids):

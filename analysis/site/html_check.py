@@ -24,6 +24,8 @@ from analysis.studies.text import COLUMN_CHARS
 UNRENDERED = re.compile(r"\{(glue|glue:text|glue:md|glue:figure|cite|eq|numref|ref|doc|math)\}`|```\{|\{claims-ledger\}")
 UNRENDERED_MATH = re.compile(r"\$[^\s$][^$\n]{0,300}?\$")
 RUN_ON_LIST = re.compile(r"<p>\s*-\s")
+# a Markdown table's separator row left as text in a paragraph: the table was glued where only inline Markdown parses
+RAW_TABLE = re.compile(r"<p\b[^>]*>(?:(?!</p>).)*?^\|(?:\s*:?(?:-{3,}|[—–]+):?\s*\|)+", re.DOTALL | re.MULTILINE)
 FIGURE = re.compile(r"<figure\b.*?</figure>", re.DOTALL)
 LEDGER_ROW = re.compile(r"<tr\b[^>]*\bdata-chapter=[^>]*>")
 ROW_ID = re.compile(r'\bid="([^"]+)"')
@@ -46,6 +48,8 @@ def chapter_problems(name: str, page: str) -> list[str]:
             out.append(f"{name}: figure {i} shows no image")
     if RUN_ON_LIST.search(page):
         out.append(f"{name}: a list is rendered as a paragraph of literal '- ' items")
+    if RAW_TABLE.search(page):
+        out.append(f"{name}: a table is rendered as a paragraph of literal '|' rows")
     text = text_of(page)
     match = UNRENDERED.search(text)
     if match:

@@ -50,8 +50,28 @@ from analysis.core.verify import (
     verdict_phrase,
 )
 from analysis.studies.notes import severity
+from analysis.studies.text import and_list
 
 RECORDED_ORDER: tuple[Size, ...] = ("cpu", "gpu")  # ascending: of two current records, the gpu one is the stronger
+
+
+# the start of a reason of analysis.core.registry.staleness -> how the chapter's prose says it
+STALE_WORDS = {"config differs": "with another config", "the experiment's code": "by older code",
+               "data version": "in an older data layout", "recorded before": "before records carried fingerprints"}
+
+
+def stale_words(reasons: Sequence[str]) -> str:
+    """A record's staleness reasons as prose ('with another config and by older code'); the configs' differences
+    stay in the provenance fold. ValueError for a reason :data:`STALE_WORDS` does not know."""
+    words = []
+    for reason in reasons:
+        match = [w for start, w in STALE_WORDS.items() if reason.startswith(start)]
+        if not match:
+            raise ValueError(f"reasons must start with one of {', '.join(STALE_WORDS)}; got {reason!r}")
+        words.append(match[0])
+    if not words:
+        raise ValueError("reasons must name at least one reason: a current record is not stale")
+    return and_list(words)
 
 
 @dataclass(frozen=True)
@@ -282,8 +302,8 @@ class Chapter:
                      f"it is shown, marked stale, and its verdicts are listed below beside the current "
                      f"{self.best(name).scale}-scale ones, which count" if beside else
                      f"it is shown, marked stale, and the current {self.best(name).scale}-scale verdicts count")
-            head = (f"**No current GPU-scale run of `{name}`:** its gpu record is stale ({'; '.join(gpu[-1].stale)}); "
-                    f"{rests}.{self.gpu_only_sentence(name)}")
+            head = (f"**No current GPU-scale run of `{name}`:** its gpu record is stale: it was made "
+                    f"{stale_words(gpu[-1].stale)}. {rests[0].upper()}{rests[1:]}.{self.gpu_only_sentence(name)}")
         else:
             head = f"**No GPU-scale run of `{name}` has been recorded yet.**"
 
