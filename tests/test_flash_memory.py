@@ -80,8 +80,9 @@ def test_batch_census_counts_a_sequences_own_bytes_per_stack_and_judges_the_rati
     for ratio, verdict in ((2.4, "holds"), (1.4, "fails"), (0.53, "fails")):
         scaled = dict(b, **{"transformer": ratio * b["flash-quad"]})
         assert {c.key: c for c in fm.batch_claims(dict(data, batch=scaled), "t")}["quad-batch-base"].verdict == verdict
-    words = batch_sentence(data)
-    assert f"{b['transformer-unfused'] / b['flash-quad']:.2f}x the batch of a Transformer that stores" in words
+    words = batch_sentence(data)  # the lean layers' ratios; FLASH-Quad's are the verdicts', stated there
+    assert (f"the lean FLASH-Quad fits {b['transformer'] / b['flash-quad-lean']:.2f}x the batch of the fused "
+            f"Transformer++ and {b['transformer-unfused'] / b['flash-quad-lean']:.2f}x that of the one") in words
     assert batch_sentence({"sizes": data["sizes"]}).startswith("This record predates the batch census")
 
 

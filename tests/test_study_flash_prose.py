@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 from analysis.studies.flash import counts_sentence, identities_sentence, parameters_sentence
 from analysis.studies.flash.checks import LEAK_NAMES, leak_sentence, verdict_sentence
-from analysis.studies.flash.memory import batch_verdicts, sizes_sentence
+from analysis.studies.flash.memory import batch_sentence, batch_verdicts, lean_batch_sentence, sizes_sentence
 
 
 def claim(verdict: str, measured: float = 0.0) -> SimpleNamespace:
@@ -85,3 +85,24 @@ def test_batch_verdicts_as_recorded_and_all_holding():
         "The claim that FLASH-Quad fits about 2x the Transformer's batch holds against fused attention in the "
         "benchmark (2.00x), fused attention at the source's size (2.00x), written-out attention in the benchmark "
         "(2.00x) and written-out attention at the source's size (2.00x).")
+
+
+def test_the_census_at_the_source_size_adds_only_what_the_batch_verdicts_do_not_state():
+    mib = 2**20
+    data = {"sizes": {"d": 768}, "batch": {"n": 1024, "flash-quad": 123 * mib, "flash-quad-lean": 97 * mib,
+                                           "transformer": 65 * mib, "transformer-unfused": 254 * mib}}
+    text = batch_sentence(data)
+    assert text == (
+        "At the source's own size, $d = 768$ and $n = 1024$ in float32 on the CPU, a sequence of its own saves 123.0 "
+        "MiB in two GAU layers and 97.0 MiB in two lean ones. One Transformer++ layer saves 65.0 MiB with fused "
+        "attention and 254.0 MiB with its attention written out. There, the lean FLASH-Quad fits 0.67x the batch of "
+        "the fused Transformer++ and 2.62x that of the one with its attention written out.")
+    assert f"{65 / 123:.2f}x" not in text and f"{254 / 123:.2f}x" not in text  # FLASH-Quad's: the verdicts give them
+    old = batch_sentence({"sizes": {"d": 768}})
+    assert old == "This record predates the batch census at base size (data version 2)."
+
+
+def test_lean_batch_sentence():
+    assert lean_batch_sentence(0.6149, 2.4351, "In the benchmark") == (
+        "In the benchmark, the lean FLASH-Quad fits 0.61x the batch of the fused Transformer++ and 2.44x that of the "
+        "one with its attention written out.")

@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 from matplotlib.figure import Figure
 
+from analysis.core.mathtext import math_markdown
 from analysis.studies.display import Markdown, sentences
 from analysis.studies.flash.checks import (check_facts, leak_sentence, peer_deviations, peer_facts,
-                                          phrase, run_checks, unit_gate_is_attention, verdict_sentence)
+                                          peer_leak_sentence, phrase, run_checks, unit_gate_is_attention,
+                                          verdict_sentence)
 from analysis.studies.flash.figures import counts, layer_table, layers, leak, prose, ratio_table, speed
 from analysis.studies.flash.kernel import kernel_facts
 from analysis.studies.flash.memory import memory_facts
@@ -66,8 +68,8 @@ def identities_sentence(claims: Mapping[str, Any]) -> str:
 
 
 def claim_facts(ch: Chapter) -> dict[str, Any]:
-    """The verdicts of experiment flash-counts that the prose states: the counts, GAU's quadratic cost, the identities
-    and which normalisers leak."""
+    """The verdicts of experiment flash-counts that the prose states: the counts, GAU's quadratic cost, the identities,
+    which normalisers leak, and the corrected prediction of FLASH-pytorch's GAU leak."""
     claims = {c.key: c for c in ch.claims_of("flash-counts")}
     return {
         "counts_verdicts": Markdown(f"{counts_sentence(claims)} "
@@ -75,6 +77,8 @@ def claim_facts(ch: Chapter) -> dict[str, Any]:
         "v-gau-quadratic-vs-mha": phrase(claims["gau-quadratic-vs-mha"]),
         "identity_verdicts": Markdown(identities_sentence(claims)),
         "leak_verdicts": Markdown(leak_sentence(claims)),
+        "peer_leak_fit": Markdown(math_markdown(peer_leak_sentence(claims.get("leak-peer-gau"),
+                                                                   ch.best("flash-counts").data["leak"]))),
     }
 
 
@@ -102,7 +106,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         **peer_facts(peer_deviations(), unit_gate_is_attention()),
         **kernel_facts(ch),
         **memory_facts(ch),
-    }, ("memory_batch_base", "targets"))
+    }, ("batch_lean", "targets"))
 
 
 def figures(ch: Chapter) -> dict[str, Figure]:

@@ -5,6 +5,7 @@ leak, from where, and by what law; and the sentences that say which of the recor
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -12,11 +13,12 @@ from typing import Any
 import torch
 from torch import nn
 
+from analysis.core.mathtext import math_markdown
 from analysis.core.verify import verdict_phrase
 from analysis.models.check import CheckReport, check_module
 from analysis.models.gau import GAU, GAUConfig
 from analysis.studies.display import Markdown
-from analysis.studies.flash.experiments.flash_counts import flash_printed, gau_total_length
+from analysis.studies.flash.experiments.flash_counts import EPS64, flash_printed, gau_total_length, leak_share
 from analysis.studies.text import and_list, by_verdict
 
 D, S, CHUNK = 16, 8, 8
@@ -50,10 +52,13 @@ class _CausalMHA(nn.Module):
 
 @dataclass(frozen=True)
 class Checked:
-    """One module the chapter checks, by the label its table gives it, and its report."""
+    """One module the chapter checks: the label its table gives it, its report, the name the prose gives it (maths
+    between $ signs), and its chunk size where it has chunks (to say from which chunk on a leak starts)."""
 
     label: str
     report: CheckReport
+    name: str
+    chunk: int | None = None
 
 
 def run_checks(seed: int = 0) -> list[Checked]:
@@ -67,31 +72,40 @@ def _run_checks(seed: int) -> tuple[Checked, ...]:
     torch.manual_seed(seed)
     gau = GAU(GAUConfig(d=D, e=2 * D, s=S, causal=True, rope=True))
     flash = GAU(GAUConfig(d=D, e=2 * D, s=S, causal=True, rope=True, chunk=CHUNK))
-    ours: list[tuple[str, nn.Module]] = [
-        ("this book's GAU, relu²/(ts) (lean path, the default)", gau),
-        ("this book's GAU, dense path", GAU(GAUConfig(d=D, e=2 * D, s=S, causal=True, backend="dense"))),
-        ("this book's GAU, relu²(qk/t)", GAU(GAUConfig(d=D, e=2 * D, s=S, causal=True, norm="relu2_n2"))),
-        ("this book's GAU, softmax with log₅₁₂ t", GAU(GAUConfig(d=D, e=2 * D, s=S, causal=True,
-                                                               norm="softmax_log512"))),
-        ("this book's FLASH", flash),
+    # (table label, prose name, module, chunk size)
+    ours: list[tuple[str, str, nn.Module, int | None]] = [
+        ("this book's GAU, relu²/(ts) (lean path, the default)", "this book's lean GAU", gau, None),
+        ("this book's GAU, dense path", "this book's dense GAU",
+         GAU(GAUConfig(d=D, e=2 * D, s=S, causal=True, backend="dense")), None),
+        ("this book's GAU, relu²(qk/t)", "this book's GAU with $\\mathrm{relu}^2(qk/t)$",
+         GAU(GAUConfig(d=D, e=2 * D, s=S, causal=True, norm="relu2_n2")), None),
+        ("this book's GAU, softmax with log₅₁₂ t", "this book's GAU with softmax and $\\log_{512} t$",
+         GAU(GAUConfig(d=D, e=2 * D, s=S, causal=True, norm="softmax_log512")), None),
+        ("this book's FLASH", "this book's FLASH", flash, CHUNK),
     ]
     rows = [Checked(label, check_module(m, target=label, lengths=LENGTHS, mask="key-padding", mask_arg="key_mask",
-                                        seed=seed)) for label, m in ours]
-    printed = [("source as printed: relu²(qk)/(ns)", _Formula(gau, lambda g, x: gau_total_length(g, x, "printed"))),
-               ("paper appendix: relu²(qk/n)", _Formula(gau, lambda g, x: gau_total_length(g, x, "appendix"))),
-               ("source as printed: FLASH 1/((g−1)n/c)", _Formula(flash, flash_printed))]
-    rows += [Checked(label, check_module(m, target=label, d=D, lengths=LENGTHS, seed=seed)) for label, m in printed]
+                                        seed=seed), name, chunk) for label, name, m, chunk in ours]
+    printed = [("source as printed: relu²(qk)/(ns)", "the printed $1/(ns)$",
+                _Formula(gau, lambda g, x: gau_total_length(g, x, "printed")), None),
+               ("paper appendix: relu²(qk/n)", "the appendix's $\\mathrm{relu}^2(qk/n)$",
+                _Formula(gau, lambda g, x: gau_total_length(g, x, "appendix")), None),
+               ("source as printed: FLASH 1/((g−1)n/c)", "the printed FLASH normaliser",
+                _Formula(flash, flash_printed), CHUNK)]
+    rows += [Checked(label, check_module(m, target=label, d=D, lengths=LENGTHS, seed=seed), name, chunk)
+             for label, name, m, chunk in printed]
     rows.append(Checked("torch.nn.MultiheadAttention, causal mask",
-                        check_module(_CausalMHA(), target="mha", lengths=LENGTHS, mask="key-padding", seed=seed)))
+                        check_module(_CausalMHA(), target="mha", lengths=LENGTHS, mask="key-padding", seed=seed),
+                        "`torch.nn.MultiheadAttention`"))
     try:
         from flash_pytorch import FLASH as PeerFLASH
         from flash_pytorch import GAU as PeerGAU
     except ImportError:
         return tuple(rows)
-    peers = [("FLASH-pytorch GAU (causal)", PeerGAU(dim=D, query_key_dim=S, causal=True)),
-             ("FLASH-pytorch FLASH (causal)", PeerFLASH(dim=D, group_size=CHUNK, query_key_dim=S, causal=True))]
-    rows += [Checked(label, check_module(m, target=label, lengths=LENGTHS, mask="key-padding", seed=seed))
-             for label, m in peers]
+    peers = [("FLASH-pytorch GAU (causal)", "FLASH-pytorch's GAU", PeerGAU(dim=D, query_key_dim=S, causal=True), None),
+             ("FLASH-pytorch FLASH (causal)", "FLASH-pytorch's FLASH",
+              PeerFLASH(dim=D, group_size=CHUNK, query_key_dim=S, causal=True), CHUNK)]
+    rows += [Checked(label, check_module(m, target=label, lengths=LENGTHS, mask="key-padding", seed=seed), name, chunk)
+             for label, name, m, chunk in peers]
     return tuple(rows + _hf_rows(seed))
 
 
@@ -113,9 +127,10 @@ def _hf_rows(seed: int) -> list[Checked]:
     llama = LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=D, intermediate_size=2 * D, num_hidden_layers=2,
                                          num_attention_heads=D // S, num_key_value_heads=1,
                                          max_position_embeddings=128))
-    return [Checked(label, check_module(m, "hf", target=label, lengths=LENGTHS, seed=seed))
-            for label, m in (("Hugging Face GPT-2, 2 layers (learned positions)", gpt2),
-                             ("Hugging Face Llama, 2 layers (rotary, grouped keys)", llama))]
+    return [Checked(label, check_module(m, "hf", target=label, lengths=LENGTHS, seed=seed), name)
+            for label, name, m in (("Hugging Face GPT-2, 2 layers (learned positions)", "the Hugging Face GPT-2", gpt2),
+                                   ("Hugging Face Llama, 2 layers (rotary, grouped keys)", "the Hugging Face Llama",
+                                    llama))]
 
 
 def _cell(report: CheckReport, check: str, dtype: str) -> str:
@@ -147,22 +162,91 @@ def check_table(rows: list[Checked]) -> Markdown:
 
 
 def check_facts(rows: list[Checked]) -> dict[str, Any]:
-    """The table, how many modules leak, and the threshold and lengths the checks used."""
-    by_label = {r.label: r.report for r in rows}
-    leaking = [r.label for r in rows if not r.report.passed]
+    """The table, which modules leak and by what law (:func:`check_sentence`), and the threshold and lengths the
+    checks used."""
     first = rows[0].report.results
     f64 = next(r for r in first if r.dtype == "float64")
     f32 = next(r for r in first if r.dtype == "float32")
-    peer = by_label.get("FLASH-pytorch GAU (causal)")
     return {
         "check_table": check_table(rows),
-        "check_leaking": f"{len(leaking)} of the {len(rows)} modules",
+        "check_verdicts": Markdown(math_markdown(check_sentence(rows))),
         "check_thresholds": f"{f64.threshold:.1e} in float64 and {f32.threshold:.1e} in float32",
         "check_lengths": f"a prefix of {LENGTHS[0]} tokens extended to {', '.join(map(str, LENGTHS[1:]))}",
-        "check_peer_law": (peer.laws[0].law or "none of the known laws").replace("^2", "²")
-        if peer is not None and peer.laws
-        else "not checked (FLASH-pytorch is not installed)",
     }
+
+
+NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                "twelve")
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
+
+
+def number_words(k: int) -> str:
+    """A count in words up to twelve, in digits above: 'four', '13'."""
+    return NUMBER_WORDS[k] if 0 <= k < len(NUMBER_WORDS) else str(k)
+
+
+def law_text(law: str | None) -> str:
+    """A length law as :func:`analysis.models.check.fit_length_law` names it, in words with its maths between $ signs:
+    '1/n (the total length)' gives '$1/n$'; a length padded to a multiple of c says so; None: 'no known law'."""
+    if law is None:
+        return "no known law"
+    head, _, detail = law.partition(" (")
+    if head.startswith("a log n"):
+        return "a $\\log n$ factor"
+    if "n_pad" not in head:
+        return f"${head}$"
+    multiple = re.search(r"multiple of (\d+)", detail)
+    padded = f" padded to a multiple of {multiple.group(1)}" if multiple else " padded"
+    pad = "n_{\\mathrm{pad}}"
+    return f"${head.replace('n_pad', pad)}$, with ${pad}$ the length{padded}"
+
+
+def _leak(row: Checked) -> tuple[tuple[str, ...], str]:
+    """The checks a leaking module fails, in the report's order, and how it leaks: ' as <law>', or ' in the <check>
+    check as <law>' for each check where the checks' laws differ; and ' from its <k>th chunk on' or ' from position
+    t on' where the first failing position is not the first."""
+    rep = row.report
+    failing = [r for r in rep.results if not r.passed]
+    checks = tuple(dict.fromkeys(r.check for r in failing))
+    laws = {w.check: law_text(w.law) for w in rep.laws}
+    named = [c for c in checks if c in laws]
+    if len({laws[c] for c in named}) == 1:
+        how = f" as {laws[named[0]]}"
+    else:
+        how = (" " + and_list([f"in the {c} check as {laws[c]}" for c in named])) if named else ""
+    # where each check first fails: its first failing run, the one its law was fitted on
+    first = min(next(r for r in failing if r.check == c).first_position or 0 for c in checks)
+    if first == 0:
+        return checks, how
+    if row.chunk and first % row.chunk == 0 and first // row.chunk < len(ORDINALS):
+        return checks, f"{how} from its {ORDINALS[first // row.chunk]} chunk on"
+    return checks, f"{how} from position {first} on"
+
+
+def check_sentence(rows: Sequence[Checked]) -> str:
+    """How many of the checked modules leak, and per group of modules failing the same checks, which leak, by the law
+    each check fitted and from where: 'Four of the 13 modules leak, and the other nine pass. In the causal check, the
+    printed $1/(ns)$ leaks as $1/n$, ...' (maths between $ signs)."""
+    leaking = [row for row in rows if not row.report.passed]
+    total, k = len(rows), len(leaking)
+    every = "The module" if total == 1 else "Both modules" if total == 2 else f"All {number_words(total)} modules"
+    if k == 0:
+        return f"{every} {'pass' if total > 1 else 'passes'} every check."
+    head = (f"{every} {'leak' if total > 1 else 'leaks'}." if k == total else
+            f"{number_words(k).capitalize()} of the {number_words(total)} modules {'leaks' if k == 1 else 'leak'}, "
+            f"and the other {number_words(total - k)} {'passes' if total - k == 1 else 'pass'}.")
+    groups: dict[tuple[str, ...], list[tuple[str, str]]] = {}
+    for row in leaking:
+        checks, how = _leak(row)
+        groups.setdefault(checks, []).append((row.name, how))
+    out = [head]
+    for checks, items in groups.items():
+        where = (f"In the {checks[0]} check" if len(checks) == 1 else
+                 f"In both the {checks[0]} and the {checks[1]} check" if len(checks) == 2 else
+                 f"In each of the {and_list(list(checks))} checks")
+        parts = [f"{items[0][0]} leaks{items[0][1]}"] + [f"{name}{how or ' leaks'}" for name, how in items[1:]]
+        out.append(f"{where}, {and_list(parts)}.")
+    return " ".join(out)
 
 
 def unit_gate_is_attention(seed: int = 0, n: int = 24) -> float:
@@ -235,10 +319,23 @@ def peer_deviations(seed: int = 0) -> dict[str, float]:
     return out
 
 
+UNIT_GATE_TOLERANCE = 1e3 * EPS64  # 1000 float64 ulps, the tolerance of the identity claims of flash-counts
+
+
+def unit_gate_sentence(gap: float) -> str:
+    """Whether GAU with its gate forced to U = 1 is single-head attention to rounding, by the relative gap
+    :func:`unit_gate_is_attention` measures against :data:`UNIT_GATE_TOLERANCE` (maths between $ signs)."""
+    head = "With the gate forced to $U = 1$ and softmax scores, the layer"
+    if gap <= UNIT_GATE_TOLERANCE:
+        return f"{head} is single-head attention to rounding, with a relative gap of {gap:.1e} in float64."
+    return (f"{head} is not single-head attention: their relative gap of {gap:.1e} in float64 exceeds the "
+            f"{UNIT_GATE_TOLERANCE:.1e} of rounding.")
+
+
 def peer_facts(deviations: dict[str, float], unit_gate_gap: float) -> dict[str, Any]:
     """The chapter's list of FLASH-pytorch's departures (:func:`peer_deviations`), each with its computed number, and
-    the U = 1 check (:func:`unit_gate_is_attention`)."""
-    facts: dict[str, Any] = {"unit_gate_gap": f"{unit_gate_gap:.1e}"}
+    the U = 1 check (:func:`unit_gate_is_attention`, :func:`unit_gate_sentence`)."""
+    facts: dict[str, Any] = {"unit_gate": Markdown(math_markdown(unit_gate_sentence(unit_gate_gap)))}
     if not deviations:
         facts["peer_list"] = Markdown("FLASH-pytorch is not installed: its departures were not computed here.")
         return facts
@@ -285,3 +382,19 @@ def leak_sentence(claims: Mapping[str, Any]) -> str:
     of the ``leak-*`` claims among ``claims`` (key: claim)."""
     named = [(name, phrase(claims[f"leak-{v}"])) for v, name in LEAK_NAMES.items() if f"leak-{v}" in claims]
     return verdict_sentence("appending tokens leaves a prefix's outputs unchanged", named)
+
+
+def peer_leak_sentence(claim: Any, leak: Mapping[str, Any]) -> str:
+    """How well the share D read off the shortest extension predicts FLASH-pytorch's causal GAU leak at the longest,
+    and the verdict of that corrected prediction, from the ``leak-peer-gau`` claim (None where the run has none) and
+    the run's ``leak`` data (maths between $ signs)."""
+    changes = leak["relative_change"].get("peer-gau")
+    share = None if changes is None else leak_share(changes, leak["lengths"], leak["prefix"], 2)
+    if claim is None or claim.corrected is None or share is None:
+        return "The run records no leak of FLASH-pytorch's GAU, so no $D$ is read off it."
+    d, n0 = share
+    gap = abs(claim.measured - claim.corrected) / abs(claim.measured)
+    how = "exactly" if gap == 0 else f"to a relative {gap:.1e}"
+    return (f"Without the residual connection, $D = {d:.4g}$ read off the extension to $n = {n0}$ predicts the change "
+            f"at $n = {max(leak['lengths'])}$ {how}. The corrected prediction of the claim on the peer's causal leak "
+            f"{verdict_phrase(str(claim.corrected_verdict))}.")

@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 from analysis.studies.flash.experiments import flash_bench as fb
 from analysis.studies.flash.experiments.flash_bench import IMPLEMENTATIONS, LABELS, LAYERS, PEER_PREFIX
 from analysis.studies.flash.experiments.flash_counts import OURS, shown
+from analysis.studies.flash.memory import lean_batch_sentence
 from analysis.studies.plotting import STYLE, log_ticks, readable
 from analysis.theory import flash_counts as fc
 
@@ -136,15 +137,11 @@ def prose(data: dict[str, Any]) -> dict[str, str]:
            "memory_length": str(s["memory_length"]), "query_block": str(data.get("query_block", ""))}
     saved = s["saved_bytes_per_sequence_at"]
     out["saved_mib"] = "; ".join(f"{LABELS[name]} {v / 2**20:.1f} MiB" for name, v in saved.items() if v is not None)
-    batch, unfused = s["batch_ratio_vs_transformer"], s["batch_ratio_vs_unfused_transformer"]
-    quads = ("flash-quad", "flash-quad-lean")
-    out["batch_ratio"] = (f"{batch[quads[0]]:.2f}x the Transformer++'s batch for the dense FLASH-Quad and "
-                          f"{batch[quads[1]]:.2f}x for the lean one" if set(quads) <= set(batch) else "not measured")
+    batch, unfused, lean = s["batch_ratio_vs_transformer"], s["batch_ratio_vs_unfused_transformer"], "flash-quad-lean"
     out["unfused_mib"] = (f"{s['unfused_transformer_saved_bytes_per_sequence'] / 2**20:.1f} MiB"
                           if s["unfused_transformer_saved_bytes_per_sequence"] else "not measured")
-    out["batch_ratio_unfused"] = (f"{unfused[quads[0]]:.2f}x its batch for the dense FLASH-Quad and "
-                                  f"{unfused[quads[1]]:.2f}x for the lean one"
-                                  if set(quads) <= set(unfused) else "not measured")
+    out["batch_lean"] = (lean_batch_sentence(batch[lean], unfused[lean], "In the benchmark")
+                         if lean in batch and lean in unfused else "The lean FLASH-Quad's batch was not measured.")
     targets = []
     for claim in fb.claims(data, "chapter"):
         if claim.key.startswith("lean-gau-over-peer"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from analysis.core.mathtext import math_markdown
 from analysis.studies.display import Markdown
 from analysis.studies.flash.checks import phrase, verdict_sentence
 from analysis.studies.text import and_list
@@ -30,8 +31,9 @@ def memory_table(data: dict[str, Any]) -> Markdown:
 
 
 def memory_facts(ch: Any) -> dict[str, Any]:
-    """The census's run label and sizes, its table, the two savings (the source's e/(c s) and the measured 1/c), and the
-    verdicts on the saved sizes (:func:`sizes_sentence`) and on the batch (:func:`batch_verdicts`)."""
+    """The census's run label and sizes, its table, the two savings (the source's e/(c s) and the measured 1/c), the
+    verdicts on the saved sizes (:func:`sizes_sentence`) and on the batch (:func:`batch_verdicts`), and the batch census
+    at the source's size beyond those verdicts (:func:`batch_sentence`)."""
     run = ch.best("flash-memory")
     d = run.data
     z = d["sizes"]
@@ -44,28 +46,34 @@ def memory_facts(ch: Any) -> dict[str, Any]:
         "memory_saving_source": f"e/(c s) = {z['e'] / (c * z['s']):.3g} at c = {c}",
         "memory_saving_measured": f"{measured:.3g} = 1/{round(1 / measured)}",
         "memory_e_over_s": f"{z['e'] / z['s']:.0f}",
-        "memory_batch_base": batch_sentence(d),
+        "memory_batch_base": Markdown(math_markdown(batch_sentence(d))),
         "memory_verdicts": Markdown(sizes_sentence({c.key: c for c in ch.claims_of("flash-memory")}, list(d["flash"]))),
         "batch_verdicts": Markdown(batch_verdicts({c.key: c for name in ("flash-bench", "flash-memory")
                                                    for c in ch.claims_of(name)})),
     }
 
 
+def lean_batch_sentence(fused: float, unfused: float, where: str) -> str:
+    """'<where>, the lean FLASH-Quad fits <fused>x the batch of the fused Transformer++ and <unfused>x that of the one
+    with its attention written out.': its batch ratios to the two Transformers in one activation budget."""
+    return (f"{where}, the lean FLASH-Quad fits {fused:.2f}x the batch of the fused Transformer++ and {unfused:.2f}x "
+            f"that of the one with its attention written out.")
+
+
 def batch_sentence(data: dict[str, Any]) -> str:
-    """The batch census at the census's sizes, in words: the MiB a sequence of its own saves in two GAU layers and in
-    one Transformer++ layer (fused, and with its attention written out), and the batch ratios they give."""
+    """The batch census at the source's own size, in words, what the batch verdicts (:func:`batch_verdicts`) do not
+    state: the MiB a sequence of its own saves in two GAU layers, dense and lean, and in one Transformer++ layer, fused
+    and with its attention written out, and the lean layers' batch ratios (maths between $ signs)."""
     if "batch" not in data:
         return "This record predates the batch census at base size (data version 2)."
     z, b = data["sizes"], data["batch"]
     mib = {k: v / 2**20 for k, v in b.items()}
-    quad, lean = b["flash-quad"], b["flash-quad-lean"]
-    fused, unfused = b["transformer"], b["transformer-unfused"]
-    return (f"At the source's own size (d = {z['d']}, n = {b['n']:.0f}, float32 on the CPU), a sequence of its own "
-            f"saves {mib['flash-quad']:.1f} MiB in two GAU layers. One Transformer++ layer saves "
-            f"{mib['transformer']:.1f} MiB with fused attention and {mib['transformer-unfused']:.1f} MiB with its "
-            f"attention written out. So FLASH-Quad fits {unfused / quad:.2f}x the batch of a Transformer that stores "
-            f"its softmax, as the source's did, and {fused / quad:.2f}x that of the fused one. The lean GAU fits "
-            f"{unfused / lean:.2f}x and {fused / lean:.2f}x.")
+    lean = b["flash-quad-lean"]
+    return (f"At the source's own size, $d = {z['d']}$ and $n = {b['n']:.0f}$ in float32 on the CPU, a sequence of its "
+            f"own saves {mib['flash-quad']:.1f} MiB in two GAU layers and {mib['flash-quad-lean']:.1f} MiB in two lean "
+            f"ones. One Transformer++ layer saves {mib['transformer']:.1f} MiB with fused attention and "
+            f"{mib['transformer-unfused']:.1f} MiB with its attention written out. "
+            + lean_batch_sentence(b["transformer"] / lean, b["transformer-unfused"] / lean, "There"))
 
 
 def sizes_sentence(claims: Mapping[str, Any], chunks: list[str]) -> str:
