@@ -18,13 +18,13 @@ def test_the_kernels_gpu_record_is_shown_beside_a_current_cpu_record_and_only_th
     assert cpu is not None and gpu is not None
     live = RunSet("this build", cpu.data, "p", "smoke")
     current_cpu = RunSet(cpu.label, cpu.data, cpu.provenance, "cpu", recorded=True)
-    stale_gpu = RunSet(gpu.label, gpu.data, gpu.provenance, "gpu", recorded=True, stale=("its code has changed",))
+    stale_gpu = RunSet(gpu.label, gpu.data, gpu.provenance, "gpu", recorded=True, stale=("the experiment's code has changed since",))
     ch = Chapter("flash", "t", "smoke", RenderedClaims("flash", "t"))
     ch.runs = {"gau-kernel": [live, current_cpu, stale_gpu]}
     text = gpu_section(ch).data
     assert ch.best("gau-kernel") is current_cpu
     assert text.startswith("**Measured on the GPU.** The gpu record (gau-kernel at gpu scale, measured on ")
-    assert "stale: its code has changed" in text
+    assert "It is stale: it was made by older code." in text
     assert "| float16 |" in text and "| bfloat16 |" in text  # its own exactness table
     from analysis.studies.flash.experiments import gau_kernel as gk
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from analysis.compute.steptimes import efficiency_table
 from analysis.core.verify import verdict_phrase
+from analysis.studies.chapter import stale_words
 from analysis.studies.display import Markdown
 from analysis.studies.flash.experiments import gau_kernel as gk
 from analysis.studies.flash.targets import efficiency_targets
@@ -46,11 +47,11 @@ def gpu_section(ch: Any) -> Markdown:
     gpu = next((r for r in ch.runs["gau-kernel"] if r.scale == "gpu" and r.recorded), None)
     if gpu is None or gpu is best:
         return Markdown("")
-    stale = f", stale: {'; '.join(gpu.stale)}" if gpu.stale else ""
+    stale = f" It is stale: it was made {stale_words(gpu.stale)}." if gpu.stale else ""
     return Markdown("\n\n".join([
-        f"**Measured on the GPU.** The gpu record ({gpu.provenance.removeprefix('recorded: ')}{stale}) ran the "
-        "same exactness checks with the kernel compiled on the GPU, where bfloat16 and float16 tiles are multiplied "
-        "by the tensor cores, and timed the layers:",
+        f"**Measured on the GPU.** The gpu record ({gpu.provenance.removeprefix('recorded: ')}) ran the same "
+        "exactness checks with the kernel compiled on the GPU, where bfloat16 and float16 tiles are multiplied by "
+        f"the tensor cores, and timed the layers.{stale}",
         error_table(gpu.data).data,
         timing_table(gpu.data).data,
     ]))
