@@ -74,15 +74,16 @@ def test_tied_scales_follow_the_derivation_and_fail_a_wrong_matrix():
     assert {c.key: c.verdict for c in bad}["tie-sqrt-d"] == "fails"
 
 
-def test_tied_table_fits_the_text_column():
+def test_tied_table_is_a_markdown_table_with_typeset_headers():
+    from analysis.core.mathtext import ascii_math
     from analysis.studies.attention_basics import tied_facts
-    from analysis.studies.text import COLUMN_CHARS
 
     cfg = nc.Config(d=8, heads=2, tgt_len=3, src_len=4, norm_rows=2, vocab=64, widths=(64, 1024), hidden=4)
     scales = nc.tied_scales(cfg, torch.Generator().manual_seed(0))
     facts = tied_facts({"parameters": nc.tied_parameters(64, 1024), "vocab": 64, "d": 1024, "scales": scales})
-    lines = facts["tie_table"].data.splitlines()[1:-1]
-    assert len(lines) == 3 and max(map(len, lines)) <= COLUMN_CHARS
+    lines = facts["tie_table"].data.splitlines()
+    assert len(lines) == 4 and all(line.startswith("| ") and line.endswith(" |") for line in lines)
+    assert ascii_math(lines[0]) == [] and "$\\sqrt{d}$" in lines[0]  # headers typeset, no 'sqrt(d)' or 'w/o'
     assert facts["tie_saved"] == "65,536" and facts["tie_pe"] == "0.500"
     assert float(facts["tie_fall"]) == pytest.approx(16 * scales[0]["token_ms"] / scales[1]["token_ms"], rel=1e-2)
 

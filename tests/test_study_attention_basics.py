@@ -123,4 +123,52 @@ def test_the_mask_paths_clause_follows_what_torch_did_with_minus_1e9():
     assert st.mask_paths_clause(rows["float16"]) == (
         "`masked_fill` refuses −1e9 and an additive mask turns it into −∞")
     assert st.mask_paths_clause(rows["float32"]) == (
-        "`masked_fill` accepts −1e9 and an additive mask turns it into -1e+09")
+        "`masked_fill` accepts −1e9 and an additive mask turns it into −10⁹")
+
+
+def test_the_mha_sentence_says_one_shared_count_or_where_they_differ():
+    def row(h, torch_n, ours):
+        return {"heads": h, "torch": torch_n, "ours": ours, "formula": 4 * 512**2 + 4 * 512}
+
+    n = 4 * 512**2 + 4 * 512
+    same = [row(1, n, n), row(8, n, n)]
+    assert st.mha_sentence(same) == ("`torch.nn.MultiheadAttention` and the book's attention both count 1,050,624 "
+                                     "parameters at $d = 512$ for $h = 1, 8$")
+    ours_off = [row(1, n, n), row(8, n, n + 8)]
+    assert st.mha_sentence(ours_off) == ("`torch.nn.MultiheadAttention` counts 1,050,624 parameters at $d = 512$ for "
+                                         "$h = 1, 8$, the book's attention 1,050,624 and 1,050,632")
+    torch_off = [row(1, n, n), row(8, n + 8, n)]
+    assert st.mha_sentence(torch_off) == ("`torch.nn.MultiheadAttention` counts from 1,050,624 to 1,050,632 "
+                                          "parameters at $d = 512$ for $h = 1, 8$")
+
+
+def test_verdicts_by_says_each_verdict_once():
+    assert st.verdicts_by([("float32", "holds"), ("bfloat16", "holds")]) == "holds in float32 and bfloat16"
+    assert st.verdicts_by([("float32", "holds"), ("bfloat16", "fails")]) == "holds in float32 and fails in bfloat16"
+    assert st.verdicts_by([("a", "is inconclusive")], "for") == "is inconclusive for a"
+
+
+def test_power_text_writes_a_true_minus_and_powers_of_ten():
+    assert st.power_text(-998244352.0) == "−9.982 × 10⁸"
+    assert st.power_text(-1e9) == "−10⁹" and st.power_text(1e-6) == "10⁻⁶"
+    assert st.power_text(float("-inf")) == "−∞" and st.power_text(float("inf")) == "∞"
+    assert st.power_text(-0.5) == "−0.5" and st.power_text(0.0) == "0" and st.power_text(2.5e-5) == "2.5 × 10⁻⁵"
+
+
+def test_the_cross_rows_sentence_names_whose_length_the_output_has():
+    tail = "so the claim that the queries come from the encoder fails."
+    assert st.cross_rows_sentence(5, 5, 11, "fails") == (
+        f"Its output has 5 rows, the decoder's length, not the encoder's 11, {tail}")
+    assert st.cross_rows_sentence(11, 5, 11, "holds") == (
+        "Its output has 11 rows, the encoder's length, not the decoder's 5, so the claim that the queries come from "
+        "the encoder holds.")
+    assert st.cross_rows_sentence(5, 5, 5, "is inconclusive") == (
+        "Its output has 5 rows, with 5 in the decoder and 5 in the encoder, so the claim that the queries come from "
+        "the encoder is inconclusive.")
+
+
+def test_the_rmsnorm_sentence_follows_the_installed_torch():
+    assert st.rmsnorm_presence(True, "2.13.0", "fails") == (
+        "The claim fails for torch 2.13.0, which has `torch.nn.RMSNorm`; torch 2.4 added it in July 2024.")
+    assert st.rmsnorm_presence(False, "2.3.1", "holds") == (
+        "The claim holds for torch 2.3.1, which has no `torch.nn.RMSNorm`; torch 2.4 added it in July 2024.")

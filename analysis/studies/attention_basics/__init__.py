@@ -13,16 +13,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from analysis.core.mathtext import math_markdown
 from analysis.core.stats import CONFIDENCE, t_quantile
 from analysis.core.verify import verdict_phrase
 from analysis.studies.attention_basics.experiments import attention_basics as ab
 from analysis.studies.attention_basics.figures import head_symmetry, positions_figure, qk_saturation
 from analysis.studies.display import Markdown
-from analysis.studies.text import text_block
+from analysis.studies.text import and_list, by_verdict
 from analysis.theory import transformer_basics as tb
 
 if TYPE_CHECKING:
     from analysis.studies.chapter import Chapter
+
+SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 TITLE = "Scaled dot-product attention, heads and positions"
 EXPERIMENTS = ("attention-basics", "notes-checks")
@@ -50,6 +53,58 @@ def ratio_with_se(row: Mapping[str, Any]) -> str:
 def heads_text(counts: Sequence[Mapping[str, Any]]) -> str:
     """The head counts whose parameters were counted, '1, 2, 4'."""
     return ", ".join(str(r["heads"]) for r in counts)
+
+
+def mha_sentence(counts: Sequence[Mapping[str, Any]]) -> str:
+    """What torch's and the book's multi-head attention count over the head counts (rows of ``mha_counts``), as a
+    clause: one shared count, one count each, or torch's range over h."""
+    width = (math.isqrt(counts[0]["formula"] + 1) - 1) // 2  # 4d^2 + 4d + 1 = (2d + 1)^2
+    where = f"at $d = {width}$ for $h = {heads_text(counts)}$"
+    torch_counts = {r["torch"] for r in counts}
+    ours = {r["ours"] for r in counts}
+    if len(torch_counts) > 1:
+        return (f"`torch.nn.MultiheadAttention` counts from {min(torch_counts):,} to {max(torch_counts):,} "
+                f"parameters {where}")
+    if ours == torch_counts:
+        return f"`torch.nn.MultiheadAttention` and the book's attention both count {counts[0]['torch']:,} parameters {where}"
+    return (f"`torch.nn.MultiheadAttention` counts {counts[0]['torch']:,} parameters {where}, the book's attention "
+            + and_list([f"{n:,}" for n in sorted(ours)]))
+
+
+def verdicts_by(named: Sequence[tuple[str, str]], preposition: str = "in") -> str:
+    """Verdict phrases of named cases, each phrase said once: 'holds in float32 and bfloat16', 'holds in float32
+    and fails in bfloat16'."""
+    return and_list([f"{phrase} {preposition} {and_list(names)}" for phrase, names in by_verdict(named)])
+
+
+def power_text(x: float, digits: int = 4) -> str:
+    """A number as the prose writes it, with a true minus: '−9.982 × 10⁸', '−∞', plain between 0.001 and 10^4."""
+    if math.isinf(x):
+        return "−∞" if x < 0 else "∞"
+    if x == 0 or 1e-3 <= abs(x) < 1e4:
+        return f"{x:.{digits}g}".replace("-", "−")
+    mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
+    power = f"10{str(int(exponent)).translate(SUPERSCRIPT)}"
+    lead = f"{float(mantissa):.{digits}g}".replace("-", "−")
+    return power if lead == "1" else ("−" + power if lead == "−1" else f"{lead} × {power}")
+
+
+def cross_rows_sentence(out_len: int, tgt_len: int, src_len: int, verdict: str) -> str:
+    """Whose length the cross-attention's output has, and the verdict of the notes' 'queries from the encoder'."""
+    if out_len == tgt_len != src_len:
+        rows = f"Its output has {out_len} rows, the decoder's length, not the encoder's {src_len}"
+    elif out_len == src_len != tgt_len:
+        rows = f"Its output has {out_len} rows, the encoder's length, not the decoder's {tgt_len}"
+    else:
+        rows = f"Its output has {out_len} rows, with {tgt_len} in the decoder and {src_len} in the encoder"
+    return f"{rows}, so the claim that the queries come from the encoder {verdict}."
+
+
+def rmsnorm_presence(has: bool, version: str, verdict: str) -> str:
+    """The verdict of the notes' 'no official RMSNorm', with whether the installed torch has ``torch.nn.RMSNorm``."""
+    found = "has" if has else "has no"
+    return (f"The claim {verdict} for torch {version}, which {found} `torch.nn.RMSNorm`; torch 2.4 added it in "
+            f"July 2024.")
 
 
 def growth(spread: Sequence[float]) -> float:
@@ -98,9 +153,7 @@ def mask_paths_clause(m: dict[str, Any]) -> str:
     """What the two ways of applying −1e9 do in one dtype (a row of ``masked_rows``): whether ``masked_fill``
     accepts the value, and what an additive mask stores for it."""
     fill = "refuses" if m["masked_fill_error"] else "accepts"
-    stored = float(m["stored"])
-    value = "−∞" if stored == -math.inf else f"{stored:.4g}"
-    return f"`masked_fill` {fill} −1e9 and an additive mask turns it into {value}"
+    return f"`masked_fill` {fill} −1e9 and an additive mask turns it into {power_text(float(m['stored']))}"
 
 
 def notes_facts(ch: Chapter) -> dict[str, Any]:
@@ -110,35 +163,39 @@ def notes_facts(ch: Chapter) -> dict[str, Any]:
     d = best.data
     cross, mask, rms = d["cross"], d["masking"], d["rmsnorm"]
     half = mask["float16"]
+
+    def said(key: str) -> str:
+        return verdict_phrase(ch.claim("notes-checks", key).verdict_text())
+
     return {
         "nc_label": best.label,
         "cross_from": encoder_inputs(cross["from_encoder"]),
-        "cross_rows": f"{cross['out_len']}",
-        "cross_tgt": f"{cross['tgt_len']}",
-        "cross_src": f"{cross['src_len']}",
+        "cross_rows": Markdown(cross_rows_sentence(cross["out_len"], cross["tgt_len"], cross["src_len"],
+                                                   said("cross-q-from-encoder"))),
         "mask_fp16_error": half["masked_fill_error"] or "no error",
         "mask_fp16_paths": Markdown(mask_paths_clause(half)),
         "mask_fp16_nan": f"{half['nan_weights']} of {half['weights']}",
-        "mask_bf16_stored": f"{float(mask['bfloat16']['stored']):.4g}",
+        "mask_bf16_stored": power_text(float(mask["bfloat16"]["stored"])),
         "mask_fp16_max": f"{float(half['finite_max']):,.0f}",
-        "rms_torch": rms["torch"],
+        "mask_finite_verdicts": verdicts_by([(name, said(f"mask-1e9-{name}")) for name in ("float32", "bfloat16")]),
+        "rms_presence": Markdown(rmsnorm_presence(bool(rms["has_rmsnorm"]), rms["torch"], said("no-torch-rmsnorm"))),
         "rms_gap": f"{float(rms['relative_gap']):.1e}",
         **tied_facts(d["tied"]),
-        **{f"{key.replace('-', '_')}_verdict": verdict_phrase(ch.claim("notes-checks", key).verdict_text())
-           for key in ("mask-1e9-float32", "mask-1e9-bfloat16", "mask-1e9-float16", "mask-finfo-min", "tie-sqrt-d")},
+        **{f"{key.replace('-', '_')}_verdict": said(key)
+           for key in ("mask-1e9-float16", "mask-finfo-min", "tie-sqrt-d", "tie-logit-scale")},
     }
 
 
 def tied_table(scales: list[dict[str, Any]]) -> Markdown:
     """Per width d: the token embeddings' mean square times sqrt(d) (± SE), its ratio to the positions' mean square
     with and without the factor, and the logits' mean square (± SE)."""
-    head = ["d", "tokens x sqrt(d)", "ratio", "ratio w/o", "logits"]
+    head = ["$d$", "tokens' mean square $\\times\\sqrt{d}$", "tokens over positions",
+            "the same without $\\sqrt{d}$", "logits' mean square"]
     rows = [[f"{w['d']:,}", f"{w['token_ms']:.4f} ± {w['token_ms_se']:.4f}", f"{w['token_ms'] / w['pe_ms']:.3f}",
-             f"{w['token_ms'] / w['d'] / w['pe_ms']:.1e}", f"{w['logit_ms']:.4f} ± {w['logit_ms_se']:.4f}"]
+             f"{w['token_ms'] / w['d'] / w['pe_ms']:.2g}", f"{w['logit_ms']:.4f} ± {w['logit_ms_se']:.4f}"]
             for w in scales]
-    widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
-    fmt = lambda r: "  ".join(c.rjust(wd) for c, wd in zip(r, widths))
-    return Markdown(text_block([fmt(head)] + [fmt(r) for r in rows]))
+    lines = ["| " + " | ".join(r) + " |" for r in [head, ["---:"] * len(head), *rows]]
+    return Markdown("\n".join(lines))
 
 
 def tied_facts(tied: dict[str, Any]) -> dict[str, Any]:
@@ -191,8 +248,8 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "sat_lo_d": f"{lo['d']}",
         "autograd_gap": f"{d['autograd_jacobian_gap']:.1e}",
         # heads: parameter count, W^V W^O merge, symmetry under training
-        "mha_count": f"{d['mha'][0]['torch']:,}",
-        "mha_heads": heads_text(d["mha"]),
+        "mha_counts": Markdown(math_markdown(mha_sentence(d["mha"]))),
+        "mha_verdict": verdict_phrase(ch.claim("attention-basics", "mha-params").verdict_text()),
         "wo_gap": f"{d['merged_wo_gap']:.1e}",
         "sym_steps": f"{runs['identical']['steps'][-1]}",
         "sym_same": spread_text(runs["identical"]["spread"][-1]),
@@ -208,6 +265,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         # positions: M_k, the dot product, projected scores, RoPE, permutations
         "pe_err64": f"{max(pos['m_err64']):.1e}",
         "pe_err32": f"{max(pos['m_err32']):.1e}",
+        "pe_own32": f"{max(pos['pe32_err_by_pos']):.1e}",
         "pe_P": f"{pos['positions']:,}",
         "pe_dot_err": f"{pos['dot_pred_err']:.1e}",
         "pe_mirror": f"{pos['dot_mirror_err']:.1e}" if pos["dot_mirror_err"] else "exactly 0",
