@@ -51,12 +51,6 @@ def test_grouping_identity_lines_need_both_differences_zero():
         st.grouping_identity_lines({"difference": zero, "entropy_deficit_minus_kl": sp.log(2)})
 
 
-def test_direct_lines_state_the_bound_ratio_and_the_ulps():
-    lines = st.direct_lines({"direct_over_bound": 0.2149, "direct_max_ulps": 3.51e9, "closed_max_ulps": 0.5794})
-    assert lines == [("closed form vs direct sum: at most 0.21 x the rounding bound (direct sum alone: up to 3.5e+09 "
-                      "ulps from the reference)"), "closed form vs 50-digit reference: at most 0.58 ulps"]
-
-
 def test_monotone_lines_keep_the_keys_as_the_record_holds_them():
     mono = {"1000": {"increases_on_notes_range": 0, "increases_on_full_range": 7}}
     peaks = {"1000": {"grid_max_minus_peak": -1.1e-13}}
@@ -65,7 +59,22 @@ def test_monotone_lines_keep_the_keys_as_the_record_holds_them():
     assert all(len(line) <= 74 for line in lines)  # fits the column
     live = st.monotone_lines({10: {"increases_on_notes_range": 2, "increases_on_full_range": 3}},
                              {10: {"grid_max_minus_peak": 0.0}})
-    assert live[2] == f"{'10':>8s}  {2:>16d}  {3:>12d}  {'0.0e+00':>21s}"
+    assert live[2] == f"{'10':>8s}  {2:>16d}  {3:>12d}  {'0':>21s}"
+
+
+def test_grid_gap_prints_an_exact_hit_of_the_peak_as_zero():
+    assert st.grid_gap(0.0) == "0"
+    assert st.grid_gap(-1.1e-13) == "-1.1e-13"
+    assert st.grid_gap(2.5e-3) == "2.5e-03"
+
+
+def test_monotone_text_says_never_only_when_no_step_increases():
+    none = {"1000": {"increases_on_notes_range": 0}, "10000": {"increases_on_notes_range": 0}}
+    assert st.monotone_text(none).startswith("In the notes' range it never increases, for any of the 2 values of ")
+    some = {"1000": {"increases_on_notes_range": 2}, "10000": {"increases_on_notes_range": 3}}
+    text = st.monotone_text(some)
+    assert text.startswith("In the notes' range it increases at 5 steps, summed over the 2 values of ")
+    assert "$" not in text and "math" in text  # K typeset for Markdown without maths
 
 
 def test_increases_are_summed_over_the_classes():
@@ -83,6 +92,29 @@ def test_closest_gap_is_the_smallest_over_all_cells():
         st.closest_gap([])
 
 
+def test_sampled_text_says_where_the_closest_sample_lies_and_the_verdict():
+    assert st.sampled_text(19_200, 4.27e-8, "holds") == (
+        "Of 19,200 sampled distributions, the one closest to the bound lies 4.27e-08 nats below it: the claim that "
+        "none exceeds the bound holds")
+    assert st.sampled_text(100, -2e-3, "fails") == (
+        "Of 100 sampled distributions, the one farthest over the bound lies 2.00e-03 nats above it: the claim that "
+        "none exceeds the bound fails")
+    assert st.sampled_text(100, 0.0, "inconclusive").endswith(
+        "the one closest to the bound lies on it: the claim that none exceeds the bound is inconclusive")
+
+
+def test_markov_text_gives_the_side_of_the_true_loss_and_the_verdict():
+    assert st.markov_text(0.02703, 0.00171, "holds") == (
+        "On the Markov source the model's validation loss is 0.0270 ± 0.0017 nats above the true model's loss on "
+        "the same tokens: the claim that it stays above holds")
+    assert st.markov_text(-0.01, 0.002, "fails") == (
+        "On the Markov source the model's validation loss is 0.0100 ± 0.0020 nats below the true model's loss on "
+        "the same tokens: the claim that it stays above fails")
+    assert st.markov_text(0.0, 0.002, "inconclusive") == (
+        "On the Markov source the model's validation loss equals the true model's loss on the same tokens: the "
+        "claim that it stays above is inconclusive")
+
+
 def test_provenance_names_the_corpus_on_the_live_run_only():
     sha = "f89ea14e58df0123456789"
     assert st.provenance_notes(["this build", "recorded: cpu"], sha) == [
@@ -92,14 +124,32 @@ def test_provenance_names_the_corpus_on_the_live_run_only():
         st.provenance_notes([], sha)
 
 
-@pytest.mark.parametrize("scales, text", [
-    ([], "none yet; no gpu-scale run has been recorded"),
-    (["cpu"], "cpu scale; no gpu-scale run has been recorded"),
-    (["cpu", "gpu"], "cpu scale, gpu scale"),
-    (["gpu"], "gpu scale"),
+def test_run_words_name_records_and_this_builds_run():
+    assert st.run_words("cpu", True) == "the cpu-scale record"
+    assert st.run_words("gpu", True, True) == "the gpu-scale record (stale)"
+    assert st.run_words("smoke", False) == "this build's smoke-scale run"
+
+
+def test_shown_runs_text_names_every_run_shown():
+    assert st.shown_runs_text([("cpu", True, False)]) == "The token clouds below show the cpu-scale record"
+    assert st.shown_runs_text([("smoke", False, False)]) == "The token clouds below show this build's smoke-scale run"
+    assert st.shown_runs_text([("cpu", True, False), ("gpu", True, True)]) == (
+        "The token clouds below show the cpu-scale record and the gpu-scale record (stale)")
+    with pytest.raises(ValueError):
+        st.shown_runs_text([])
+
+
+@pytest.mark.parametrize("best, scales, text", [
+    (("cpu", True, False), ["cpu"], "These verdicts rest on the cpu-scale record; no gpu-scale run has been recorded"),
+    (("gpu", True, False), ["cpu", "gpu"], "These verdicts rest on the gpu-scale record"),
+    (("gpu", False, False), ["cpu"], "These verdicts rest on this build's gpu-scale run"),
+    (("cpu", True, True), ["cpu"], "These verdicts rest on the cpu-scale record (stale); no gpu-scale run has been "
+                                   "recorded"),
+    (("smoke", False, False), [], "These verdicts rest on this build's smoke-scale run, a model trained for seconds, "
+                                  "so they say little about calibration"),
 ])
-def test_recorded_scales_say_when_no_gpu_run_is_recorded(scales, text):
-    assert st.recorded_scales_text(scales) == text
+def test_calibration_evidence_names_the_best_run_and_a_missing_gpu_run(best, scales, text):
+    assert st.calibration_evidence(*best, scales) == text
 
 
 def test_architectures_put_the_transformer_first():
@@ -125,9 +175,32 @@ def test_calibration_lines_state_the_last_snapshot_and_the_largest_excess_of_any
     # two windows, whose L - H differ by 0.6 nats (SE 0.3), about the recorded mean
     assert st.calibration_lines(arch).split("\n") == [
         ("- Transformer: loss 1.883, entropy 1.813, loss - entropy 0.070 ± 0.300 nats (SE over 2 evaluation "
-         "windows), largest excess over the bound -0.013"),
+         "windows), closest token at any snapshot 0.013 below the bound"),
         ("- GAU: loss 1.725, entropy 1.643, loss - entropy 0.082 ± 0.300 nats (SE over 2 evaluation "
-         "windows), largest excess over the bound -0.0021")]
+         "windows), closest token at any snapshot 0.0021 below the bound")]
+
+
+def test_bound_distance_text_words_the_side_of_the_bound():
+    assert st.bound_distance_text(-0.013) == "closest token at any snapshot 0.013 below the bound"
+    assert st.bound_distance_text(0.5) == "a token 0.5 above the bound"
+    assert st.bound_distance_text(0.0) == "a token on the bound"
+
+
+def test_calibration_key_names_the_claim_of_each_architecture():
+    assert [st.calibration_key(n) for n in ("Transformer", "GAU", "FLASH")] == [
+        "lm-calibration", "lm-calibration-gau", "lm-calibration-flash"]
+
+
+def test_calibration_summary_groups_the_architectures_by_what_their_verdicts_say():
+    same = [("Transformer", "fails", 0.07), ("GAU", "fails", 0.08), ("FLASH", "fails", 0.06)]
+    assert st.calibration_summary(same) == "at this budget the Transformer, GAU and FLASH are all over-confident"
+    mixed = [("Transformer", "holds", 0.001), ("GAU", "fails", -0.08), ("FLASH", "inconclusive", 0.06),
+             ("Other", "holds within 3.7%", 0.0)]
+    assert st.calibration_summary(mixed) == (
+        "at this budget the Transformer and Other are calibrated within the noise; GAU is under-confident; FLASH is "
+        "undecided")
+    assert st.calibration_summary([("Transformer", "fails", 0.07)]) == (
+        "at this budget the Transformer is over-confident")
 
 
 def test_calibration_verdicts_name_each_architecture_in_order():
@@ -248,14 +321,17 @@ def test_lm_bound_text_says_training_pulls_below_only_when_the_median_share_fall
                          "99.8% of the bound, 0.01 nats below it.")
 
 
-def test_trained_bound_text_gives_a_range_only_when_the_architectures_differ():
+def test_trained_bound_text_names_the_models_whose_median_token_moved_off_the_bound():
     def run(fraction, gap):
         return {"snapshots": [{"median_fraction_of_bound": 1.0, "median_gap_to_bound": 0.0},
                               {"median_fraction_of_bound": fraction, "median_gap_to_bound": gap}]}
 
     arch = {"Transformer": run(0.5591, 2.016), "GAU": run(0.5626, 1.894), "FLASH": run(0.5597, 1.973)}
-    assert st.trained_bound_text(arch) == ("In the trained models, the median token's entropy is 56% of the bound at "
-                                           "the last snapshot, 1.89 to 2.02 nats below it")
-    arch["GAU"] = run(0.9, 0.3)
-    assert st.trained_bound_text(arch) == ("In the trained models, the median token's entropy is 56% to 90% of the "
-                                           "bound at the last snapshot, 0.30 to 2.02 nats below it")
+    assert st.trained_bound_text(arch) == (
+        "Training moves the median token of each of the Transformer, GAU and FLASH away from the bound")
+    assert st.trained_bound_text({"GAU": arch["GAU"]}) == "Training moves the median token of GAU away from the bound"
+    arch["GAU"] = run(1.0, 0.0)
+    assert st.trained_bound_text(arch) == (
+        "Training moves the median token away from the bound for the Transformer and FLASH, but not for GAU")
+    assert st.trained_bound_text({"GAU": arch["GAU"]}) == (
+        "Training does not move the median token of GAU away from the bound")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from analysis.core.mathtext import math_markdown
 from analysis.core.stats import CONFIDENCE, Estimate, direction
 from analysis.core.verify import verdict_phrase
 from analysis.studies.display import Markdown
@@ -24,6 +25,7 @@ from analysis.studies.entropy.figures import (
     markov_curve,
 )
 
+from analysis.studies.text import and_list
 from analysis.studies.text import text_block as fenced_text
 from analysis.theory import entropy as ent
 
@@ -69,14 +71,6 @@ def grouping_identity_lines(ident: Mapping[str, Any]) -> list[str]:
                           (ident["difference"], ident["entropy_deficit_minus_kl"]))
 
 
-def direct_lines(direct: Mapping[str, Any]) -> list[str]:
-    """The closed form against the direct sum (in units of the rounding bound eps (4H + 2)) and against the 50-digit
-    reference (in ulps)."""
-    return [(f"closed form vs direct sum: at most {direct['direct_over_bound']:.2f} x the rounding bound "
-             f"(direct sum alone: up to {direct['direct_max_ulps']:.1e} ulps from the reference)"),
-            f"closed form vs 50-digit reference: at most {direct['closed_max_ulps']:.2f} ulps"]
-
-
 def monotone_lines(mono: Mapping[Any, Mapping[str, Any]], peaks: Mapping[Any, Mapping[str, Any]]) -> list[str]:
     """Per K: the increases of H(p, K) on the notes' p range and on [1e-12, 1], and the grid's largest H minus
     H(1/K) = ln K."""
@@ -84,8 +78,13 @@ def monotone_lines(mono: Mapping[Any, Mapping[str, Any]], peaks: Mapping[Any, Ma
     notes_range = "notes' p range"
     sub = f"{'':>8s}  {notes_range:>16s}  {'[1e-12, 1]':>12s}  {'minus H(1/K) = ln K':>21s}"
     return [head, sub] + [f"{int(k):>8,d}  {int(mono[k]['increases_on_notes_range']):>16d}  "
-                          f"{int(mono[k]['increases_on_full_range']):>12d}  {peaks[k]['grid_max_minus_peak']:>21.1e}"
-                          for k in mono]
+                          f"{int(mono[k]['increases_on_full_range']):>12d}  "
+                          f"{grid_gap(peaks[k]['grid_max_minus_peak']):>21s}" for k in mono]
+
+
+def grid_gap(value: float) -> str:
+    """A grid maximum minus the peak for the table: '0' when the grid hits the peak exactly, else '-1.1e-13'."""
+    return "0" if value == 0 else f"{value:.1e}"
 
 
 def increases_on_notes_range(mono: Mapping[Any, Mapping[str, Any]]) -> int:
@@ -93,11 +92,43 @@ def increases_on_notes_range(mono: Mapping[Any, Mapping[str, Any]]) -> int:
     return sum(int(m["increases_on_notes_range"]) for m in mono.values())
 
 
+def monotone_text(mono: Mapping[Any, Mapping[str, Any]]) -> str:
+    """Whether H(p, K) ever increases on the grid of the notes' p range, as Markdown: never for any of their K, or
+    how many steps increase, summed over the K."""
+    increases, count = increases_on_notes_range(mono), len(mono)
+    if increases == 0:
+        return math_markdown(f"In the notes' range it never increases, for any of the {count} values of $K$")
+    return math_markdown(f"In the notes' range it increases at {increases} steps, summed over the {count} values "
+                         "of $K$")
+
+
 def closest_gap(rows: Sequence[Mapping[str, Any]]) -> float:
     """The smallest gap H_max - H of any sampled distribution to the bound (eq-entropy-bound), over all cells."""
     if not rows:
         raise ValueError("no sampled cells")
     return min(float(r["min_gap"]) for r in rows)
+
+
+def sampled_text(count: int, gap: float, verdict: str) -> str:
+    """Where the sampled distribution closest to the bound lies (the smallest gap of :func:`closest_gap`: below,
+    on or above it) and the verdict of the claim that none exceeds the bound."""
+    if gap > 0:
+        where = f"the one closest to the bound lies {gap:.2e} nats below it"
+    elif gap < 0:
+        where = f"the one farthest over the bound lies {-gap:.2e} nats above it"
+    else:
+        where = "the one closest to the bound lies on it"
+    return (f"Of {count:,} sampled distributions, {where}: the claim that none exceeds the bound "
+            f"{verdict_phrase(verdict)}")
+
+
+def markov_text(excess: float, se: float, verdict: str) -> str:
+    """The model's validation loss on the Markov source against the true model's on the same tokens (above, below or
+    equal, ± its SE over tokens), and the verdict of the claim that it stays above."""
+    where = ("equals" if excess == 0 else
+             f"is {plus_minus(abs(excess), se, 4)} nats {'above' if excess > 0 else 'below'}")
+    return (f"On the Markov source the model's validation loss {where} the true model's loss on the same tokens: "
+            f"the claim that it stays above {verdict_phrase(verdict)}")
 
 
 def range_reading(increases: int, subject: str = "their figures") -> str:
@@ -152,15 +183,17 @@ def lm_bound_text(snapshots: Sequence[Mapping[str, Any]], vocab: int) -> str:
 
 
 def trained_bound_text(arch: Mapping[str, Mapping[str, Any]]) -> str:
-    """The median token's share of the bound and gap to it at each architecture's last snapshot, as a range."""
-    late = [run["snapshots"][-1] for run in arch.values()]
-
-    def span(key: str, fmt: str) -> str:
-        lo, hi = (format(f(s[key] for s in late), fmt) for f in (min, max))
-        return lo if lo == hi else f"{lo} to {hi}"
-
-    return (f"In the trained models, the median token's entropy is {span('median_fraction_of_bound', '.0%')} of the "
-            f"bound at the last snapshot, {span('median_gap_to_bound', '.2f')} nats below it")
+    """For which architectures training moved the median token away from the bound: its share of the bound at the
+    last snapshot below that at the first."""
+    moved = [_named(n) for n, run in arch.items()
+             if run["snapshots"][-1]["median_fraction_of_bound"] < run["snapshots"][0]["median_fraction_of_bound"]]
+    kept = [_named(n) for n in arch if _named(n) not in moved]
+    if not kept:
+        whom = f"each of {and_list(moved)}" if len(moved) > 1 else moved[0]
+        return f"Training moves the median token of {whom} away from the bound"
+    if not moved:
+        return f"Training does not move the median token of {and_list(kept)} away from the bound"
+    return f"Training moves the median token away from the bound for {and_list(moved)}, but not for {and_list(kept)}"
 
 
 def provenance_notes(notes: Sequence[str], corpus_sha256: str) -> list[str]:
@@ -170,11 +203,27 @@ def provenance_notes(notes: Sequence[str], corpus_sha256: str) -> list[str]:
     return [f"{notes[0]}, corpus sha256 {corpus_sha256[:12]}", *notes[1:]]
 
 
-def recorded_scales_text(scales: Sequence[str]) -> str:
-    """The scales recorded ('cpu scale, gpu scale'; 'none yet'), and that no gpu-scale run is among them when none
-    is."""
-    return ((", ".join(f"{s} scale" for s in scales) or "none yet")
-            + ("" if "gpu" in scales else "; no gpu-scale run has been recorded"))
+def run_words(scale: str, recorded: bool, stale: bool = False) -> str:
+    """'the cpu-scale record', 'the gpu-scale record (stale)', "this build's smoke-scale run"."""
+    return (f"the {scale}-scale record" + (" (stale)" if stale else "") if recorded
+            else f"this build's {scale}-scale run")
+
+
+def shown_runs_text(shown: Sequence[tuple[str, bool, bool]]) -> str:
+    """Which runs the token clouds show, from (scale, recorded, stale) of each."""
+    if not shown:
+        raise ValueError("no runs")
+    return f"The token clouds below show {and_list([run_words(*r) for r in shown])}"
+
+
+def calibration_evidence(scale: str, recorded: bool, stale: bool, recorded_scales: Sequence[str]) -> str:
+    """What the calibration verdicts rest on: the best run, that a smoke run says little, and that no gpu-scale run
+    has been recorded when none has."""
+    if scale == "smoke":
+        return ("These verdicts rest on this build's smoke-scale run, a model trained for seconds, so they say "
+                "little about calibration")
+    gpu = "" if scale == "gpu" or "gpu" in recorded_scales else "; no gpu-scale run has been recorded"
+    return f"These verdicts rest on {run_words(scale, recorded, stale)}{gpu}"
 
 
 def architectures(data: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
@@ -194,15 +243,25 @@ def calibration_text(snap: Mapping[str, Any]) -> str:
     return f"{plus_minus(est.value, est.se, 3)} nats (SE over {est.n} {est.units})"
 
 
+def bound_distance_text(excess: float) -> str:
+    """The largest excess H - H_max of any token over all snapshots, in words: how far below (or above) the bound
+    the token closest to it (or farthest over it) lies."""
+    if excess < 0:
+        return f"closest token at any snapshot {-excess:.2g} below the bound"
+    if excess > 0:
+        return f"a token {excess:.2g} above the bound"
+    return "a token on the bound"
+
+
 def calibration_lines(arch: Mapping[str, Mapping[str, Any]]) -> str:
     """A Markdown bullet per architecture: its last snapshot's loss, entropy and loss - entropy (calibration, with
-    its standard error over evaluation windows), and its largest excess over the bound at any snapshot."""
+    its standard error over evaluation windows), and where its token closest to the bound lies at any snapshot."""
     lines = []
     for name, run in arch.items():
         late = run["snapshots"][-1]
         lines.append(f"- {name}: loss {late['val_loss']:.3f}, entropy {late['mean_entropy']:.3f}, loss - entropy "
-                     f"{calibration_text(late)}, largest excess over the bound "
-                     f"{max(s['max_excess_over_bound'] for s in run['snapshots']):.2g}")
+                     f"{calibration_text(late)}, "
+                     f"{bound_distance_text(max(s['max_excess_over_bound'] for s in run['snapshots']))}")
     return "\n".join(lines)
 
 
@@ -215,16 +274,42 @@ def _named(name: str) -> str:
     return "the Transformer" if name == "Transformer" else name
 
 
+def calibration_key(name: str) -> str:
+    """The key of the calibration claim of architecture ``name``: 'lm-calibration', 'lm-calibration-gau'."""
+    return "lm-calibration" + ("" if name == "Transformer" else f"-{name.lower()}")
+
+
 def calibration_verdicts(verdict: Callable[[str], str], names: Sequence[str]) -> str:
     """'holds for the Transformer, fails for GAU and holds for FLASH', or 'fails for each of the Transformer, GAU and
     FLASH' when they agree: the calibration claim's verdict per architecture (``verdict`` maps a claim key to its
     verdict), in the order of ``names``."""
-    words = {name: verdict("lm-calibration" + ("" if name == "Transformer" else f"-{name.lower()}"))
-             for name in names}
+    words = {name: verdict(calibration_key(name)) for name in names}
     phrase = {name: "is inconclusive" if w == "inconclusive" else w for name, w in words.items()}
     if len(names) > 1 and len(set(words.values())) == 1:
         return f"{phrase[names[0]]} for each of {_joined([_named(n) for n in names])}"
     return _joined([f"{phrase[n]} for {_named(n)}" for n in names])
+
+
+def calibration_summary(judged: Sequence[tuple[str, str, float]]) -> str:
+    """What the calibration verdicts say of each architecture, from (name, verdict, measured loss - entropy):
+    over-confident (fails, loss above entropy), under-confident (fails, below), calibrated within the noise (holds)
+    or undecided (inconclusive), grouped in the order of ``judged``."""
+    def state(verdict: str, gap: float) -> str:
+        """One architecture's state in words, from its verdict and the sign of its gap."""
+        if verdict.startswith("holds"):
+            return "calibrated within the noise"
+        if verdict == "fails":
+            return "over-confident" if gap > 0 else "under-confident"
+        return "undecided"
+
+    groups: dict[str, list[str]] = {}
+    for name, verdict, gap in judged:
+        groups.setdefault(state(verdict, gap), []).append(_named(name))
+    if len(groups) == 1 and len(judged) > 1:
+        (word, names), = groups.items()
+        return f"at this budget {and_list(names)} are all {word}"
+    parts = [f"{and_list(names)} {'is' if len(names) == 1 else 'are'} {word}" for word, names in groups.items()]
+    return "at this budget " + "; ".join(parts)
 
 
 def calibration_comparison(gaps: Mapping[tuple[str, str], Estimate], confidence: float = CONFIDENCE) -> str:
@@ -257,11 +342,11 @@ def facts(ch: Chapter) -> dict[str, Any]:
     direct, mono = bound["direct"], bound["monotone"]
     runs, best_lm = ch.shown("entropy-lm"), ch.best("entropy-lm")
     notes = provenance_notes([r.note for r in runs], best_lm.data["real"]["corpus"]["sha256"])
-    mk, late = best_lm.data["markov"], best_lm.data["real"]["snapshots"][-1]
+    mk = best_lm.data["markov"]
     arch = architectures(best_lm.data)
+    calib = {name: ch.claim("entropy-lm", calibration_key(name)) for name in arch}
     p, k = NOTES_EXAMPLE
     return {
-        "scale": ch.scale,
         # the closed form, against sympy, the direct sum and the 50-digit reference
         "sympy_spread": text_block(spread_identity_lines(ent.symbolic_spread_entropy())),
         "direct_cases": f"{direct['cases']}",
@@ -270,10 +355,9 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "direct_max_ulps": f"{direct['direct_max_ulps']:.1e}",
         "closed_max_ulps": f"{direct['closed_max_ulps']:.2f}",
         "extreme_cases": f"{direct['extreme_cases']}",
-        "direct_summary": text_block(direct_lines(direct)),
+        "accuracy_verdict": verdict_phrase(ch.claim("entropy-bound", "closed-form-accuracy").verdict_text()),
         # the curves: monotone on the notes' range, peaked at p = 1/K; the notes' example
-        "mono_increases": f"{increases_on_notes_range(mono)}",
-        "mono_reading": Markdown(range_reading(increases_on_notes_range(mono))),
+        "mono_reading": Markdown(monotone_text(mono)),
         "short_reading": Markdown(range_reading(increases_on_notes_range(mono), "The notes' figures")),
         "direct_verdict": verdict_phrase(ch.claim("entropy-bound", "closed-form-vs-direct").verdict_text()),
         "monotone_summary": text_block(monotone_lines(mono, bound["peaks"])),
@@ -281,19 +365,19 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "example_l": f"{float(ent.cross_entropy_loss(p)):.4f}",
         # the bound: the grouping identity and the sampled distributions
         "sympy_grouping": text_block(grouping_identity_lines(ent.symbolic_grouping_identity(3))),
-        "sampled_count": f"{bound['sampled']['count']:,}",
-        "sampled_min_gap": f"{closest_gap(bound['sampled']['rows']):.2e}",
+        "sampled_reading": Markdown(sampled_text(bound["sampled"]["count"], closest_gap(bound["sampled"]["rows"]),
+                                                 ch.claim("entropy-bound", "bound-sampled").verdict_text())),
         "gap_slope": Markdown(gap_slope_text(bound["sampled"]["rows"], bound["sampled"]["classes"])),
         # the language model: provenance, the Markov source, calibration late in training
+        "lm_runs": Markdown(shown_runs_text([(r.scale, r.recorded, bool(r.stale)) for r in runs])),
         "lm_provenance": "; ".join(notes),
         "provenance_lines": text_block(notes),
         "gpu_status": ch.gpu_status("entropy-lm"),
-        "recorded_scales": recorded_scales_text([r.scale for r in runs if r.recorded]),
-        "markov_excess": plus_minus(mk["excess_loss"], mk["excess_loss_se"], 4),
+        "markov_reading": Markdown(markov_text(mk["excess_loss"], mk["excess_loss_se"],
+                                               ch.claim("entropy-lm", "markov-floor").verdict_text())),
         "markov_tokens": f"{mk['tokens']:,}",
         "markov_true": f"{mk['true_loss']:.4f}",
         "markov_rate": f"{mk['entropy_rate']:.4f}",
-        "calib_gap": calibration_text(late),
         "lm_bound": Markdown(lm_bound_text(best_lm.data["real"]["snapshots"], entropy_lm.VOCAB)),
         "trained_bound": Markdown(trained_bound_text(arch)),
         # the architectures against the bound
@@ -301,6 +385,9 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "arch_label": best_lm.label,
         "arch_calibration": Markdown(calibration_lines(arch)),
         "calib_verdicts": calibration_verdicts(lambda key: ch.claim("entropy-lm", key).verdict_text(), list(arch)),
+        "calib_evidence": Markdown(calibration_evidence(best_lm.scale, best_lm.recorded, bool(best_lm.stale),
+                                                        [r.scale for r in runs if r.recorded])),
+        "calib_summary": Markdown(calibration_summary([(n, c.verdict_text(), c.measured) for n, c in calib.items()])),
         "calib_compare": Markdown(calibration_comparison(entropy_lm.calibration_gaps(dict(arch)))),
     }
 
