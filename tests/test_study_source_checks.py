@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.studies.source_checks import sci, said, tally_words
+from analysis.studies.source_checks import bounded_mean_sentence, sci, spread_words, tally_words, verdicts_for
 from analysis.studies.source_checks.experiments import scale_gradient_notes as sg
 from analysis.studies.source_checks.experiments import source_side_checks as ss
 from analysis.theory import softmax_scale as sc
@@ -153,8 +153,9 @@ def test_the_claims_decide_from_the_data(smoke_claims):
 
 def test_prose_helpers_read_the_claims(smoke_claims):
     grad, side = smoke_claims
-    assert said(grad["grad-zero-at-scale-0"]) == "holds"
-    assert said(grad["cosine-scale-am-softmax"]).startswith("fails: 30 against = 59.66: below by")
+    named = [("AM-Softmax", grad["cosine-scale-am-softmax"].verdict_text()),
+             ("SimCSE", grad["cosine-scale-simcse"].verdict_text())]
+    assert verdicts_for(named) == "fails for both"
     words = tally_words([*grad.values(), *side.values()])
     fails = sum(c.verdict == "fails" for c in [*grad.values(), *side.values()])
     assert f"{fails} fail" in words and words.count(" and ") == 1  # holds first, in the box's order
@@ -163,3 +164,20 @@ def test_prose_helpers_read_the_claims(smoke_claims):
 def test_small_and_large_numbers_read_as_powers_of_ten():
     assert sci(1e-6) == "10⁻⁶" and sci(9.98046875e-07) == "9.98 × 10⁻⁷" and sci(2.302585e-4, 5) == "2.3026 × 10⁻⁴"
     assert sci(0.0) == "0" and sci(0.5) == "0.5" and sci(1234.4) == "1,234" and sci(1.5e5) == "1.5 × 10⁵"
+
+
+def test_verdicts_for_says_each_verdict_once():
+    assert verdicts_for([("A", "fails"), ("B", "fails")]) == "fails for both"
+    assert verdicts_for([("A", "holds"), ("B", "holds"), ("C", "holds")]) == "holds for all"
+    assert verdicts_for([("A", "holds"), ("B", "fails")]) == "holds for A and fails for B"
+    assert verdicts_for([("A", "is inconclusive")]) == "is inconclusive for A"
+
+
+def test_the_bounded_mean_sentence_states_the_limit_with_its_n():
+    assert bounded_mean_sentence(3.0441, 512) == (
+        "What stays bounded is the mean over continuous scores: as $\\alpha \\to \\infty$ it tends to the "
+        "closed-form limit $L_n = 3.044$ at $n = 512$")
+
+
+def test_spread_words_say_exactly_0_only_for_an_exact_0():
+    assert spread_words(0.0) == "exactly 0" and spread_words(0.0123) == "0.012" and spread_words(1e-12) == "1e-12"

@@ -9,8 +9,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis.core.verify import VERDICT_COLOURS, Claim, fmt, miss_words, verdict_count
+from analysis.core.mathtext import math_markdown
+from analysis.core.verify import VERDICT_COLOURS, Claim, fmt, verdict_count, verdict_phrase
 from analysis.studies.plotting import STYLE, readable_figure
+from analysis.studies.text import and_list, by_verdict
 
 if TYPE_CHECKING:
     from analysis.studies.chapter import Chapter
@@ -34,10 +36,24 @@ def sci(x: float, digits: int = 3) -> str:
     return power if float(mantissa) == 1 else f"{float(mantissa):.{digits}g} × {power}"
 
 
-def said(c: Claim) -> str:
-    """A claim's verdict as the prose gives it: 'holds', or 'fails: 30 against = 59.66: below by 29.66'."""
-    miss = miss_words(c)
-    return f"{c.verdict_text()}: {miss}" if miss else c.verdict_text()
+def verdicts_for(named: list[tuple[str, str]]) -> str:
+    """Verdict phrases of named cases, each phrase said once: 'fails for both', 'holds for A and fails for B'."""
+    groups = by_verdict(named)
+    if len(groups) == 1 and len(named) > 1:
+        return f"{groups[0][0]} for {'both' if len(named) == 2 else 'all'}"
+    return and_list([f"{phrase} for {and_list(names)}" for phrase, names in groups])
+
+
+def bounded_mean_sentence(limit: float, n: int) -> str:
+    """What bounds the gradient instead, without a period: the mean over continuous scores, whose alpha -> infinity
+    limit L_n is a closed form (eq-exact-limit of the softmax-scale chapter)."""
+    return (f"What stays bounded is the mean over continuous scores: as $\\alpha \\to \\infty$ it tends to the "
+            f"closed-form limit $L_n = {limit:.3f}$ at $n = {n:,}$")
+
+
+def spread_words(x: float) -> str:
+    """A computed gap as the prose states it: 'exactly 0' for an exact 0, else two significant figures."""
+    return "exactly 0" if x == 0 else f"{x:.2g}"
 
 
 def tally_words(claims: list[Claim]) -> str:
@@ -58,7 +74,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         return ch.claim(name, key)
 
     def v(name: str, key: str) -> str:
-        return said(c(name, key))
+        return verdict_phrase(c(name, key).verdict_text())
 
     shown = [claim for name in EXPERIMENTS for claim in ch.claims_of(name)]
     offset = c("source-side-checks", "relu2-only-power-changes-sparsity")
@@ -74,10 +90,12 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "g_small": sci(g["small"]), "g_small_alpha": sci(g["small_alpha"]), "g_one": f"{g['at_one']:.3f}",
         "v_grad_bounded": v("scale-gradient-notes", "grad-bounded"),
         "g_large_alpha": f"{g['large_alpha']:,.0f}", "g_tied": f"{g['tied_large']:.1f}",
-        "g_mean_field": f"{g['mean_field_max']:.3f}", "g_limit": f"{g['exact_limit']:.3f}", "g_n": f"{g['n']:,}",
+        "g_mean_field": f"{g['mean_field_max']:.3f}",
+        "v_grad_tied": verdict_phrase(str(c("scale-gradient-notes", "grad-bounded").corrected_verdict)),
+        "g_bounded_mean": Markdown(math_markdown(bounded_mean_sentence(g["exact_limit"], g["n"]))),
         # entropy invariance: the slope ratio per kind of score
-        "v_ent_normal": v("scale-gradient-notes", "entropy-invariance-normal"),
-        "v_ent_cosine": v("scale-gradient-notes", "entropy-invariance-cosine"),
+        "v_ent": verdicts_for([(kind, v("scale-gradient-notes", f"entropy-invariance-{key}"))
+                               for kind, key in (("normal scores", "normal"), ("cosines", "cosine"))]),
         "ent_normal": f"{c('scale-gradient-notes', 'entropy-invariance-normal').measured:.2f}",
         "ent_cosine": f"{c('scale-gradient-notes', 'entropy-invariance-cosine').measured:.2f}",
         "ent_d": f"{e['cosine']['d']}",
@@ -85,8 +103,10 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "ent_removed_cosine": f"{100 * (1 - c('scale-gradient-notes', 'entropy-invariance-cosine').measured):.0f}%",
         "ent_n_lo": f"{np.exp(e['normal']['ln_n'][0]):,.0f}", "ent_n_hi": f"{np.exp(e['normal']['ln_n'][-1]):,.0f}",
         # cosine softmax in practice
-        "v_am": v("scale-gradient-notes", "cosine-scale-am-softmax"),
-        "v_simcse": v("scale-gradient-notes", "cosine-scale-simcse"),
+        "v_cosine": verdicts_for([(cm[key]["name"], v("scale-gradient-notes", f"cosine-scale-{key}"))
+                                  for key in ("am-softmax", "simcse")]),
+        "am_d": f"{cm['am-softmax']['d']}", "simcse_d": f"{cm['simcse']['d']}",
+        "am_star": f"{cm['am-softmax']['alpha_star']:.1f}", "simcse_star": f"{cm['simcse']['alpha_star']:.1f}",
         "am_star128": f"{cm['am-softmax']['alpha_star_source_d']:.1f}",
         "am_used": f"{cm['am-softmax']['used']:g}", "simcse_used": f"{cm['simcse']['used']:g}",
         "simcse_star128": f"{cm['simcse']['alpha_star_source_d']:.1f}",
@@ -117,6 +137,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "v_zeros_same": v("source-side-checks", "zeros-same-gradient"),
         "v_zeros_dropout": v("source-side-checks", "zeros-dropout-breaks"),
         "pad_dropout": f"{pad['dropout']:g}",
+        "zeros_dropout_gap": spread_words(c("source-side-checks", "zeros-dropout-breaks").measured),
         # the notes' entropy code
         "v_notes": v("source-side-checks", "notes-onehot-entropy"),
         "notes_printed": f"{ne['printed']:.6f}", "notes_closed": sci(ne["closed_form"], 5),
