@@ -113,10 +113,16 @@ def test_train_summary_names_the_close_grid_values_and_marks_the_grids_ends():
     # L = 16: alpha = 0.5's paired difference (0.1, 0.5) is within its t(1) interval (0.3 <= 12.7 * 0.2), alpha = 2's
     # (1.1, 1.1) is not; L = 64 has one setting
     text = pr.train_summary(_train_data(), "recorded, cpu scale")
-    assert text == ("At L = 16 the lowest loss is at α = 1, and α from 0.5 to 1, 2 of the 3 values tested, is within "
-                    "seed noise of the best: the optimum lies in 0.35 to 1.4 at the grid's resolution of √2, and may "
-                    "lie beyond the smallest value tested. At L = 64 the lowest loss is at α = 4, and α = 4 is the "
-                    "only value tested. Data: recorded, cpu scale.")
+    assert text == ("The lowest loss is at α = 1 at L = 16 and α = 4 at L = 64. At L = 16, α from 0.5 to 1, 2 of the 3 "
+                    "values tested, is within seed noise of the best: the optimum lies below 1.4 at the grid's "
+                    "resolution of √2, perhaps below the smallest value tested. At L = 64, α = 4 is the only value "
+                    "tested. Data: recorded, cpu scale.")
+    # lengths that share a band are named once, in one sentence
+    data = _train_data()
+    data["runs"] = [r for r in data["runs"] if r["ctx"] == 16]
+    data["runs"] += [{**r, "ctx": 64} for r in data["runs"]]
+    assert pr.train_summary(data, "x").count("within seed noise") == 1
+    assert "At both lengths, α from 0.5 to 1" in pr.train_summary(data, "x")
 
 
 def test_the_noise_band_is_one_fact_for_the_prose_and_the_claim():
@@ -137,17 +143,33 @@ def test_the_noise_band_is_one_fact_for_the_prose_and_the_claim():
     assert one.words() == ("only α = 2 of the 3 values tested is within seed noise of the best: the optimum lies in "
                            "1.4 to 2.8 at the grid's resolution of √2")
     both = train.NoiseBand((1.0, 2.0, 4.0), (1.0, 2.0, 4.0), 1 / math.sqrt(2), 4 * math.sqrt(2))
-    assert both.words().startswith("α from 1 to 4, all 3 values tested, is") and both.words().endswith("both ends of "
-                                                                                                       "the grid")
+    assert both.words() == ("α from 1 to 4, all 3 values tested, is within seed noise of the best: the grid bounds "
+                            "the optimum at neither end")
+    top = train.NoiseBand((2.0, 4.0), (1.0, 2.0, 4.0), 2 / math.sqrt(2), 4 * math.sqrt(2))
+    assert top.words().endswith("the optimum lies above 1.4 at the grid's resolution of √2, perhaps above the largest "
+                                "value tested")
 
 
-def test_undecided_counts_inconclusive_claims_with_the_prefix_only():
-    claims = [SimpleNamespace(key="train-best-dot-32", verdict="inconclusive"),
-              SimpleNamespace(key="train-best-dot-128", verdict="holds"),
-              SimpleNamespace(key="recall-best-scale-4", verdict="inconclusive")]
-    assert pr.undecided(claims) == "1 of the 2 lengths"
-    assert pr.undecided(claims, prefix="recall-") == "1 of the 1 lengths"
-    assert pr.undecided([]) == "0 of the 0 lengths"
+def test_standard_in_band_names_the_lengths_whose_band_holds_alpha_star_and_one():
+    # L = 16: the band 0.5 to 1 (optimum below 1.4) holds alpha = 1 and alpha* = 1.19; L = 64 tested alpha = 4 alone
+    data = _train_data()
+    assert pr.standard_in_band(data) == (
+        "At L = 16 the band within seed noise contains the mean-field $\\alpha^*(L/2)$ and also the standard "
+        "$\\alpha = 1$, so the sweep cannot tell the mean-field rule from no rule at all.")
+    data["runs"] += [{**r, "ctx": 64} for r in data["runs"] if r["ctx"] == 16 and r["kind"] == "dot"]
+    data["runs"] = [r for r in data["runs"] if not (r["ctx"] == 64 and r["value"] == 4.0)]
+    data["predictions"]["64"] = {"dot_alpha_mean_field": 1.19}
+    assert pr.standard_in_band(data).startswith("At both lengths the band")
+    data["predictions"] = {"16": {"dot_alpha_mean_field": 5.0}, "64": {"dot_alpha_mean_field": 5.0}}
+    assert pr.standard_in_band(data) == ("At no length does the band within seed noise contain both the mean-field "
+                                         "$\\alpha^*(L/2)$ and the standard $\\alpha = 1$.")
+
+
+def test_which_lengths_says_both_or_all_only_for_every_length():
+    assert pr.which_lengths([32, 128], [32, 128]) == "both lengths"
+    assert pr.which_lengths([1, 2, 3], [1, 2, 3]) == "all 3 lengths"
+    assert pr.which_lengths([32], [32]) == "L = 32"
+    assert pr.which_lengths([32, 1024], [32, 128, 1024]) == "L = 32 and 1,024"
 
 
 def test_grid_text():
@@ -197,22 +219,11 @@ def test_nearest_rival_picks_the_smallest_distance_and_the_first_on_a_tie():
         pr.nearest_rival(1.0, 0.1, {})
 
 
-def test_inside_counts_include_the_ends_of_the_interval():
-    # at 4 pairs [4, 6] holds none of the predictions; at 64 pairs [7, 10] holds the mean-field 8 and, at its end,
-    # sqrt(k) = 10
-    s = _recall_summary(qk_norm=10.0)
-    assert pr.inside_counts(s) == {"the mean-field alpha*": 1, "the finite-sample maximiser": 0, "3.5 ln m": 0,
-                                   "sqrt(k)": 1}
-    assert pr.inside_counts(_recall_summary(mean_field=11.0))["the mean-field alpha*"] == 0
-
-
-def test_recall_conclusion_names_the_nearest_rival_and_the_predictions_inside():
+def test_recall_conclusion_names_the_nearest_rival():
     text = pr.recall_conclusion(_recall_summary(), "recorded, cpu scale")
     # ln(1.76 / 1.6) / 0.05 = 1.9 standard errors, nearer than 1.81 (2.5) or 1.0 (9.4)
-    assert text == ("The best scale grows by 1.60x from 4 to 64 pairs. Of the rival growths, the nearest is the "
-                    "mean-field $\\alpha^*$'s, 1.9 standard errors away. Inside the 95% interval of the best scale "
-                    "lies: the mean-field $\\alpha^*$ at 1 of 2; the finite-sample maximiser at 0 of 2; $3.5\\ln m$ "
-                    "at 0 of 2; $\\sqrt{k}$ at 1 of 2 numbers of pairs (recorded, cpu scale).")
+    assert text == ("The best scale grows by 1.60x from 4 to 64 pairs (recorded, cpu scale). Of the rival growths, "
+                    "the nearest is the mean-field $\\alpha^*$'s, 1.9 standard errors away.")
     flat = pr.recall_conclusion(_recall_summary(growth={"measured": 1.02}), "x")
     assert "the nearest is QK-norm practice (no growth)'s, 0.4 standard errors away" in flat
 
@@ -245,8 +256,12 @@ def test_the_budget_sentence_follows_the_loss_optimum():
     def rows(moving):
         return {"pairs": [4, 16], "rows": {p: {"moving": m} for p, m in zip([4, 16], moving)}}
 
-    assert prose.recall_budget(rows([False, False])).endswith("stopped moving, so the loss verdicts stand.")
-    assert prose.recall_budget(rows([False, True])).startswith("That is more than its interval at 16 pairs")
+    assert prose.recall_budget(rows([False, False])) == (
+        "Over the second half of training the optimum moved by less than its interval at every number of pairs, so "
+        "the loss verdicts stand at this budget.")
+    assert prose.recall_budget(rows([True, True])).startswith(
+        "Over the second half of training the optimum moved by more than its interval at 4 and 16 pairs: there it "
+        "still moves")
 
 
 def test_the_accuracy_is_reported_as_a_tie_not_an_argmax():
@@ -257,12 +272,12 @@ def test_the_accuracy_is_reported_as_a_tie_not_an_argmax():
     text = pr.accuracy_plateau_sentence(s)
     assert text.startswith("The accuracy has no peak. Every seed answers 100% of the held-out queries at every grid "
                            "scale from 2.83 to 8 and 4 to 22.6, for 4 and 64 pairs: a factor of 2.8 to 5.7 in $s$.")
-    # alpha* 7.69 lies in [2.83, 8] and 8 in [4, 22.6]; sqrt(k) = 8 in both; 3.5 ln m: 6.55 and 14.7, both inside
-    assert pr.accuracy_inside(s) == {"the mean-field alpha*": 2, "the finite-sample maximiser": 0, "3.5 ln m": 2,
-                                     "sqrt(k)": 2}
-    assert text.endswith("Of 2 numbers of pairs, the tie contains the mean-field $\\alpha^*$ at 2, the finite-sample "
-                         "maximiser at 0, $3.5\\ln m$ at 2 and $\\sqrt{k}$ at 2. At half the budget it spanned 0 and "
-                         "2 grid scales: it widened with training.")
+    # at half the budget no scale tied for every seed at 4 pairs (0 scales), 2 scales did at 64
+    assert text.endswith("At half the budget it covered no grid scale at 4 pairs and 2 grid scales at 64 pairs: it "
+                         "widened with training.")
+    same = _recall_summary(accuracy_half_points=6)
+    assert pr.accuracy_plateau_sentence(same).endswith("and 6 grid scales at 64 pairs.")
+    assert [pr.grid_scales(n) for n in (0, 1, 3)] == ["no grid scale", "1 grid scale", "3 grid scales"]
     lone = _recall_summary(accuracy_tied=False, accuracy_points=1, accuracy_error=0.001, accuracy_hi=4.0)
     assert pr.accuracy_tie(lone["rows"][64]) == "best on average at 4, 99.9%, no scale tied for every seed"
     assert pr.accuracy_plateau_sentence(lone).startswith("The held-out accuracy per number of pairs: 4 pairs: tied")
@@ -408,21 +423,40 @@ def test_the_alpha_band_sentence_says_how_much_of_the_sources_range_is_in_two_to
     assert alpha_band_sentence(25_000, 90_000, (40, 20_000), [1.4, 1.9]).endswith("it is in $[2, 3]$ nowhere.")
 
 
-def test_the_cosine_sentence_says_where_cosine_and_normal_scores_differ():
-    from types import SimpleNamespace
-
-    from analysis.studies.softmax_scale.prose import cosine_mc_sentence
-
+def test_by_kind_says_where_cosine_and_normal_scores_differ_and_the_corrected_verdict():
     def claim(verdict: str, corrected: str | None = None) -> SimpleNamespace:
         return SimpleNamespace(verdict_text=lambda: verdict, corrected_verdict=corrected)
 
-    normal = {"plateau": claim("holds"), "argmax": claim("fails")}
-    assert cosine_mc_sentence(normal, {"plateau": claim("fails", "holds"), "argmax": claim("fails")}) == (
-        "Cosine scores differ. The claim on the plateau fails for cosine scores but holds for normal ones; its "
-        "corrected prediction, from the exact objective, holds. The claim that the mean-field value maximises a "
-        "typical row fails for both kinds of score.")
-    assert cosine_mc_sentence(normal, normal).startswith("Cosine scores behave the same way. The claim on the "
-                                                         "plateau holds for both kinds of score.")
+    fix = "the exact objective"
+    assert pr.by_kind("The prediction", claim("holds", "holds"), claim("fails", "holds"), fix) == (
+        "The prediction holds for normal scores but fails for cosines. For cosines its corrected prediction, the "
+        "exact objective, holds.")
+    assert pr.by_kind("The claim", claim("fails"), claim("fails")) == "The claim fails for both kinds of score."
+    assert pr.by_kind("The claim", claim("inconclusive", "fails"), claim("holds within 3%", "holds"), fix) == (
+        "The claim is inconclusive for normal scores but holds within 3% for cosines. For normal scores its "
+        "corrected prediction, the exact objective, fails.")
+
+
+def test_the_plateau_sentence_says_on_which_side_the_measured_mean_lies():
+    below = _mc_row("normal", 16, plateau_predicted=4.08, plateau_measured=3.83, plateau_measured_se=0.2)
+    assert pr.plateau_measured_sentence(below) == ("At $\\alpha = 4h$ the measured mean is 3.83 ± 0.20, 1.2 standard "
+                                                   "errors below it.")
+    above = _mc_row("normal", 16, plateau_predicted=3.74, plateau_measured=3.79, plateau_measured_se=0.18)
+    assert pr.plateau_measured_sentence(above).endswith("3.79 ± 0.18, 0.3 standard errors above it.")
+    equal = _mc_row("normal", 16, plateau_predicted=2.0, plateau_measured=2.001)
+    assert pr.plateau_measured_sentence(equal).endswith("2.00 ± 0.10, equal to it.")
+
+
+def test_the_exact_against_mc_sentence_follows_the_claim_and_the_bound():
+    mc = {"max_z": 2.68, "critical": 3.77, "points": 264, "rival_min_z": 22.4}
+    text = pr.exact_mc_sentence(SimpleNamespace(verdict_text=lambda: "holds"), mc, "recorded, cpu scale")
+    assert text == ("Against the Monte Carlo (recorded, cpu scale), the claim that the exact objective is the mean "
+                    "over sampled rows holds. Its largest distance over 264 points is 2.68 standard errors, under the "
+                    "Bonferroni bound 3.77. The mean-field objective lies at least 22 standard errors from the same "
+                    "means at $\\alpha^*$.")
+    far = pr.exact_mc_sentence(SimpleNamespace(verdict_text=lambda: "fails"), {**mc, "max_z": 5.0}, "x")
+    assert "objective is the mean over sampled rows fails. Its largest distance over 264 points is 5.00 standard " \
+           "errors, over the Bonferroni bound" in far
 
 
 def test_group_verdicts_and_the_checks_summary_follow_the_claims():
@@ -436,9 +470,9 @@ def test_group_verdicts_and_the_checks_summary_follow_the_claims():
     assert group_verdict(claims("holds", "holds")) == "hold"
     assert group_verdict(claims("fails", "holds", "fails")) == "fail in 2 of the 3 cases, hold in 1"
     assert group_verdict(claims("inconclusive", "holds")) == "are inconclusive in 1 of the 2 cases, hold in 1"
-    text = checks_summary(claims("holds"), claims("fails", "fails"), claims("fails"), "+12.5%")
-    assert text == ("The identity and the closed-form maximisers hold. The source's fits fail as exact forms; on the "
-                    "source's own range the worst point is off by +12.5%. The step everything rests on, the "
+    text = checks_summary(claims("holds"), claims("fails", "fails"), claims("fails"))
+    assert text == ("The identity and the closed-form maximisers hold. The source's fits fail as exact forms. The "
+                    "step everything rests on, the "
                     "mean-field replacement, is tested by the exact objective's maximiser, and the claims that it "
                     "peaks at the mean-field $\\alpha^*$ fail.")
 
@@ -457,7 +491,7 @@ def test_the_sweep_resolution_reads_the_detectable_and_measured_differences():
                                       f"measured from the best is {max(f[2] for f in found):.2g}")
 
 
-def test_tallies_say_both_all_and_none_where_every_claim_agrees():
+def test_tallies_say_both_and_all_where_every_claim_agrees():
     def claims(*verdicts: str) -> list[SimpleNamespace]:
         return [SimpleNamespace(key=f"train-best-dot-{i}", verdict=v) for i, v in enumerate(verdicts)]
 
@@ -465,5 +499,3 @@ def test_tallies_say_both_all_and_none_where_every_claim_agrees():
         "is inconclusive at both lengths")
     assert pr.verdict_tally(claims("fails", "fails", "fails"), r"train-best-dot-\d+", "numbers of pairs") == (
         "fails at all 3 numbers of pairs")
-    assert pr.undecided(claims("inconclusive", "inconclusive")) == "both lengths"
-    assert pr.undecided(claims("holds", "fails", "holds")) == "none of the 3 lengths"

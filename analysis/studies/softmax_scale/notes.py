@@ -12,11 +12,12 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
                               "replaces the fit for every $n$"),
     "fit-cosine-own-range": ("the exact mean-field maximiser for cosine scores, computed by the chapter from the "
                              "Bessel-function moment generating function, replaces the fit"),
-    "finite-argmax-normal": ("on actual samples the objective has no sharp maximum: its mean levels off at "
-                             "$h(b_n)$ (the chapter's plateau law) and the typical row peaks at a few times "
-                             "$\\alpha^*$ (the claim's measured value over its prediction gives the multiple)"),
-    "finite-argmax-cosine": ("on actual samples the objective has no sharp maximum: its mean levels off at "
-                             "$h(b_n)$ (the chapter's plateau law) and the typical row peaks far above $\\alpha^*$"),
+    "finite-argmax-normal": ("on actual samples the mean objective rises towards the exact limit $L_n$ and the "
+                             "typical row peaks at a multiple of $\\alpha^*$, which the claim's measured value over its "
+                             "prediction gives"),
+    "finite-argmax-cosine": ("on actual samples the mean objective rises towards the exact limit $L_n$ and the "
+                             "typical row peaks at a multiple of $\\alpha^*$, which the claim's measured value over its "
+                             "prediction gives"),
     "exact-maximiser-": ("no finite maximiser replaces it: the exact expected objective rises at every step "
                          "towards its limit $L_n = n(n-1)\\int f^2 F^{n-2}$, the density at zero of the gap "
                          "between the two largest scores; the chapter gives $L_n$ and where the objective reaches "
@@ -27,7 +28,7 @@ NO_CORRECTED_NUMBER: dict[str, str] = {
 }
 
 REPLACES: dict[str, str] = {
-    "recall-best-scale-": ("asks what the corpus sweep ('trains best at $\\alpha^*(L/2)$') could not: there a "
-                           "dot-product scale is undone by $W_q, W_k$ and scales differ within seed noise"),
+    "recall-best-scale-": ("asks what the corpus sweep ('trains best at $\\alpha^*(L/2)$') could not: there "
+                           "$W_q, W_k$ may partly undo a dot-product scale"),
     "recall-scale-growth": "new: the corpus sweep had two lengths, and no best scale it could resolve at either",
 }

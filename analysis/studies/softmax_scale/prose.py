@@ -1,6 +1,6 @@
 """The softmax-scale chapter's decisions and sentences, each a function of the runs' data: which rows the prose quotes,
-which rule the recall growth is nearest to, which predictions fall inside the best scale's interval, and the
-tables the chapter prints."""
+which rule the recall growth is nearest to, what the training sweeps can tell apart, and the tables the chapter
+prints."""
 
 from __future__ import annotations
 
@@ -26,18 +26,11 @@ RIVAL_GROWTHS: tuple[tuple[str, str | float], ...] = (
     ("the log-n rule", "log_n"),
     ("QK-norm practice (no growth)", 1.0),
 )
-# the predictions of the best recall scale at each number of pairs (name, key of the summary's row)
-RECALL_PREDICTIONS: tuple[tuple[str, str], ...] = (
-    ("the mean-field alpha*", "mean_field"),
-    ("the finite-sample maximiser", "finite_sample"),
-    ("3.5 ln m", "log_n"),
-    ("sqrt(k)", "qk_norm"),
-)
 SOURCE_COSINE_RANGE = (25.0, 35.0)  # the source's "25 to 35" for cosine scores at d = 128, n = 40 to 20,000
 
 
 class Verdict(Protocol):
-    """What :func:`undecided` reads of a claim: its key and its verdict."""
+    """What :func:`verdict_tally` and :func:`group_verdict` read of a claim: its key and its verdict."""
 
     key: str
     verdict: str
@@ -116,23 +109,38 @@ def train_table(data: dict[str, Any]) -> str:
 
 
 def train_summary(data: dict[str, Any], label: str) -> str:
-    """Per context length, a sentence: the best dot-product alpha and the band of alpha within seed noise of it (paired
-    loss differences within their 95% Student-t interval), in the words the length's claim states it
-    (:meth:`analysis.studies.softmax_scale.experiments.softmax_scale_train.NoiseBand.words`); then the run's label."""
-    ranges = []
-    for ctx in train_lengths(data):
-        value, _, _ = best_setting(data, ctx, "dot")
-        ranges.append(f"At L = {ctx} the lowest loss is at α = {value:g}, and {noise_band(data, ctx, 'dot').words()}.")
-    return " ".join(ranges) + f" Data: {label}."
+    """The best dot-product alpha per context length, then the band of alpha within seed noise of it (paired loss
+    differences within their 95% Student-t interval) once for all lengths that share it, in the words the lengths'
+    claims state it (:meth:`analysis.studies.softmax_scale.experiments.softmax_scale_train.NoiseBand.words`); then
+    the run's label."""
+    lengths = train_lengths(data)
+    best = and_list([f"α = {best_setting(data, ctx, 'dot')[0]:g} at L = {ctx}" for ctx in lengths])
+    groups: dict[str, list[int]] = {}
+    for ctx in lengths:
+        groups.setdefault(noise_band(data, ctx, "dot").words(), []).append(ctx)
+    bands = [f"At {which_lengths(ctxs, lengths)}, {words}." for words, ctxs in groups.items()]
+    return f"The lowest loss is at {best}. " + " ".join(bands) + f" Data: {label}."
 
 
-def undecided(claims: Iterable[Verdict], prefix: str = "train-best-dot-") -> str:
-    """'k of the n lengths', 'both lengths' or 'none of the n lengths': how many of the claims whose key starts with
-    ``prefix`` are inconclusive."""
-    chosen = [c for c in claims if c.key.startswith(prefix)]
-    count = sum(c.verdict == "inconclusive" for c in chosen)
-    return f"{every(len(chosen), 'lengths')}" if count == len(chosen) > 0 else (
-        f"none of the {len(chosen)} lengths" if count == 0 < len(chosen) else f"{count} of the {len(chosen)} lengths")
+def standard_in_band(data: dict[str, Any]) -> str:
+    """Whether the sweep can tell the mean-field alpha*(L/2) from the standard alpha = 1: the lengths whose band
+    within seed noise (:func:`noise_band`) holds both, alpha = 1 among its values and alpha* inside its range."""
+    lengths = train_lengths(data)
+    both = [ctx for ctx in lengths if 1.0 in (band := noise_band(data, ctx, "dot")).close
+            and band.lo <= data["predictions"][str(ctx)]["dot_alpha_mean_field"] <= band.hi]
+    if not both:
+        return ("At no length does the band within seed noise contain both the mean-field $\\alpha^*(L/2)$ and the "
+                "standard $\\alpha = 1$.")
+    return (f"At {which_lengths(both, lengths)} the band within seed noise contains the mean-field $\\alpha^*(L/2)$ "
+            "and also the standard $\\alpha = 1$, so the sweep cannot tell the mean-field rule from no rule at all.")
+
+
+def which_lengths(chosen: Sequence[int], lengths: Sequence[int]) -> str:
+    """'both lengths' or 'all 3 lengths' when ``chosen`` holds every one of several ``lengths``, else 'L = 32' or
+    'L = 32 and 128'."""
+    if len(chosen) == len(lengths) > 1:
+        return every(len(lengths), "lengths")
+    return "L = " + and_list([f"{ctx:,}" for ctx in chosen])
 
 
 def every(total: int, unit: str) -> str:
@@ -184,17 +192,9 @@ def accuracy_tie(row: dict[str, Any]) -> str:
     return f"tied at {share} from {row['accuracy_lo']:.3g} to {row['accuracy_hi']:.3g} ({row['accuracy_points']} grid scales)"
 
 
-def accuracy_inside(summary: dict[str, Any]) -> dict[str, int]:
-    """For each prediction (:data:`RECALL_PREDICTIONS`), at how many numbers of pairs it lies inside the accuracy's
-    tie [accuracy_lo, accuracy_hi] (ends included)."""
-    rows = summary["rows"]
-    return {name: sum(rows[p]["accuracy_lo"] <= rows[p][key] <= rows[p]["accuracy_hi"] for p in summary["pairs"])
-            for name, key in RECALL_PREDICTIONS}
-
-
 def accuracy_plateau_sentence(summary: dict[str, Any]) -> str:
     """What the accuracy shows: the scales at which it is tied at its best per number of pairs, their extent as a
-    factor, which predictions lie inside the tie, and how far the tie reached at half the budget."""
+    factor, and how far the tie reached at half the budget."""
     pairs = summary["pairs"]
     rows = [summary["rows"][p] for p in pairs]
     if not all(r["accuracy_tied"] and r["accuracy_points"] > 1 for r in rows):
@@ -204,21 +204,23 @@ def accuracy_plateau_sentence(summary: dict[str, Any]) -> str:
     share = shares.pop() if len(shares) == 1 else "its best share"
     spans = [f"{r['accuracy_lo']:.3g} to {r['accuracy_hi']:.3g}" for r in rows]
     factors = value_range([r["accuracy_hi"] / r["accuracy_lo"] for r in rows], ".2g")
-    counts = accuracy_inside(summary)
-    inside = and_list([f"{TYPESET[name]} at {counts[name]}" for name, _ in RECALL_PREDICTIONS])
     half = [r["accuracy_half_points"] if r["accuracy_half_tied"] else 0 for r in rows]
     widened = all(h < r["accuracy_points"] for h, r in zip(half, rows))
     return (f"The accuracy has no peak. Every seed answers {share} of the held-out queries at every grid scale from "
             f"{and_list(spans)}, for {and_list([str(p) for p in pairs])} pairs: a factor of {factors} in $s$. Inside "
-            f"such a tie accuracy cannot rank scales, so the tie is the finding, not its first scale. Of "
-            f"{len(pairs)} numbers of pairs, the tie contains {inside}. At half the budget it spanned "
-            f"{and_list([str(h) for h in half])} grid scales"
+            "such a tie accuracy cannot rank scales, so the tie is the finding, not its first scale. At half the "
+            f"budget it covered "
+            f"{and_list([f'{grid_scales(h)} at {p} pairs' for h, p in zip(half, pairs)])}"
             + (": it widened with training." if widened else "."))
 
 
-# the predictions as the chapter typesets them (keys of RECALL_PREDICTIONS)
-TYPESET = {"the mean-field alpha*": "the mean-field $\\alpha^*$", "the finite-sample maximiser":
-           "the finite-sample maximiser", "3.5 ln m": "$3.5\\ln m$", "sqrt(k)": "$\\sqrt{k}$"}
+def grid_scales(count: int) -> str:
+    """'no grid scale', '1 grid scale' or '4 grid scales'."""
+    return "no grid scale" if count == 0 else "1 grid scale" if count == 1 else f"{count} grid scales"
+
+
+# the rivals as the chapter typesets them (names of RIVAL_GROWTHS)
+TYPESET = {"the mean-field alpha*": "the mean-field $\\alpha^*$"}
 
 
 def value_range(values: Iterable[float], fmt: str) -> str:
@@ -258,24 +260,13 @@ def nearest_rival(measured: float, log_se: float, rivals: dict[str, float]) -> t
     return name, dist[name]
 
 
-def inside_counts(summary: dict[str, Any]) -> dict[str, int]:
-    """For each prediction (:data:`RECALL_PREDICTIONS`), at how many numbers of pairs it lies inside the best scale's
-    95% interval [lo, hi] (ends included)."""
-    rows = summary["rows"]
-    return {name: sum(rows[p]["lo"] <= rows[p][key] <= rows[p]["hi"] for p in summary["pairs"])
-            for name, key in RECALL_PREDICTIONS}
-
-
 def recall_conclusion(summary: dict[str, Any], label: str) -> str:
-    """The measured growth of the best scale, the nearest rival growth (:func:`nearest_rival`) and which predictions
-    lie inside the best scale's interval (:func:`inside_counts`), with the run's label."""
+    """The measured growth of the best scale and the nearest rival growth (:func:`nearest_rival`), with the run's
+    label."""
     g = summary["growth"]
     nearest, distance = nearest_rival(g["measured"], g["log_se"], rival_growths(g))
-    inside = "; ".join(f"{TYPESET[name]} at {count} of {len(summary['pairs'])}"
-                       for name, count in inside_counts(summary).items())
-    return (f"The best scale grows by {g['measured']:.2f}x from {g['from']} to {g['to']} pairs. Of the rival growths, "
-            f"the nearest is {TYPESET.get(nearest, nearest)}'s, {distance:.1f} standard errors away. Inside the 95% "
-            f"interval of the best scale lies: {inside} numbers of pairs ({label}).")
+    return (f"The best scale grows by {g['measured']:.2f}x from {g['from']} to {g['to']} pairs ({label}). Of the rival "
+            f"growths, the nearest is {TYPESET.get(nearest, nearest)}'s, {distance:.1f} standard errors away.")
 
 
 def recall_budget(summary: dict[str, Any]) -> str:
@@ -284,10 +275,11 @@ def recall_budget(summary: dict[str, Any]) -> str:
     decides."""
     loss = [str(p) for p in summary["pairs"] if summary["rows"][p]["moving"]]
     if loss:
-        return (f"That is more than its interval at {', '.join(loss)} pairs: there it still moves with the budget, "
-                "the claim is inconclusive, and a run that trains until it stops moving decides it.")
-    return ("That is less than its interval at every number of pairs: at this budget it has stopped moving, so the "
-            "loss verdicts stand.")
+        return (f"Over the second half of training the optimum moved by more than its interval at {and_list(loss)} "
+                "pairs: there it still moves with the budget, the claim is inconclusive, and a run that trains until "
+                "it stops moving decides it.")
+    return ("Over the second half of training the optimum moved by less than its interval at every number of pairs, "
+            "so the loss verdicts stand at this budget.")
 
 
 class RecallPlan(Protocol):
@@ -506,24 +498,45 @@ def alpha_band_sentence(n_low: float, n_high: float, source_range: tuple[int, in
             f"{alpha_ends[0]:.2f} to {alpha_ends[1]:.2f}: it is in $[2, 3]$ {part}.")
 
 
-def cosine_mc_sentence(normal: dict[str, Any], cosine: dict[str, Any]) -> str:
-    """Whether cosine scores behave as normal ones on finite samples: per score kind, the verdicts of the claims
-    finite-plateau-* and finite-argmax-* (``{"plateau": Claim, "argmax": Claim}``), and a cosine plateau claim's
-    corrected verdict when it has one."""
-    what = {"plateau": "The claim on the plateau",
-            "argmax": "The claim that the mean-field value maximises a typical row"}
-    same = all(normal[k].verdict_text() == cosine[k].verdict_text() for k in what)
-    sentences = ["Cosine scores behave the same way." if same else "Cosine scores differ."]
-    for part, words in what.items():
-        n, c = verdict_phrase(normal[part].verdict_text()), verdict_phrase(cosine[part].verdict_text())
-        if n == c:
-            sentences.append(f"{words} {c} for both kinds of score.")
-        else:
-            fix = cosine[part].corrected_verdict
-            sentences.append(f"{words} {c} for cosine scores but {n} for normal ones"
-                             + (f"; its corrected prediction, from the exact objective, {verdict_phrase(fix)}."
-                                if fix else "."))
-    return " ".join(sentences)
+class KindClaim(Protocol):
+    """What :func:`by_kind` reads of a claim: its verdict in words and its corrected prediction's verdict."""
+
+    corrected_verdict: str | None
+
+    def verdict_text(self) -> str:
+        """The verdict in words."""
+
+
+def by_kind(subject: str, normal: KindClaim, cosine: KindClaim, corrected: str = "") -> str:
+    """The verdicts of one claim for normal and for cosine scores as sentences on ``subject``: 'holds for both kinds
+    of score', or 'holds for normal scores but fails for cosines'; then, for a kind where it does not hold and has a
+    corrected prediction, that prediction's verdict (``corrected`` names it)."""
+    n, c = verdict_phrase(normal.verdict_text()), verdict_phrase(cosine.verdict_text())
+    head = (f"{subject} {c} for both kinds of score." if n == c else
+            f"{subject} {n} for normal scores but {c} for cosines.")
+    fixes = [f" For {kind} its corrected prediction, {corrected}, {verdict_phrase(claim.corrected_verdict)}."
+             for kind, claim in (("normal scores", normal), ("cosines", cosine))
+             if claim.corrected_verdict and not claim.verdict_text().startswith("holds")]
+    return head + "".join(fixes)
+
+
+def plateau_measured_sentence(row: dict[str, Any]) -> str:
+    """The Monte Carlo mean at alpha = 4 h(b_n) of a row, and on which side of the plateau h(b_n) it lies, in its
+    standard errors."""
+    measured, predicted, se = row["plateau_measured"], row["plateau_predicted"], row["plateau_measured_se"]
+    side = ("equal to it" if f"{measured:.2f}" == f"{predicted:.2f}" else
+            f"{abs(measured - predicted) / se:.1f} standard errors {'below' if measured < predicted else 'above'} it")
+    return f"At $\\alpha = 4h$ the measured mean is {measured:.2f} ± {se:.2f}, {side}."
+
+
+def exact_mc_sentence(claim: KindClaim, mc: dict[str, Any], label: str) -> str:
+    """The claim that the exact objective is the Monte Carlo mean, its verdict, and the evidence: the largest distance
+    over the points in standard errors against the Bonferroni bound, and how far the mean-field rival lies."""
+    side = "under" if mc["max_z"] <= mc["critical"] else "over"
+    return (f"Against the Monte Carlo ({label}), the claim that the exact objective is the mean over sampled rows "
+            f"{verdict_phrase(claim.verdict_text())}. Its largest distance over {mc['points']} points is "
+            f"{mc['max_z']:.2f} standard errors, {side} the Bonferroni bound {mc['critical']:.2f}. The mean-field "
+            f"objective lies at least {mc['rival_min_z']:.0f} standard errors from the same means at $\\alpha^*$.")
 
 
 def group_verdict(claims: Sequence[Verdict]) -> str:
@@ -542,14 +555,13 @@ def group_verdict(claims: Sequence[Verdict]) -> str:
             + ", ".join(f"{inside[v].removeprefix('are ')} {n}" for n, v in rest))
 
 
-def checks_summary(exact: Sequence[Verdict], fits: Sequence[Verdict], literal: Sequence[Verdict],
-                   worst_fit: str) -> str:
-    """The theory's checks in one passage: the identity and closed forms, the source's fits (as exact forms, with
-    their worst error on the source's range), and the exact objective's maximiser."""
+def checks_summary(exact: Sequence[Verdict], fits: Sequence[Verdict], literal: Sequence[Verdict]) -> str:
+    """The theory's checks in one passage: the identity and closed forms, the source's fits as exact forms, and the
+    exact objective's maximiser."""
     return (f"The identity and the closed-form maximisers {group_verdict(exact)}. The source's fits "
-            f"{group_verdict(fits)} as exact forms; on the source's own range the worst point is off by {worst_fit}. "
-            f"The step everything rests on, the mean-field replacement, is tested by the exact objective's maximiser, and "
-            f"the claims that it peaks at the mean-field $\\alpha^*$ {group_verdict(literal)}.")
+            f"{group_verdict(fits)} as exact forms. The step everything rests on, the mean-field replacement, is "
+            f"tested by the exact objective's maximiser, and the claims that it peaks at the mean-field $\\alpha^*$ "
+            f"{group_verdict(literal)}.")
 
 
 def sweep_resolution(data: dict[str, Any]) -> str:

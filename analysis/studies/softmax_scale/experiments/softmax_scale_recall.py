@@ -404,8 +404,9 @@ def growth_drift_sentence(data: dict[str, Any]) -> str:
     if not moving:
         return f"The growth is settled at this budget: {ratio}."
     if not any(ends):
-        return (f"Each of the two optima moved less than its own interval, but their ratio is known more tightly: "
-                f"{ratio}, so the growth is no verdict yet.")
+        # the optima's own drift is stated beside the loss verdicts: say only what the ratio adds
+        return (f"The ratio of the two optima is known more tightly than either of them: {ratio}, so the growth is no "
+                "verdict yet.")
     return f"The growth still moves with the budget: {ratio}, so it is no verdict yet."
 
 

@@ -215,21 +215,24 @@ class NoiseBand:
     hi: float
 
     def words(self, alpha: str = "α", root2: str = "√2") -> str:
-        """'α from 0.25 to 8, all 6 values tested, is within seed noise of the best: the optimum lies in 0.18 to 11
-        at the grid's resolution of √2, and may lie beyond both ends of the grid'; no parentheses, so that it reads
-        inside a claim's statement (which passes ``alpha`` and ``root2`` as maths)."""
+        """'α from 0.25 to 8, all 6 values tested, is within seed noise of the best: the grid bounds the optimum at
+        neither end'; where the band stops inside the grid, the range the optimum lies in at the grid's resolution
+        of √2. No parentheses, so that it reads inside a claim's statement (which passes ``alpha`` and ``root2`` as
+        maths)."""
         if len(self.grid) == 1:
             return f"{alpha} = {self.close[0]:.2g} is the only value tested"
         count = "all" if len(self.close) == len(self.grid) else f"{len(self.close)} of the"
         head = (f"only {alpha} = {self.close[0]:.2g} of the {len(self.grid)} values tested is" if len(self.close) == 1
                 else f"{alpha} from {self.close[0]:.2g} to {self.close[-1]:.2g}, {count} {len(self.grid)} values "
                      "tested, is")
-        ends = [name for name, hit in (("smallest", self.close[0] == self.grid[0]),
-                                       ("largest", self.close[-1] == self.grid[-1])) if hit]
-        edge = ("" if not ends else f", and may lie beyond the {ends[0]} value tested" if len(ends) == 1 else
-                ", and may lie beyond both ends of the grid")
-        return (f"{head} within seed noise of the best: the optimum lies in {self.lo:.2g} to {self.hi:.2g} at the "
-                f"grid's resolution of {root2}{edge}")
+        low, high = self.close[0] == self.grid[0], self.close[-1] == self.grid[-1]
+        resolution = f"at the grid's resolution of {root2}"
+        # a band that reaches an end of the grid bounds the optimum on one side only, or on neither
+        where = ("the grid bounds the optimum at neither end" if low and high else
+                 f"the optimum lies below {self.hi:.2g} {resolution}, perhaps below the smallest value tested" if low
+                 else f"the optimum lies above {self.lo:.2g} {resolution}, perhaps above the largest value tested"
+                 if high else f"the optimum lies in {self.lo:.2g} to {self.hi:.2g} {resolution}")
+        return f"{head} within seed noise of the best: {where}"
 
 
 def noise_band(data: dict[str, Any], ctx: int, kind: str) -> NoiseBand:
