@@ -5,6 +5,7 @@ import math
 import pytest
 
 from analysis.core.stats import Estimate
+from analysis.core.verify import Claim
 from analysis.studies import norms_depth as st
 from analysis.studies.norms_depth.experiments import norms_depth as nd
 
@@ -94,7 +95,7 @@ def _depth_rows() -> list[dict]:
 def test_depth_facts_use_the_smallest_and_largest_depth():
     f = st.depth_facts(_depth_rows())
     assert f["depth_range"] == "2 to 32" and f["dmin"] == "2" and f["dmax"] == "32"
-    assert f["slope_post"] == "0.50 ± 0.00" and f["slope_pre"] == "0.25 ± 0.00"
+    assert f["slope_post"] == "0.50, the same in every seed" and f["slope_pre"] == "0.25, the same in every seed"
     assert f["mu_post_max"] == f"{32**0.5:.2f}" and f["mu_dn_max"] == f"{0.1 * 32**0.5:.3f}"
     assert f["dn_ratio"] == "10.0" and f["dn_ratio_lo"] == "10.0"
 
@@ -112,11 +113,11 @@ def test_stream_facts_format_both_arrangements_and_the_paired_differences():
          "post": {"loss1": 1.823, "pen2": (0.583, 0.021), "penmax": (1.902, 0.112), "cosine": 0.873,
                   "norm_growth": 1.2}}
     f = st.stream_facts(s)
-    assert f["pen2_pre"] == "+0.633 ± 0.079" and f["cos_post"] == "0.873" and f["norm_growth_pre"] == "5.6"
+    assert f["pen2_pre"] == "+0.633 ± 0.079" and f["cos_post"] == "0.873" and f["norm_growth_post"] == "1.2"
     assert f["pen_frac"] == "34%" and f["gmax"] == "8" and f["n_sub"] == "16"
     assert f["penmax_diff"] == "-0.54 ± 0.17 (SE over 2 paired seeds, 95% interval ± 2.15)"
     assert f["n_seeds"] == "2" and f["pair_df"] == "1 degree of freedom"
-    assert len(f) == 17
+    assert len(f) == 16
 
 
 def test_interval_text_uses_the_t_quantile_of_the_units_and_refuses_to_invent_an_error():
@@ -124,6 +125,66 @@ def test_interval_text_uses_the_t_quantile_of_the_units_and_refuses_to_invent_an
     assert st.interval_text(Estimate(0.1, 0.0, 1, "seeds")) == "+0.10 (one seed: no error estimate)"
     assert st.dof_text(Estimate(0.0, 1.0, 3, "seeds")) == "2 degrees of freedom"
     assert st.estimate_text(Estimate(0.514, 0.0612, 3, "seeds")) == "0.51 ± 0.06"
+
+
+def test_estimate_text_shows_the_first_digit_of_a_small_error_and_says_when_there_is_none():
+    # DeepNorm's recorded slope: an SE of 0.0021 at two decimals would print as 0.00
+    assert st.estimate_text(Estimate(0.5254, 0.0021, 3, "seeds")) == "0.525 ± 0.002"
+    assert st.estimate_text(Estimate(0.5, 0.0, 3, "seeds")) == "0.50, the same in every seed"
+    assert st.estimate_text(Estimate(0.5, 0.0, 1, "seeds")) == "0.50 (one seed: no error estimate)"
+
+
+def _claim(key: str, measured: float, tolerance: float, kind: str = "upper_bound", **kw) -> Claim:
+    """A claim predicting 0 with no sampling error, as the decoding and LayerNorm claims are."""
+    return Claim(key, "a statement", "DL——Transformer study notes", 0.0, measured, 0.0, tolerance, "rounding",
+                 kind=kind, **kw)
+
+
+def test_decoding_sentences_read_both_verdicts():
+    leaks = Claim("mixing", "a statement", "the notes", 2.2e-13, 0.5512, 0.0, 0.0, "rounding", kind="lower_bound")
+    ok = _claim("incremental", 1.1e-15, 2.2e-13)
+    assert st.decoding_sentences(DECODING, ok, leaks) == (
+        "Across the 2 per-token models, the largest gap between incremental and full decoding is 1.1e-15 of the "
+        "largest logit, float64 rounding: the claim that they decode incrementally holds. A norm over positions "
+        "changes earlier outputs by 0.91, and training-mode BatchNorm by 0.55: the claim that they leak holds.")
+    bad = _claim("incremental", 1e-9, 2.2e-13)
+    assert ("is 1.1e-15 of the largest logit, more than float64 rounding: the claim that they decode incrementally "
+            "fails.") in st.decoding_sentences(DECODING, bad, leaks)
+    unsure = _claim("incremental", 1e-15, 2.2e-13, alternative=1e-14, alternative_note="a rival within rounding")
+    assert "of the largest logit: the claim that they decode incrementally is inconclusive." in (
+        st.decoding_sentences(DECODING, unsure, leaks))
+    no_leak = Claim("mixing", "a statement", "the notes", 2.2e-13, 1e-16, 0.0, 0.0, "rounding", kind="lower_bound")
+    assert st.decoding_sentences(DECODING, ok, no_leak).endswith("the claim that they leak fails.")
+
+
+def test_scale_words_follow_the_corrected_verdict_when_invariance_fails():
+    claim = _claim("ln-scale", 4.05e-6, 1e-6, corrected=4.02e-6, corrected_note="epsilon")
+    assert st.scale_words(claim) == (
+        "changes the output by 4.05e-06, as the float64 closed form with ε predicts: 4.02e-06")
+    off = _claim("ln-scale", 4.05e-6, 1e-6, corrected=1e-6, corrected_note="epsilon")
+    assert st.scale_words(off) == ("changes the output by 4.05e-06, which the float64 closed form with ε, 1.00e-06, "
+                                   "does not explain")
+    # the corrected prediction passes, and so does an alternative as far from it as the tolerance allows
+    unsure = _claim("ln-scale", 4.05e-6, 1e-6, corrected=4.02e-6, corrected_note="epsilon", alternative=4.5e-6,
+                    alternative_note="a rival")
+    assert unsure.corrected_verdict == "inconclusive"
+    assert st.scale_words(unsure).endswith("the run cannot tell whether ε accounts for it")
+    assert st.scale_words(_claim("ln-scale", 4.05e-6, 1e-6)) == "changes the output by 4.05e-06"
+    same = _claim("ln-scale", 2e-7, 1e-6, corrected=4.02e-6, corrected_note="epsilon")
+    assert st.scale_words(same) == (
+        "changes the output by 2.00e-07, and the claim that it leaves the output unchanged holds")
+
+
+def test_printed_sentence_reads_the_verdict_of_ln_printed():
+    assert st.printed_sentence(_claim("ln-printed", 4.79e-5, 5e-5)) == (
+        "The outputs the notes print match torch to 4.8e-05, within 5e-05, half a unit of their fourth decimal.")
+    assert st.printed_sentence(_claim("ln-printed", 5.2e-5, 5e-5)) == (
+        "The outputs the notes print differ from torch by 5.2e-05, more than 5e-05, half a unit of their fourth "
+        "decimal.")
+    unsure = _claim("ln-printed", 1e-5, 5e-5, alternative=2e-5, alternative_note="the unbiased variance")
+    assert st.printed_sentence(unsure) == (
+        "The outputs the notes print differ from torch by 1.0e-05, and the claim that they match is inconclusive: "
+        "the alternative, the unbiased variance, fits as well.")
 
 
 def _trained(pen: dict[str, list[float]], cos: dict[str, list[float]]) -> dict:

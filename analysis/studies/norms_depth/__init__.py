@@ -39,8 +39,12 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "best_label": best.label,
         "gpu_status": ch.gpu_status("norms-depth"),
         "dec_table": decoding_table(d["decoding"]),
-        **decoding_facts(d["decoding"]),
+        "dec_sentences": Markdown(decoding_sentences(d["decoding"], ch.claim("norms-depth", "incremental-decoding"),
+                                                     ch.claim("norms-depth", "mixing-norm-leaks"))),
         **norm_facts(d["norms"]),
+        "ln_scale": Markdown(scale_words(ch.claim("norms-depth", "ln-scale"))),
+        "ln_printed": Markdown(printed_sentence(ch.claim("norms-depth", "ln-printed"))),
+        "rms_code_verdict": verdict_phrase(ch.claim("norms-depth", "rmsnorm-code").verdict_text()),
         **deepnorm_facts(),
         **depth_facts(d["depth"]),
         **stream_facts(s),
@@ -92,7 +96,49 @@ def decoding_facts(rows: list[dict[str, Any]]) -> dict[str, str]:
             "dec_seq": f"{gap_of(rows, 'positions'):.2f}", "dec_bn": f"{gap_of(rows, 'BatchNorm'):.2f}"}
 
 
+def decoding_sentences(rows: list[dict[str, Any]], per_token: Claim, mixing: Claim) -> str:
+    """The worst per-token gap with the verdict of incremental decoding, and the two mixing norms' gaps with the
+    verdict that they leak; 'float64 rounding' only when the per-token claim holds."""
+    f = decoding_facts(rows)
+    size = {"holds": ", float64 rounding", "fails": ", more than float64 rounding"}.get(per_token.verdict, "")
+    return (f"Across the {f['dec_count']} per-token models, the largest gap between incremental and full decoding is "
+            f"{f['dec_worst']} of the largest logit{size}: the claim that they decode incrementally "
+            f"{verdict_phrase(per_token.verdict_text())}. A norm over positions changes earlier outputs by "
+            f"{f['dec_seq']}, and training-mode BatchNorm by {f['dec_bn']}: the claim that they leak "
+            f"{verdict_phrase(mixing.verdict_text())}.")
+
+
 # --- the notes' LayerNorm and RMSNorm examples ---------------------------------------------------------------
+
+
+def scale_words(claim: Claim) -> str:
+    """What scaling [1,2,3,4] to [2,4,6,8] does to LayerNorm's output, as a predicate: unchanged when the claim of
+    invariance holds, else the gap beside the closed form's prediction with epsilon, as its corrected verdict reads."""
+    gap = f"{claim.measured:.2e}"
+    if claim.verdict in ("holds", "inconclusive"):
+        return (f"changes the output by {gap}, and the claim that it leaves the output unchanged "
+                f"{verdict_phrase(claim.verdict_text())}")
+    if claim.corrected is None:
+        return f"changes the output by {gap}"
+    pred = f"{claim.corrected:.2e}"
+    return {"holds": f"changes the output by {gap}, as the float64 closed form with ε predicts: {pred}",
+            "fails": f"changes the output by {gap}, which the float64 closed form with ε, {pred}, does not explain",
+            }.get(claim.corrected_verdict or "",
+                  f"changes the output by {gap}, against {pred} from the float64 closed form with ε: the run "
+                  "cannot tell whether ε accounts for it")
+
+
+def printed_sentence(claim: Claim) -> str:
+    """Whether the LayerNorm outputs the notes print match torch's, by the claim ln-printed: its largest gap against
+    half a unit of the fourth printed decimal, and the reason when the run cannot decide."""
+    err, tol = f"{claim.measured:.1e}", f"{claim.tolerance:.0e}"
+    if claim.verdict == "holds":
+        return f"The outputs the notes print match torch to {err}, within {tol}, half a unit of their fourth decimal."
+    if claim.verdict == "fails":
+        return (f"The outputs the notes print differ from torch by {err}, more than {tol}, half a unit of their "
+                "fourth decimal.")
+    return (f"The outputs the notes print differ from torch by {err}, and the claim that they match is inconclusive: "
+            f"{claim.inconclusive_reason}.")
 
 
 def vector_text(values: list[float]) -> str:
@@ -101,15 +147,12 @@ def vector_text(values: list[float]) -> str:
 
 
 def norm_facts(ex: dict[str, Any]) -> dict[str, str]:
-    """The LayerNorm gaps (printed, shifted, scaled and the closed form's prediction), the three RMSNorm versions
-    on [1,2,3,4], the larger gap of the two implementations (the quoted Llama code, torch.nn.RMSNorm) to the
-    standard x/RMS(x), and the notes' formula's gap."""
+    """The LayerNorm gap of the shift (the printed and scaled gaps are in :func:`printed_sentence` and
+    :func:`scale_words`), the three RMSNorm versions on [1,2,3,4], the larger gap of the two implementations (the
+    quoted Llama code, torch.nn.RMSNorm) to the standard x/RMS(x), and the notes' formula's gap."""
     rv, gaps = ex["rms_versions"], ex["rms_gap_to_standard"]
     return {
-        "ln_printed": f"{ex['printed_error']:.1e}",
         "ln_gap_shift": f"{ex['gap_1234_2345']:.1g}",
-        "ln_gap_scale": f"{ex['gap_1234_2468']:.2e}",
-        "ln_gap_pred": f"{ex['gap_1234_2468_predicted']:.2e}",
         "rms_std": vector_text(rv["standard x / RMS(x)"][0]),
         "rms_notes": vector_text(rv["notes (x - mean) / RMS(x)"][0]),
         "rms_ln": vector_text(rv["LayerNorm"][0]),
@@ -166,7 +209,15 @@ def mean_text(pair: tuple[float, float], signed: bool = False, digits: int = 2) 
 
 
 def estimate_text(est: Estimate, signed: bool = False, digits: int = 2) -> str:
-    """'0.51 ± 0.06' (:func:`mean_text` of the estimate's value and standard error)."""
+    """'0.51 ± 0.06' (:func:`mean_text` of the estimate's value and standard error), with as many decimals as the
+    standard error needs for one significant digit ('0.525 ± 0.002'); '0.50, the same in every seed' when it is 0,
+    and no error at all for one unit."""
+    if not est.resolved:
+        return f"{est.value:.{digits}f} (one {est.units.rstrip('s')}: no error estimate)"
+    if est.se == 0:
+        return f"{est.value:.{digits}f}, the same in every {est.units.rstrip('s')}"
+    # a standard error printed as 0.00 would read as no error: widen until its first digit shows
+    digits = max(digits, -math.floor(math.log10(est.se)))
     return mean_text((est.value, est.se), signed, digits)
 
 
