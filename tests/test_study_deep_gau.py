@@ -26,26 +26,9 @@ def _summary(gau_deep_warm: float = 3e-3) -> dict:
                          "steps": 120}}
 
 
-def test_bound_text_words_an_empty_boundary():
-    assert st.bound_text(0.0) == st.NO_BOUNDARY
-    assert st.bound_text(0.0031623) == "up to 0.0032"
-    assert st.bound_text(1e-2) == "up to 0.01"
-
-
 def test_warmup_label():
     assert st.warmup_label(0) == "no warmup"
     assert st.warmup_label(50) == "warmup 50 steps"
-
-
-def test_boundary_facts_pick_depth_and_warmup_and_only_the_cited_ones():
-    f = st.boundary_facts(_summary())
-    assert f == {"deep_bgd": "up to 0.003, with or without warmup", "deep_bgs": "up to 0.03",
-                 "deep_btd": f"{st.NO_BOUNDARY}, with or without warmup", "deep_bts": "up to 0.01",
-                 "deep_bp0": "up to 0.0032", "deep_bn0": "up to 0.003"}
-    assert st.boundary_facts(_summary(gau_deep_warm=0.0))["deep_bgd"] == \
-        f"up to 0.003 without warmup and {st.NO_BOUNDARY} with it"
-    assert st.boundary_facts(_summary(gau_deep_warm=1e-2))["deep_bgd"] == \
-        "up to 0.003 without warmup and up to 0.01 with it"
 
 
 def test_boundary_table_has_a_line_per_architecture_and_warmup_with_zeros_shown():
@@ -70,12 +53,27 @@ def test_loss_facts_compare_gau_with_each_transformer():
 
 def test_failure_sentence_counts_how_the_untrained_runs_failed():
     # a record without half-budget losses: only where the runs ended
-    assert st.failure_sentence(_summary()) == ("In 120 steps, 90 of the 192 runs did not train: 0 diverged, 77 ended at the "
-                                  "context-free loss and 13 above it. No training loss rose above 1.05 times the first.")
+    assert st.failure_sentence(_summary()) == (
+        "In 120 steps, 90 of the 192 runs did not train: none diverged, 77 ended at the context-free loss and 13 "
+        "above it. No training loss rose above 1.05 times the first.")
     s = _summary()
     s["failures"] |= {"slow": 12, "stalled": 78, "stalled_flat": 70}
     words = st.failure_sentence(s)
-    assert "0 diverged, 12 were slow and 78 stalled, 70 of them at the context-free loss." in words
+    assert "none diverged, 12 were slow and 78 stalled, 70 of them at the context-free loss." in words
+    s["failures"] |= {"diverged": 2, "slow": 1, "stalled": 41, "stalled_flat": 41}
+    assert "2 diverged, 1 was slow and 41 stalled, all of them at the context-free loss." in st.failure_sentence(s)
+    s["failures"] |= {"slow": 0, "stalled": 0, "stalled_flat": 0}
+    assert "2 diverged, none was slow and none stalled." in st.failure_sentence(s)
+
+
+def test_stalled_words_cover_all_some_none_and_one():
+    assert st.stalled_words(0, 0) == "none stalled"
+    assert st.stalled_words(41, 41) == "41 stalled, all of them at the context-free loss"
+    assert st.stalled_words(78, 70) == "78 stalled, 70 of them at the context-free loss"
+    assert st.stalled_words(5, 0) == "5 stalled, none of them at the context-free loss"
+    assert st.stalled_words(1, 1) == "1 stalled, at the context-free loss"
+    assert st.stalled_words(1, 0) == "1 stalled, above the context-free loss"
+    assert st.count_word(0) == "none" and st.count_word(3) == "3"
 
 
 def _grads(first: float, peak: float, trained_n: int = 2) -> dict:
@@ -94,14 +92,15 @@ def test_gradient_sentence_names_each_first_norm_and_what_the_clip_does_to_the_r
     assert "GAU's rises to 11.7 times its first by step 3;" in words
     assert "the median norm is 0.25. That median mixes the runs that stalled, whose gradients vanish, with the 2 " \
            "that trained: these end at a median of 7.5 and are clipped at 100% of their steps." in words
-    assert words.endswith("No run diverged. The clip is not what bounds an update: AdamW divides each gradient by "
+    assert "No run diverged" not in words  # the failure sentence already counts the diverged runs
+    assert words.endswith("The clip is not what bounds an update: AdamW divides each gradient by "
                           "its running RMS, so a weight moves by about the learning rate per step, clipped or not; "
                           "clipping changes how much one step's gradient weighs in the running moments.")
     s["grads"]["post-norm GAU"] = _grads(5.0, 1.0, trained_n=0)
     words = st.gradient_sentence(s)
     assert "GAU's never exceeds its first;" in words and "No GAU run at that depth trained." in words
     s["failures"] = {**s["failures"], "diverged": 1}
-    assert "No run diverged" not in st.gradient_sentence(s)
+    assert "The clip is not what bounds" not in st.gradient_sentence(s)
     s["grads"]["post-norm GAU"] = _grads(float("nan"), float("nan"))
     assert st.gradient_sentence(s) == ""
 
@@ -367,16 +366,39 @@ def test_the_lambda7_claim_is_told_apart_from_the_exponent_gau_init_measures():
     assert claim.verdict != "holds" or claim.detectable < claim.rival_gap  # a pass must tell 7 from gau-init's p
     text = half_judgement(claim)
     if claim.detectable > claim.rival_gap:
-        assert text.startswith(f"is inconclusive: this run detects differences in p of {claim.detectable:.3g} or "
-                               f"more, and the source's 7 and the previous chapter's {p:.3g} differ by only {p - 7:.3g}")
+        assert text == (f"Against the source's 7, the claim is inconclusive. The run detects differences in p only of "
+                        f"{claim.detectable:.3g} or more, and the source's 7 and the previous chapter's {p:.3g} differ "
+                        f"by {p - 7:.3g}: it cannot tell the two apart.")
     else:  # the 8 seeds of the cpu record detect 0.54 against a gap of 2.24
-        assert text.startswith(f"{claim.verdict}, and this run tells the source's 7 from the previous chapter's "
-                               f"{p:.3g}: it detects differences of {claim.detectable:.3g}, less than the {p - 7:.3g}")
+        assert text == (f"Against the source's 7, the claim {claim.verdict}. The run detects differences in p of "
+                        f"{claim.detectable:.3g}, less than the {p - 7:.3g} between the source's 7 and the previous "
+                        f"chapter's {p:.3g}, so it tells the two apart.")
     coarse = dataclasses.replace(claim, detectable=p - 7 + 0.1, measured=-7.0)
-    assert half_judgement(coarse).startswith("is inconclusive: this run detects differences in p of ")
+    assert half_judgement(coarse).startswith("Against the source's 7, the claim is inconclusive. The run detects "
+                                             "differences in p only of ")
     fine = dataclasses.replace(claim, detectable=1.0, measured=-7.0)
-    assert half_judgement(fine).startswith("holds, and this run tells the source's 7 from the previous chapter's")
-    assert half_judgement(dataclasses.replace(fine, alternative=None, alternative_note="")) == "holds"
+    assert half_judgement(fine).startswith("Against the source's 7, the claim holds. The run detects differences in p "
+                                           "of 1, less than")
+    assert half_judgement(dataclasses.replace(fine, alternative=None, alternative_note="")) == (
+        "Against the source's 7, the claim holds.")
+
+
+def test_the_sizes_sentences_say_whether_the_two_exponents_differ():
+    from analysis.core.verify import Claim
+    from analysis.studies.deep_gau.init_depth import sizes_sentences
+
+    claim = Claim("eps-lambda7", "s", "src", -7.0, -7.57, 0.17, 0.39, "t interval", alternative=-9.24,
+                  alternative_note="gau-init's exponent")
+    text = sizes_sentences(claim)
+    assert text.startswith("The two exponents differ by more than this run's 95% interval of ± 0.39, so neither is a "
+                           "constant of GAU.") and text.endswith("the layer there is BERT-base's.")
+    near = Claim("eps-lambda7", "s", "src", -7.0, -9.0, 0.17, 0.39, "t interval", alternative=-9.24,
+                 alternative_note="gau-init's exponent")
+    assert sizes_sentences(near) == ("The two exponents lie within this run's 95% interval of ± 0.39 of each other, "
+                                     "so this run does not show that p depends on the layer's sizes. As that chapter "
+                                     "shows, Swish is not homogeneous.")
+    alone = Claim("eps-lambda7", "s", "src", -7.0, -7.57, 0.17, 0.39, "t interval")
+    assert sizes_sentences(alone).startswith("Without the previous chapter's exponent")
 
 
 def test_the_gradient_sentence_says_what_the_ten_thousand_layer_claim_measured():
@@ -408,14 +430,31 @@ def test_the_walk_facts_come_from_the_summary_and_the_claims():
     verdicts = {"random-walk": "holds", "ten-thousand-near-identity": "fails"}
     ch = SimpleNamespace(claim=lambda exp, key: SimpleNamespace(verdict_text=lambda: verdicts[key]))
     facts = walk_facts(ch, s)
-    assert facts == {"init_walk_range": "1.00 to 1.37", "init_walk_verdict": "holds", "init_deep_dev": "0.014",
-                     "init_near_verdict": "fails", "init_grad_one": "1.001 at λ = 1 and 0.97 at λ = 1/2"}
+    assert facts == {"init_walk_range": "1.00 to 1.37", "init_walk_verdict": "holds", "init_near_verdict": "fails"}
     assert walk_facts(ch, {"1": s["1"]})["init_walk_verdict"] == "is not measured"
 
 
 def test_the_deepest_distance_is_set_beside_the_square_root_of_two():
     from analysis.studies.deep_gau.init_depth import far_distance
 
-    assert far_distance(1.41) == "1.41, near √2 ≈ 1.414"
-    assert far_distance(1.2) == "1.20, short of √2 ≈ 1.414"
-    assert far_distance(1.6) == "1.60, beyond √2 ≈ 1.414"
+    assert far_distance(1.41) == "near √2 ≈ 1.414"
+    assert far_distance(1.2) == "short of √2 ≈ 1.414"
+    assert far_distance(1.6) == "beyond √2 ≈ 1.414"
+
+
+def test_the_lecun_sentences_stay_whole_when_nothing_happens():
+    from analysis.studies.deep_gau.init_depth import lecun_sentences
+
+    rows = [{"depth": 1, "dev": 0.18, "grad_ratio": 1.0}, {"depth": 100, "dev": 1.05, "grad_ratio": 4.5e7},
+            {"depth": 1000, "dev": 1.39, "grad_ratio": float("inf")}, {"depth": 10_000, "dev": 1.41,
+                                                                       "grad_ratio": float("nan")}]
+    assert lecun_sentences(rows) == (
+        "At LeCun's scale the same width forgets its input by 100 layers: the distance passes 1, and at 10,000 layers "
+        "it is near √2 ≈ 1.414, the distance of an independent vector of the same norm. Its input gradient is no "
+        "longer finite in float32 by 1,000 layers.")
+    calm = [dict(r, dev=0.5, grad_ratio=1.0) for r in rows]
+    assert lecun_sentences(calm) == (
+        "At LeCun's scale the distance stays below 1 at every depth measured, and at 10,000 layers it is short of "
+        "√2 ≈ 1.414, the distance of an independent vector of the same norm. Its input gradient stays finite in "
+        "float32 at every depth measured.")
+    assert lecun_sentences([]) == "The run has no stacks at LeCun's scale."

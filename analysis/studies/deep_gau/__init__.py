@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from matplotlib.figure import Figure
 
+from analysis.core.verify import verdict_phrase
 from analysis.studies.chapter import recorded
 from analysis.studies.deep_gau.experiments import deep_gau as dg
 from analysis.studies.deep_gau.figures import deep_dynamics, deep_gau
@@ -24,12 +25,6 @@ if TYPE_CHECKING:
 
 TITLE = "Deep GAU without warmup"
 EXPERIMENTS = ("deep-gau", "deep-gau-init")
-# a boundary of 0, as it reads after "trains": no learning rate of the grid trains every seed
-NO_BOUNDARY = "at no learning rate of the grid (none trains every seed)"
-# the boundaries the prose cites: glue key -> architecture and where ("0": largest depth without warmup, "w": largest
-# depth with warmup, "s": smallest depth without warmup)
-CITED_BOUNDARIES = {"g": ("post-norm GAU", "ds"), "t": ("post-norm Transformer", "ds"),
-                    "p": ("pre-norm Transformer", "0"), "n": ("DeepNorm Transformer", "0")}
 LOSSES = (("post", "t0"), ("pre", "p0"), ("deepnorm", "n0"))  # residual -> glue suffix of the Transformers' losses
 
 
@@ -48,7 +43,8 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "deep_d": f"{s['depth']}",
         "deep_2d": f"{2 * s['depth']}",
         "deep_d0": f"{s['depths'][0]}",
-        **boundary_facts(s),
+        "deep_depth_verdict": verdict_phrase(ch.claim("deep-gau", "gau-lr-depth").verdict_text()),
+        "deep_warmup_verdict": verdict_phrase(ch.claim("deep-gau", "gau-lr-no-warmup").verdict_text()),
         **loss_facts(s),
         # sentences, glued as Markdown so that they read as prose
         "deep_failures": Markdown(failure_sentence(s)),
@@ -126,20 +122,6 @@ def warmup_label(warmup: int) -> str:
     return "no warmup" if warmup == 0 else f"warmup {warmup} steps"
 
 
-def bound_text(bound: float) -> str:
-    """A boundary as it reads after 'trains': 'up to' it at two significant digits, or :data:`NO_BOUNDARY` when no
-    learning rate trains (a boundary of 0)."""
-    return f"up to {bound:.2g}" if bound > 0 else NO_BOUNDARY
-
-
-def warmup_pair_text(without: float, with_warmup: float) -> str:
-    """Two boundaries at one depth, as they read after 'trains': once when warmup changes nothing ('up to 0.003 with
-    or without warmup'), else each with its condition."""
-    if f"{without:.2g}" == f"{with_warmup:.2g}":
-        return f"{bound_text(without)}, with or without warmup"
-    return f"{bound_text(without)} without warmup and {bound_text(with_warmup)} with it"
-
-
 def boundary_table(s: dict[str, Any]) -> str:
     """The boundaries of :func:`analysis.studies.deep_gau.experiments.deep_gau.summary`: a line per architecture and warmup, the
     largest learning rate at which every seed trains at each depth (0: none)."""
@@ -149,21 +131,6 @@ def boundary_table(s: dict[str, Any]) -> str:
         for w, bounds in by_warmup.items():
             lines.append(f"  {name:22s} {warmup_label(w):16s}: " + ", ".join(f"{b:.2g}" for b in bounds))
     return "\n".join(lines)
-
-
-def boundary_facts(s: dict[str, Any]) -> dict[str, str]:
-    """The boundaries the prose cites (:data:`CITED_BOUNDARIES`): at the largest depth without warmup ('0'), without
-    and with it ('d', :func:`warmup_pair_text`), and at the smallest depth without warmup ('s'), as
-    :func:`bound_text` words them."""
-    out = {}
-    for key, (name, cited) in CITED_BOUNDARIES.items():
-        bounds = s["boundaries"][name]
-        for c in cited:
-            if c == "d":
-                out[f"deep_b{key}d"] = warmup_pair_text(bounds[0][-1], bounds[s["warmup"]][-1])
-            else:
-                out[f"deep_b{key}{c}"] = bound_text(bounds[0][-1 if c == "0" else 0])
-    return out
 
 
 def loss_facts(s: dict[str, Any]) -> dict[str, str]:
@@ -181,18 +148,39 @@ def loss_facts(s: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def count_word(n: float) -> str:
+    """A count as prose: 'none' for 0, else the number."""
+    return "none" if n == 0 else f"{n:.0f}"
+
+
+def stalled_words(stalled: int, flat: int) -> str:
+    """How many runs stalled and how many of them at the context-free loss: 'none stalled', '41 stalled, all of them
+    at the context-free loss', '1 stalled, at the context-free loss', '78 stalled, 70 of them at ...'."""
+    if stalled == 0:
+        return "none stalled"
+    if flat == stalled:
+        where = "at the context-free loss" if stalled == 1 else "all of them at the context-free loss"
+    elif stalled == 1:
+        where = "above the context-free loss"
+    else:
+        where = f"{count_word(flat)} of them at the context-free loss"
+    return f"{count_word(stalled)} stalled, {where}"
+
+
 def failure_sentence(s: dict[str, Any]) -> str:
-    """'In 240 steps, 90 of the 192 runs did not train: 0 diverged, 12 were slow and 78 stalled, 70 of them at the
+    """'In 240 steps, 90 of the 192 runs did not train: none diverged, 12 were slow and 78 stalled, 70 of them at the
     context-free loss. No training loss rose above 1.05 times the first.' (without half-budget losses: how many ended
     at the context-free loss and how many above it)."""
     f = s["failures"]
-    head = f"In {f['steps']} steps, {f['failed']} of the {f['runs']} runs did not train: {f['diverged']} diverged, "
+    head = (f"In {f['steps']} steps, {f['failed']} of the {f['runs']} runs did not train: "
+            f"{count_word(f['diverged'])} diverged, ")
     tail = f" No training loss rose above {f['peak']:.2f} times the first."
     if not math.isfinite(f.get("slow", math.nan)):
-        return head + f"{f['context_free']} ended at the context-free loss and {f['above']} above it." + tail
+        return (head + f"{count_word(f['context_free'])} ended at the context-free loss and {count_word(f['above'])} "
+                "above it." + tail)
     # what "slow" and "stalled" mean is said in the prose before this sentence
-    return (head + f"{f['slow']} were slow and {f['stalled']} stalled, {f['stalled_flat']} of them at the "
-            "context-free loss." + tail)
+    slow = "none was slow" if f["slow"] == 0 else f"{f['slow']:.0f} {'was' if f['slow'] == 1 else 'were'} slow"
+    return head + f"{slow} and {stalled_words(f['stalled'], f['stalled_flat'])}." + tail
 
 
 def gradient_sentence(s: dict[str, Any]) -> str:
@@ -211,7 +199,7 @@ def gradient_sentence(s: dict[str, Any]) -> str:
             f"first step's gradient norm is {gau['first']:.3g} for post-norm GAU, against {others} (medians over seeds "
             f"and learning rates). {rise}; after the first tenth of the budget no GAU run exceeds {gau['late_peak']:.2g} times its first, and over "
             f"the last tenth the median norm is {gau['final']:.2g}." + _trained_clip_words(gau)
-            + (" No run diverged. The clip is not what bounds an update: AdamW divides each gradient by its running "
+            + (" The clip is not what bounds an update: AdamW divides each gradient by its running "
                "RMS, so a weight moves by about the learning rate per step, clipped or not; clipping changes how much "
                "one step's gradient weighs in the running moments." if diverged == 0 else ""))
 

@@ -22,17 +22,32 @@ def depth_table(data: dict[str, Any]) -> Markdown:
 
 
 def half_judgement(claim: Claim) -> str:
-    """What the claim eps-lambda7 decides against the source's 7, as a predicate: its verdict, and when a rival
-    exponent is named, whether the run's detectable difference tells the two apart (:attr:`Claim.rival_gap`)."""
-    verdict = verdict_phrase(claim.verdict_text())
+    """What the claim eps-lambda7 decides against the source's 7: its verdict, and when a rival exponent is named, a
+    second sentence on whether the run's detectable difference tells the two apart (:attr:`Claim.rival_gap`)."""
+    head = f"Against the source's 7, the claim {verdict_phrase(claim.verdict_text())}."
     if claim.alternative is None or claim.detectable is None or claim.rival_gap is None:
-        return verdict
+        return head
     rival, gap, det = -claim.alternative, claim.rival_gap, claim.detectable
     if det > gap:
-        return (f"{verdict}: this run detects differences in p of {det:.3g} or more, and the source's 7 and the "
-                f"previous chapter's {rival:.3g} differ by only {gap:.3g}, so it cannot tell the two apart")
-    return (f"{verdict}, and this run tells the source's 7 from the previous chapter's {rival:.3g}: it detects "
-            f"differences of {det:.3g}, less than the {gap:.3g} between them")
+        return (f"{head} The run detects differences in p only of {det:.3g} or more, and the source's 7 and the "
+                f"previous chapter's {rival:.3g} differ by {gap:.3g}: it cannot tell the two apart.")
+    return (f"{head} The run detects differences in p of {det:.3g}, less than the {gap:.3g} between the source's 7 "
+            f"and the previous chapter's {rival:.3g}, so it tells the two apart.")
+
+
+def sizes_sentences(claim: Claim) -> str:
+    """Whether this run's exponent p and the previous chapter's (the claim eps-lambda7's alternative) differ by more
+    than the run's 95% interval, and so whether p is shown to depend on the layer's sizes."""
+    if claim.alternative is None:
+        return "Without the previous chapter's exponent, this run cannot say whether p depends on the layer's sizes."
+    swish = "As that chapter shows, Swish is not homogeneous."
+    if abs(claim.measured - claim.alternative) > claim.tolerance:
+        return (f"The two exponents differ by more than this run's 95% interval of ± {claim.tolerance:.2g}, so "
+                f"neither is a constant of GAU. {swish} The exponent depends on how far the layer's activations sit "
+                "from Swish's linear range, and so on the sizes: the stacks here are small, the layer there is "
+                "BERT-base's.")
+    return (f"The two exponents lie within this run's 95% interval of ± {claim.tolerance:.2g} of each other, so "
+            f"this run does not show that p depends on the layer's sizes. {swish}")
 
 
 def deep_gradient_sentence(claim: Claim, eps: float, depth: int) -> str:
@@ -51,59 +66,67 @@ def deep_gradient_sentence(claim: Claim, eps: float, depth: int) -> str:
 
 
 def walk_facts(ch: Any, s: dict[str, Any]) -> dict[str, str]:
-    """At lambda = 1/2: the range of dev_L / (sqrt(L) eps) over the depths, the deepest stack's dev_L, the verdicts of
-    the random-walk and near-identity claims; and the one-layer gradient ratio at each lambda."""
-    half = s.get("0.5")
-    if half is None:
-        return {"init_walk_range": "n/a", "init_deep_dev": "n/a", "init_walk_verdict": "is not measured",
-                "init_near_verdict": "is not measured",
-                "init_grad_one": ", ".join(f"{b['rows'][0]['grad_ratio']:.4g} at λ = {lam}" for lam, b in s.items())}
-    ratios = [r["dev"] / r["walk"] for r in half["rows"]]
+    """At lambda = 1/2: the range of dev_L / (sqrt(L) eps) over the depths and the verdicts of the random-walk and
+    near-identity claims (the distances themselves are in the table)."""
+    if s.get("0.5") is None:
+        return {"init_walk_range": "n/a", "init_walk_verdict": "is not measured",
+                "init_near_verdict": "is not measured"}
+    ratios = [r["dev"] / r["walk"] for r in s["0.5"]["rows"]]
     return {
         "init_walk_range": f"{min(ratios):.2f} to {max(ratios):.2f}",
         "init_walk_verdict": verdict_phrase(ch.claim("deep-gau-init", "random-walk").verdict_text()),
-        "init_deep_dev": f"{half['rows'][-1]['dev']:.2g}",
         "init_near_verdict": verdict_phrase(ch.claim("deep-gau-init", "ten-thousand-near-identity").verdict_text()),
-        "init_grad_one": " and ".join(f"{b['rows'][0]['grad_ratio']:.4g} at λ = {'1/2' if lam == '0.5' else lam}"
-                                      for lam, b in s.items()),
     }
 
 
 def far_distance(dev: float, within: float = 0.02) -> str:
-    """The deepest stack's dev_L beside sqrt(2), the distance of an independent vector of the same norm: 'near' within
-    ``within`` (relative), else 'short of' or 'beyond'."""
+    """Where the deepest stack's dev_L lies beside sqrt(2), the distance of an independent vector of the same norm:
+    'near' within ``within`` (relative), else 'short of' or 'beyond'; the value itself is in the table."""
     root = math.sqrt(2)
     where = "near" if abs(dev / root - 1) <= within else "short of" if dev < root else "beyond"
-    return f"{dev:.2f}, {where} √2 ≈ {root:.3f}"
+    return f"{where} √2 ≈ {root:.3f}"
+
+
+def lecun_sentences(rows: list[dict[str, Any]]) -> str:
+    """The stacks at lambda = 1 (``rows``, by depth): the depth by which their distance from the input passes 1, where
+    the deepest one lies beside sqrt(2), and the depth by which the input gradient overflows float32; each sentence
+    whole when that never happens."""
+    if not rows:
+        return "The run has no stacks at LeCun's scale."
+    forget = next((r["depth"] for r in rows if r["dev"] > 1), None)
+    overflow = next((r["depth"] for r in rows if not math.isfinite(r["grad_ratio"])), None)
+    far = (f"at {rows[-1]['depth']:,} layers it is {far_distance(rows[-1]['dev'])}, the distance of an independent "
+           "vector of the same norm.")
+    head = (f"At LeCun's scale the same width forgets its input by {forget:,} layers: the distance passes 1, and {far}"
+            if forget is not None else
+            f"At LeCun's scale the distance stays below 1 at every depth measured, and {far}")
+    tail = (f"Its input gradient is no longer finite in float32 by {overflow:,} layers." if overflow is not None else
+            "Its input gradient stays finite in float32 at every depth measured.")
+    return f"{head} {tail}"
 
 
 def depth_facts(ch: Any) -> dict[str, Any]:
-    """Run label and sizes, the one-layer change eps at each lambda, the table, where the stack at lambda = 1 forgets
-    its input (dev_L above 1) and where its gradient overflows float32."""
+    """Run label and sizes, the exponent p of the one-layer change eps and what it says, the table, where the stack at
+    lambda = 1 forgets its input (dev_L above 1) and where its gradient overflows float32."""
     run = ch.best("deep-gau-init")
     s = dgi.summary(run.data)
-    rows = s["1"]["rows"] if "1" in s else []
-    forget = next((r["depth"] for r in rows if r["dev"] > 1), None)
-    overflow = next((r["depth"] for r in rows if not math.isfinite(r["grad_ratio"])), None)
+    both = "1" in s and "0.5" in s
     z = run.data["sizes"]
     seeds = len({r["seed"] for r in run.data["runs"]})
     deepest = max(r["depth"] for r in run.data["runs"])
     return {
         "init_label": run.label,
         "init_sizes": f"d = {z['d']}, e = {z['e']}, s = {z['s']}, n = {z['n']}, {seeds} seeds",
-        "init_eps_1": f"{s['1']['eps']:.3g}" if "1" in s else "n/a",
-        "init_eps_half": f"{s['0.5']['eps']:.3g}" if "0.5" in s else "n/a",
-        "init_half_p": (f"{-ch.claim('deep-gau-init', 'eps-lambda7').measured:.2f}"
-                        if "1" in s and "0.5" in s else "n/a"),
-        "init_half_judged": Markdown(half_judgement(ch.claim("deep-gau-init", "eps-lambda7"))
-                             if "1" in s and "0.5" in s else "is not measured: the run has one weight scale"),
+        "init_half_p": f"{-ch.claim('deep-gau-init', 'eps-lambda7').measured:.2f}" if both else "not measured",
+        "init_half_judged": Markdown(half_judgement(ch.claim("deep-gau-init", "eps-lambda7")) if both else
+                                     "The run has one weight scale, so it does not test the source's 7."),
+        "init_sizes_p": Markdown(sizes_sentences(ch.claim("deep-gau-init", "eps-lambda7")) if both else
+                                 "With one weight scale, the run has no exponent to set beside that chapter's."),
         "init_grad": Markdown(deep_gradient_sentence(ch.claim("deep-gau-init", "ten-thousand-gradient"),
                                                      s["0.5"]["eps"], deepest)
                               if "0.5" in s else "is not measured: the run has no stack at λ = 1/2"),
         "init_table": depth_table(run.data),
         "init_deepest": f"{deepest:,}",
         **walk_facts(ch, s),
-        "init_forget": f"{forget:,} layers" if forget else "no depth measured",
-        "init_far_dev": far_distance(rows[-1]["dev"]) if rows else "n/a",
-        "init_overflow": f"{overflow:,} layers" if overflow else "no depth measured",
+        "init_lecun": Markdown(lecun_sentences(s["1"]["rows"] if "1" in s else [])),
     }
