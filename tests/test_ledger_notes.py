@@ -71,8 +71,8 @@ def test_every_replacement_note_belongs_to_a_recorded_claim():
 
 
 def test_the_typical_row_ratio_the_note_states_is_the_recorded_one():
-    # the note on finite-argmax-normal says the typical row peaks at "a few times alpha*" (the chapter glues the
-    # measured multiple): read as 2 to 5
+    # the note on finite-argmax-normal says the typical row peaks at "a multiple of alpha*" and leaves the number to
+    # the claim: the recorded peak must lie above alpha*
     from analysis.core.registry import EXPERIMENTS
     from analysis.core.results import find_record
 
@@ -80,8 +80,8 @@ def test_the_typical_row_ratio_the_note_states_is_the_recorded_one():
     assert record is not None
     claims = {c.key: c for c in EXPERIMENTS["softmax-scale-mc"].claims(record.data, "recorded-cpu")}
     c = claims["finite-argmax-normal"]
-    assert "a few times" in NO_CORRECTED_NUMBER["finite-argmax-normal"]
-    assert 2.0 <= c.measured / c.predicted < 5.0
+    assert "a multiple of" in NO_CORRECTED_NUMBER["finite-argmax-normal"]
+    assert c.measured / c.predicted > 1.0
 
 
 def test_every_formal_claim_is_recorded_and_the_rest_are_substantive():
