@@ -183,17 +183,15 @@ def lm_bound_text(snapshots: Sequence[Mapping[str, Any]], vocab: int) -> str:
 
 
 def trained_bound_text(arch: Mapping[str, Mapping[str, Any]]) -> str:
-    """For which architectures training moved the median token away from the bound: its share of the bound at the
-    last snapshot below that at the first."""
-    moved = [_named(n) for n, run in arch.items()
-             if run["snapshots"][-1]["median_fraction_of_bound"] < run["snapshots"][0]["median_fraction_of_bound"]]
-    kept = [_named(n) for n in arch if _named(n) not in moved]
-    if not kept:
-        whom = f"each of {and_list(moved)}" if len(moved) > 1 else moved[0]
-        return f"Training moves the median token of {whom} away from the bound"
-    if not moved:
-        return f"Training does not move the median token of {and_list(kept)} away from the bound"
-    return f"Training moves the median token away from the bound for {and_list(moved)}, but not for {and_list(kept)}"
+    """Where each architecture's median token sits against the bound, as a share of it, at the last snapshot and at
+    the first: training can move it either way, so both are given."""
+    names = and_list([_named(n) for n in arch])
+    first, last = ([f"{100 * run['snapshots'][i]['median_fraction_of_bound']:.0f}%" for run in arch.values()]
+                   for i in (0, -1))
+    steps = {run["snapshots"][0].get("step", 0) for run in arch.values()}
+    start = "at initialisation" if steps == {0} else f"at the first snapshot, step {min(steps)}"
+    return (f"After training, the median token's entropy is {and_list(last)} of the bound for {names}, against "
+            f"{and_list(first)} {start}")
 
 
 def provenance_notes(notes: Sequence[str], corpus_sha256: str) -> list[str]:
