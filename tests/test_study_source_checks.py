@@ -181,3 +181,15 @@ def test_the_bounded_mean_sentence_states_the_limit_with_its_n():
 
 def test_spread_words_say_exactly_0_only_for_an_exact_0():
     assert spread_words(0.0) == "exactly 0" and spread_words(0.0123) == "0.012" and spread_words(1e-12) == "1e-12"
+
+
+def test_the_width_growth_sentence_gives_each_methods_exponent():
+    from analysis.studies.source_checks import width_growth_sentence
+
+    methods = [{"name": "A", "d": 512, "alpha_star": 64.0, "alpha_star_source_d": 32.0},
+               {"name": "B", "d": 2048, "alpha_star": 40.0, "alpha_star_source_d": 10.0}]
+    assert width_growth_sentence(methods, 128) == (
+        "From $d = 128$ to each method's width, $\\alpha^*$ grows as $d^p$ with $p$ = $0.50$ for A's $n$ and "
+        "$0.50$ for B's $n$, against $1/2$ for $\\sqrt d$")
+    with pytest.raises(ValueError, match="d > source_d"):
+        width_growth_sentence([dict(methods[0], d=64)], 128)

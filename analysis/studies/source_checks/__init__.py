@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 from analysis.core.mathtext import math_markdown
 from analysis.core.verify import VERDICT_COLOURS, Claim, fmt, verdict_count, verdict_phrase
 from analysis.studies.plotting import STYLE, readable_figure
+from analysis.studies.source_checks.experiments.scale_gradient_notes import SOURCE_D
 from analysis.studies.text import and_list, by_verdict
 
 if TYPE_CHECKING:
@@ -49,6 +50,19 @@ def bounded_mean_sentence(limit: float, n: int) -> str:
     limit L_n is a closed form (eq-exact-limit of the softmax-scale chapter)."""
     return (f"What stays bounded is the mean over continuous scores: as $\\alpha \\to \\infty$ it tends to the "
             f"closed-form limit $L_n = {limit:.3f}$ at $n = {n:,}$")
+
+
+def width_growth_sentence(methods: list[dict[str, Any]], source_d: int) -> str:
+    """How alpha*(n, d) grows with the width at each method's n: the exponent p of alpha* ~ d^p between the source's
+    ``source_d`` and the method's own d, from alpha*(n, d) of eq-cosine-star, against 1/2 for sqrt(d)."""
+    parts = []
+    for m in methods:
+        if m["d"] <= source_d or min(m["alpha_star"], m["alpha_star_source_d"]) <= 0:
+            raise ValueError(f"methods must have d > source_d = {source_d} and alpha* > 0; got {m['name']!r}")
+        p = np.log(m["alpha_star"] / m["alpha_star_source_d"]) / np.log(m["d"] / source_d)
+        parts.append(f"${p:.2f}$ for {m['name']}'s $n$")
+    return (f"From $d = {source_d}$ to each method's width, $\\alpha^*$ grows as $d^p$ with $p$ = "
+            f"{and_list(parts)}, against $1/2$ for $\\sqrt d$")
 
 
 def spread_words(x: float) -> str:
@@ -108,6 +122,7 @@ def facts(ch: Chapter) -> dict[str, Any]:
         "am_d": f"{cm['am-softmax']['d']}", "simcse_d": f"{cm['simcse']['d']}",
         "am_star": f"{cm['am-softmax']['alpha_star']:.1f}", "simcse_star": f"{cm['simcse']['alpha_star']:.1f}",
         "am_star128": f"{cm['am-softmax']['alpha_star_source_d']:.1f}",
+        "cos_growth": Markdown(math_markdown(width_growth_sentence(list(cm.values()), SOURCE_D))),
         "am_used": f"{cm['am-softmax']['used']:g}", "simcse_used": f"{cm['simcse']['used']:g}",
         "simcse_star128": f"{cm['simcse']['alpha_star_source_d']:.1f}",
         # GAU: nu and relu^2's sparsity
