@@ -24,14 +24,14 @@ def test_leak_sentence_as_recorded_and_with_a_verdict_changed():
     recorded = {f"leak-{v}": claim("holds" if v in ("gau-ours", "flash-ours", "peer-flash") else "fails")
                 for v in LEAK_NAMES}
     assert leak_sentence(recorded) == (
-        "The claim that appending tokens leaves a prefix's outputs unchanged fails for the printed 1/(ns), the printed "
-        "FLASH divisor (g−1)n/c, the appendix's relu²(qk/n) and FLASH-pytorch's GAU. It holds for this book's GAU, this book's "
+        "The claim that appending tokens leaves a prefix's outputs unchanged fails for the printed $1/(ns)$, the printed "
+        "FLASH divisor $(g-1)n/c$, the appendix's $\\mathrm{relu}^2(qk/n)$ and FLASH-pytorch's GAU. It holds for this book's GAU, this book's "
         "FLASH and FLASH-pytorch's FLASH.")
     changed = {**recorded, "leak-peer-flash": claim("fails")}
     del changed["leak-peer-gau"]  # a record without the peer's GAU names only the others
     assert leak_sentence(changed) == (
-        "The claim that appending tokens leaves a prefix's outputs unchanged fails for the printed 1/(ns), the printed "
-        "FLASH divisor (g−1)n/c, the appendix's relu²(qk/n) and FLASH-pytorch's FLASH. It holds for this book's GAU and this "
+        "The claim that appending tokens leaves a prefix's outputs unchanged fails for the printed $1/(ns)$, the printed "
+        "FLASH divisor $(g-1)n/c$, the appendix's $\\mathrm{relu}^2(qk/n)$ and FLASH-pytorch's FLASH. It holds for this book's GAU and this "
         "book's FLASH.")
 
 
@@ -63,14 +63,15 @@ def test_sizes_sentence_names_the_chunk_sizes_together_only_when_they_agree():
     claims = {"mha-matrix": claim("holds"), "gau-matrix": claim("holds"), "gau-lean-no-matrix": claim("holds"),
               **{f"flash-linear-state-c{c}": claim("holds") for c in (64, 128, 256)}}
     assert sizes_sentence(claims, ["64", "128", "256"]) == (
-        "The claim that the saved tensors have exactly the source's sizes holds for multi-head attention's b h n², "
-        "GAU's b n², and FLASH's chunk state b (n/c) s e at c = 64, 128 and 256. The claim that the lean GAU keeps no "
-        "n×n tensor holds.")
+        "The claim that the saved tensors have exactly the source's sizes holds for multi-head attention's $bhn^2$, "
+        "GAU's $bn^2$, and FLASH's chunk state $b(n/c)se$ at $c$ = 64, 128 and 256. The claim that the lean GAU keeps "
+        "no $n\\times n$ tensor holds.")
     claims.update({"flash-linear-state-c128": claim("fails"), "gau-lean-no-matrix": claim("fails")})
     assert sizes_sentence(claims, ["64", "128", "256"]) == (
-        "The claim that the saved tensors have exactly the source's sizes holds for multi-head attention's b h n², "
-        "GAU's b n², FLASH's chunk state b (n/c) s e at c = 64 and FLASH's chunk state b (n/c) s e at c = 256. It "
-        "fails for FLASH's chunk state b (n/c) s e at c = 128. The claim that the lean GAU keeps no n×n tensor fails.")
+        "The claim that the saved tensors have exactly the source's sizes holds for multi-head attention's $bhn^2$, "
+        "GAU's $bn^2$, FLASH's chunk state $b(n/c)se$ at $c$ = 64 and FLASH's chunk state $b(n/c)se$ at $c$ = 256. "
+        "It fails for FLASH's chunk state $b(n/c)se$ at $c$ = 128. The claim that the lean GAU keeps no $n\\times n$ "
+        "tensor fails.")
 
 
 def test_batch_verdicts_as_recorded_and_all_holding():

@@ -76,7 +76,7 @@ def claim_facts(ch: Chapter) -> dict[str, Any]:
                                     f"{parameters_sentence(ch.best('flash-counts').data['counts'])}"),
         "v-gau-quadratic-vs-mha": phrase(claims["gau-quadratic-vs-mha"]),
         "identity_verdicts": Markdown(identities_sentence(claims)),
-        "leak_verdicts": Markdown(leak_sentence(claims)),
+        "leak_verdicts": Markdown(math_markdown(leak_sentence(claims))),
         "peer_leak_fit": Markdown(math_markdown(peer_leak_sentence(claims.get("leak-peer-gau"),
                                                                    ch.best("flash-counts").data["leak"]))),
     }

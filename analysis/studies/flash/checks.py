@@ -372,14 +372,14 @@ def verdict_sentence(claim: str, named: Sequence[tuple[str, str]], scope: str = 
 
 # the leak claims of experiment flash-counts (``leak-<variant>``) by the names the prose gives them, those the
 # source prints first
-LEAK_NAMES = {"gau-printed": "the printed 1/(ns)", "flash-printed": "the printed FLASH divisor (g−1)n/c",
-              "gau-appendix": "the appendix's relu²(qk/n)", "peer-gau": "FLASH-pytorch's GAU",
+LEAK_NAMES = {"gau-printed": "the printed $1/(ns)$", "flash-printed": "the printed FLASH divisor $(g-1)n/c$",
+              "gau-appendix": "the appendix's $\\mathrm{relu}^2(qk/n)$", "peer-gau": "FLASH-pytorch's GAU",
               "gau-ours": "this book's GAU", "flash-ours": "this book's FLASH", "peer-flash": "FLASH-pytorch's FLASH"}
 
 
 def leak_sentence(claims: Mapping[str, Any]) -> str:
     """Which normalisers leave a prefix's outputs unchanged as tokens are appended, and which do not, by the verdicts
-    of the ``leak-*`` claims among ``claims`` (key: claim)."""
+    of the ``leak-*`` claims among ``claims`` (key: claim; maths between $ signs)."""
     named = [(name, phrase(claims[f"leak-{v}"])) for v, name in LEAK_NAMES.items() if f"leak-{v}" in claims]
     return verdict_sentence("appending tokens leaves a prefix's outputs unchanged", named)
 

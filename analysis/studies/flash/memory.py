@@ -47,7 +47,8 @@ def memory_facts(ch: Any) -> dict[str, Any]:
         "memory_saving_measured": f"{measured:.3g} = 1/{round(1 / measured)}",
         "memory_e_over_s": f"{z['e'] / z['s']:.0f}",
         "memory_batch_base": Markdown(math_markdown(batch_sentence(d))),
-        "memory_verdicts": Markdown(sizes_sentence({c.key: c for c in ch.claims_of("flash-memory")}, list(d["flash"]))),
+        "memory_verdicts": Markdown(math_markdown(sizes_sentence({c.key: c for c in ch.claims_of("flash-memory")},
+                                                                 list(d["flash"])))),
         "batch_verdicts": Markdown(batch_verdicts({c.key: c for name in ("flash-bench", "flash-memory")
                                                    for c in ch.claims_of(name)})),
     }
@@ -78,17 +79,18 @@ def batch_sentence(data: dict[str, Any]) -> str:
 
 def sizes_sentence(claims: Mapping[str, Any], chunks: list[str]) -> str:
     """For which tensors the saved sizes are exactly the source's, FLASH's chunk sizes ``chunks`` named together when
-    they agree, and whether the lean GAU keeps no n×n tensor, by the census's claims among ``claims`` (key: claim)."""
-    named = [(name, phrase(claims[k])) for k, name in (("mha-matrix", "multi-head attention's b h n²"),
-                                                        ("gau-matrix", "GAU's b n²")) if k in claims]
+    they agree, and whether the lean GAU keeps no n×n tensor, by the census's claims among ``claims`` (key: claim;
+    maths between $ signs)."""
+    named = [(name, phrase(claims[k])) for k, name in (("mha-matrix", "multi-head attention's $bhn^2$"),
+                                                        ("gau-matrix", "GAU's $bn^2$")) if k in claims]
     state = [(c, phrase(claims[f"flash-linear-state-c{c}"])) for c in chunks if f"flash-linear-state-c{c}" in claims]
     if len({verdict for _, verdict in state}) == 1:
-        named.append((f"FLASH's chunk state b (n/c) s e at c = {and_list([c for c, _ in state])}", state[0][1]))
+        named.append((f"FLASH's chunk state $b(n/c)se$ at $c$ = {and_list([c for c, _ in state])}", state[0][1]))
     else:
-        named += [(f"FLASH's chunk state b (n/c) s e at c = {c}", verdict) for c, verdict in state]
+        named += [(f"FLASH's chunk state $b(n/c)se$ at $c$ = {c}", verdict) for c, verdict in state]
     lean = [("", phrase(claims["gau-lean-no-matrix"]))] if "gau-lean-no-matrix" in claims else []
     return " ".join(filter(None, [verdict_sentence("the saved tensors have exactly the source's sizes", named),
-                                  verdict_sentence("the lean GAU keeps no n×n tensor", lean)]))
+                                  verdict_sentence("the lean GAU keeps no $n\\times n$ tensor", lean)]))
 
 
 # the batch claims of experiments flash-bench and flash-memory, by what FLASH-Quad is set against
