@@ -143,16 +143,20 @@ def test_the_mha_sentence_says_one_shared_count_or_where_they_differ():
 
 
 def test_verdicts_by_says_each_verdict_once():
-    assert st.verdicts_by([("float32", "holds"), ("bfloat16", "holds")]) == "holds in float32 and bfloat16"
-    assert st.verdicts_by([("float32", "holds"), ("bfloat16", "fails")]) == "holds in float32 and fails in bfloat16"
-    assert st.verdicts_by([("a", "is inconclusive")], "for") == "is inconclusive for a"
+    from analysis.studies.text import verdicts_by
+
+    assert verdicts_by([("float32", "holds"), ("bfloat16", "holds")], "in") == "holds in float32 and bfloat16"
+    assert verdicts_by([("float32", "holds"), ("bfloat16", "fails")], "in") == "holds in float32 and fails in bfloat16"
+    assert verdicts_by([("a", "is inconclusive")], "for") == "is inconclusive for a"
 
 
-def test_power_text_writes_a_true_minus_and_powers_of_ten():
-    assert st.power_text(-998244352.0) == "−9.982 × 10⁸"
-    assert st.power_text(-1e9) == "−10⁹" and st.power_text(1e-6) == "10⁻⁶"
-    assert st.power_text(float("-inf")) == "−∞" and st.power_text(float("inf")) == "∞"
-    assert st.power_text(-0.5) == "−0.5" and st.power_text(0.0) == "0" and st.power_text(2.5e-5) == "2.5 × 10⁻⁵"
+def test_sci_writes_a_true_minus_and_powers_of_ten():
+    from analysis.studies.text import sci
+
+    assert sci(-998244352.0, 4) == "−9.982 × 10⁸"
+    assert sci(-1e9, 4) == "−10⁹" and sci(1e-6, 4) == "10⁻⁶"
+    assert sci(float("-inf"), 4) == "−∞" and sci(float("inf"), 4) == "∞"
+    assert sci(-0.5, 4) == "−0.5" and sci(0.0, 4) == "0" and sci(2.5e-5, 4) == "2.5 × 10⁻⁵"
 
 
 def test_the_cross_rows_sentence_names_whose_length_the_output_has():

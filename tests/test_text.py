@@ -31,3 +31,10 @@ def test_and_list_writes_an_english_list():
 
 def test_by_verdict_groups_names_where_each_verdict_first_appears():
     assert by_verdict([("A", "fails"), ("B", "holds"), ("C", "fails")]) == [("fails", ["A", "C"]), ("holds", ["B"])]
+
+
+def test_sci_keeps_thousands_and_plain_numbers_and_turns_every_minus_true():
+    from analysis.studies.text import sci
+
+    assert sci(1234.4) == "1,234" and sci(-1234.4) == "−1,234" and sci(-0.001234) == "−0.00123"
+    assert sci(-9.98046875e-07) == "−9.98 × 10⁻⁷" and sci(9.9996e5) == "10⁶"

@@ -9,10 +9,12 @@ the HTML check (:mod:`analysis.site.html_check`) fails on any printed line that 
 
 from __future__ import annotations
 
+import math
 import textwrap
 from collections.abc import Sequence
 
 COLUMN_CHARS = 74
+SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
 def fit_line(line: str, width: int = COLUMN_CHARS) -> list[str]:
@@ -52,3 +54,25 @@ def by_verdict(named: Sequence[tuple[str, str]]) -> list[tuple[str, list[str]]]:
     for name, verdict in named:
         groups.setdefault(verdict, []).append(name)
     return list(groups.items())
+
+
+def verdicts_by(named: Sequence[tuple[str, str]], preposition: str = "for") -> str:
+    """Verdict phrases of (name, verdict phrase) pairs, each phrase said once (:func:`by_verdict`): 'holds in float32
+    and bfloat16', 'holds for A and fails for B'."""
+    return and_list([f"{phrase} {preposition} {and_list(names)}" for phrase, names in by_verdict(named)])
+
+
+def sci(x: float, digits: int = 3) -> str:
+    """x as a reader writes it, with a true minus: '−9.98 × 10⁻⁷', '10⁻⁶' for an exact power of ten, '−∞', plain
+    between 0.001 and 10^4 ('1,234' from 100 on)."""
+    if math.isinf(x):
+        return "−∞" if x < 0 else "∞"
+    if 100 <= abs(x) < 1e4:
+        text = f"{x:,.0f}"
+    elif x == 0 or 1e-3 <= abs(x) < 100:
+        text = f"{x:.{digits}g}"
+    else:
+        mantissa, exponent = f"{abs(x):.{digits - 1}e}".split("e")
+        power = f"10{str(int(exponent)).translate(SUPERSCRIPT)}"
+        text = ("-" if x < 0 else "") + (power if float(mantissa) == 1 else f"{float(mantissa):.{digits}g} × {power}")
+    return text.replace("-", "−")

@@ -19,13 +19,11 @@ from analysis.core.verify import verdict_phrase
 from analysis.studies.attention_basics.experiments import attention_basics as ab
 from analysis.studies.attention_basics.figures import head_symmetry, positions_figure, qk_saturation
 from analysis.studies.display import Markdown
-from analysis.studies.text import and_list, by_verdict
+from analysis.studies.text import and_list, sci, verdicts_by
 from analysis.theory import transformer_basics as tb
 
 if TYPE_CHECKING:
     from analysis.studies.chapter import Chapter
-
-SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 TITLE = "Scaled dot-product attention, heads and positions"
 EXPERIMENTS = ("attention-basics", "notes-checks")
@@ -69,24 +67,6 @@ def mha_sentence(counts: Sequence[Mapping[str, Any]]) -> str:
         return f"`torch.nn.MultiheadAttention` and the book's attention both count {counts[0]['torch']:,} parameters {where}"
     return (f"`torch.nn.MultiheadAttention` counts {counts[0]['torch']:,} parameters {where}, the book's attention "
             + and_list([f"{n:,}" for n in sorted(ours)]))
-
-
-def verdicts_by(named: Sequence[tuple[str, str]], preposition: str = "in") -> str:
-    """Verdict phrases of named cases, each phrase said once: 'holds in float32 and bfloat16', 'holds in float32
-    and fails in bfloat16'."""
-    return and_list([f"{phrase} {preposition} {and_list(names)}" for phrase, names in by_verdict(named)])
-
-
-def power_text(x: float, digits: int = 4) -> str:
-    """A number as the prose writes it, with a true minus: '−9.982 × 10⁸', '−∞', plain between 0.001 and 10^4."""
-    if math.isinf(x):
-        return "−∞" if x < 0 else "∞"
-    if x == 0 or 1e-3 <= abs(x) < 1e4:
-        return f"{x:.{digits}g}".replace("-", "−")
-    mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
-    power = f"10{str(int(exponent)).translate(SUPERSCRIPT)}"
-    lead = f"{float(mantissa):.{digits}g}".replace("-", "−")
-    return power if lead == "1" else ("−" + power if lead == "−1" else f"{lead} × {power}")
 
 
 def cross_rows_sentence(out_len: int, tgt_len: int, src_len: int, verdict: str) -> str:
@@ -153,7 +133,7 @@ def mask_paths_clause(m: dict[str, Any]) -> str:
     """What the two ways of applying −1e9 do in one dtype (a row of ``masked_rows``): whether ``masked_fill``
     accepts the value, and what an additive mask stores for it."""
     fill = "refuses" if m["masked_fill_error"] else "accepts"
-    return f"`masked_fill` {fill} −1e9 and an additive mask turns it into {power_text(float(m['stored']))}"
+    return f"`masked_fill` {fill} −1e9 and an additive mask turns it into {sci(float(m['stored']), 4)}"
 
 
 def notes_facts(ch: Chapter) -> dict[str, Any]:
@@ -175,9 +155,9 @@ def notes_facts(ch: Chapter) -> dict[str, Any]:
         "mask_fp16_error": half["masked_fill_error"] or "no error",
         "mask_fp16_paths": Markdown(mask_paths_clause(half)),
         "mask_fp16_nan": f"{half['nan_weights']} of {half['weights']}",
-        "mask_bf16_stored": power_text(float(mask["bfloat16"]["stored"])),
+        "mask_bf16_stored": sci(float(mask["bfloat16"]["stored"]), 4),
         "mask_fp16_max": f"{float(half['finite_max']):,.0f}",
-        "mask_finite_verdicts": verdicts_by([(name, said(f"mask-1e9-{name}")) for name in ("float32", "bfloat16")]),
+        "mask_finite_verdicts": verdicts_by([(name, said(f"mask-1e9-{name}")) for name in ("float32", "bfloat16")], "in"),
         "rms_presence": Markdown(rmsnorm_presence(bool(rms["has_rmsnorm"]), rms["torch"], said("no-torch-rmsnorm"))),
         "rms_gap": f"{float(rms['relative_gap']):.1e}",
         **tied_facts(d["tied"]),

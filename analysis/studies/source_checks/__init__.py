@@ -13,7 +13,7 @@ from analysis.core.mathtext import math_markdown
 from analysis.core.verify import VERDICT_COLOURS, Claim, fmt, verdict_count, verdict_phrase
 from analysis.studies.plotting import STYLE, readable_figure
 from analysis.studies.source_checks.experiments.scale_gradient_notes import SOURCE_D
-from analysis.studies.text import and_list, by_verdict
+from analysis.studies.text import and_list, by_verdict, sci, verdicts_by
 
 if TYPE_CHECKING:
     from analysis.studies.chapter import Chapter
@@ -22,27 +22,12 @@ TITLE = "The sources' smaller statements"
 EXPERIMENTS = ("scale-gradient-notes", "source-side-checks")
 
 
-SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
-def sci(x: float, digits: int = 3) -> str:
-    """x as a reader writes it: '9.98 × 10⁻⁷', '10⁻⁶' for an exact power of ten, plain between 0.001 and 10^4
-    ('1,234' from 100 on)."""
-    if 100 <= abs(x) < 1e4:
-        return f"{x:,.0f}"
-    if x == 0 or 1e-3 <= abs(x) < 100:
-        return f"{x:.{digits}g}"
-    mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
-    power = f"10{str(int(exponent)).translate(SUPERSCRIPT)}"
-    return power if float(mantissa) == 1 else f"{float(mantissa):.{digits}g} × {power}"
-
-
 def verdicts_for(named: list[tuple[str, str]]) -> str:
     """Verdict phrases of named cases, each phrase said once: 'fails for both', 'holds for A and fails for B'."""
     groups = by_verdict(named)
     if len(groups) == 1 and len(named) > 1:
         return f"{groups[0][0]} for {'both' if len(named) == 2 else 'all'}"
-    return and_list([f"{phrase} for {and_list(names)}" for phrase, names in groups])
+    return verdicts_by(named)
 
 
 def bounded_mean_sentence(limit: float, n: int) -> str:
