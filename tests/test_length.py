@@ -135,7 +135,7 @@ def test_the_mechanism_text_reads_mass_and_entropy_at_the_sharpest_layer() -> No
             e["entropy"] = [1.0 + math.log(ratio)] + [9.0] * (layers - 1)
             mass = {"relu2_ns": 1 / ratio, "relu2_n2": ratio}.get(r["norm"], 1.0)
             e["mass"] = [mass] + [123.0] * (layers - 1)
-    assert mechanism_text(data) == (
+    assert mechanism_text(data, gau_length.summary(data)) == (
         "From the training length 16 to 32, a query row's total weight falls 2.0-fold for relu²/(ns) and rises "
         "2.0-fold for relu²(qk/n) (bottom right), against a fall of 2-fold and 4-fold were every added key to score "
         "zero. Softmax keeps the weights summing to 1, but its rows' entropy rises from 1.00 to 1.69 nats, and with "

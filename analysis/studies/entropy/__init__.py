@@ -24,8 +24,7 @@ from analysis.studies.entropy.figures import (
     lm_clouds,
     markov_curve,
 )
-
-from analysis.studies.text import and_list
+from analysis.studies.text import and_list, by_verdict
 from analysis.studies.text import text_block as fenced_text
 from analysis.theory import entropy as ent
 
@@ -300,13 +299,11 @@ def calibration_summary(judged: Sequence[tuple[str, str, float]]) -> str:
             return "over-confident" if gap > 0 else "under-confident"
         return "undecided"
 
-    groups: dict[str, list[str]] = {}
-    for name, verdict, gap in judged:
-        groups.setdefault(state(verdict, gap), []).append(_named(name))
+    groups = by_verdict([(_named(name), state(verdict, gap)) for name, verdict, gap in judged])
     if len(groups) == 1 and len(judged) > 1:
-        (word, names), = groups.items()
+        (word, names), = groups
         return f"at this budget {and_list(names)} are all {word}"
-    parts = [f"{and_list(names)} {'is' if len(names) == 1 else 'are'} {word}" for word, names in groups.items()]
+    parts = [f"{and_list(names)} {'is' if len(names) == 1 else 'are'} {word}" for word, names in groups]
     return "at this budget " + "; ".join(parts)
 
 

@@ -232,7 +232,7 @@ def length_facts(data: dict[str, Any]) -> dict[str, Any]:
         "l_unlearned": Markdown(unlearned_sentence(s)),
         "l_short_gap": "n/a (no normalisation learnt the task)" if gap is None else f"{gap:.2f}",
         "l_costs": costs_text(s),
-        "l_mechanism": Markdown(mechanism_text(data)),
+        "l_mechanism": Markdown(mechanism_text(data, s)),
     }
 
 
@@ -240,16 +240,16 @@ def length_facts(data: dict[str, Any]) -> dict[str, Any]:
 MASS_POWER = {"relu2_ns": 1, "relu2_n2": 2}
 
 
-def _fold(before: float, after: float) -> str:
-    """'falls 1.9-fold' or 'rises 1.2-fold': how a positive quantity moved from ``before`` to ``after``."""
-    return f"falls {before / after:.1f}-fold" if after < before else f"rises {after / before:.1f}-fold"
+def _fold(before: float, after: float) -> tuple[str, str]:
+    """('falls', '1.9-fold') or ('rises', '1.2-fold'): how a positive quantity moved from ``before`` to ``after``."""
+    return ("falls", f"{before / after:.1f}-fold") if after < before else ("rises", f"{after / before:.1f}-fold")
 
 
-def mechanism_text(data: dict[str, Any]) -> str:
-    """Why length hurts, read off one gau-length record at the sharpest layer's query rows (filler first): how each
-    relu² row's total weight moves from the training length to the longest against the fall were every new key to
-    score zero, and how the softmax rows' entropy moves against ln n, with and without the log₅₁₂ n factor."""
-    s = gau_length.summary(data)
+def mechanism_text(data: dict[str, Any], s: dict[str, Any]) -> str:
+    """Why length hurts, read off one gau-length record (``s`` its :func:`gau_length.summary`) at the sharpest layer's
+    query rows (filler first): how each relu² row's total weight moves from the training length to the longest
+    against the fall were every new key to score zero, and how the softmax rows' entropy moves against ln n, with and
+    without the log₅₁₂ n factor."""
     n, top = s["train_span"], s["spans"][-1]
     at, end = s["spans"].index(n), len(s["spans"]) - 1
 
@@ -261,7 +261,7 @@ def mechanism_text(data: dict[str, Any]) -> str:
     relu = [norm for norm in MASS_POWER if norm in s["norms"]]
     if relu:
         masses = {norm: curve(norm, "mass") for norm in relu}
-        moves = [_fold(*m).split(" ", 1) for m in masses.values()]
+        moves = [_fold(*m) for m in masses.values()]
         same = len({verb for verb, _ in moves}) == 1
         named = [f"{size} for {gau_length.NORM_LABELS[norm]}" for norm, (_, size) in zip(relu, moves)]
         text = (f"{moves[0][0]} {and_list(named)}" if same else
